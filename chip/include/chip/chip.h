@@ -1,0 +1,31 @@
+/* The L2 chip process (and the sub worker, which is a chip without a
+ * device): its start-up, task loop and kernel dispatch. */
+#ifndef CHIP_CHIP_H
+#define CHIP_CHIP_H
+
+#include "wire/chip_backend.h"
+#include "wire/mailbox.h"
+
+#include <sys/types.h>
+
+/* Registered backends, looked up by platform name. */
+strata_err chip_backend_register(const struct chip_backend_ops *ops);
+const struct chip_backend_ops *chip_backend_find(const char *platform);
+
+struct chip_child_cfg {
+    bool is_sub;        /* sub worker: runs subs, has no device */
+    int id;             /* chip id, or sub index */
+    const struct chip_backend_ops *ops; /* NULL for a sub worker */
+    struct mbx *mbx;
+    struct mbx_shared *shared;
+    int doorbell_fd;    /* eventfd the parent's scheduler polls */
+    pid_t parent;       /* the worker process */
+};
+
+/* Runs a child until shutdown; never returns. Called right after fork. */
+_Noreturn void chip_child_main(const struct chip_child_cfg *cfg);
+
+/* The name of buffer id created by process creator: "/strata-U-P-bID". */
+void chip_buffer_name(char *out, size_t cap, pid_t creator, uint64_t id);
+
+#endif

@@ -1,0 +1,122 @@
+/* strata_register_*: name -> function, identified by SHA-256("kind:name"). */
+#include "chip/registry.h"
+#include "base/alloc.h"
+#include "base/digest.h"
+#include "base/err.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static struct chip_callable entries[CHIP_REGISTRY_MAX];
+static uint32_t count; /* published with release after an entry is full */
+static pthread_mutex_t writer = PTHREAD_MUTEX_INITIALIZER;
+
+const char *chip_callable_kind_name(uint32_t kind)
+{
+    switch (kind) {
+    case STRATA_CALLABLE_KERNEL:
+        return "kernel";
+    case STRATA_CALLABLE_ORCH:
+        return "orch";
+    case STRATA_CALLABLE_SUB:
+        return "sub";
+    }
+    return "unknown";
+}
+
+uint32_t chip_registry_count(void)
+{
+    return __atomic_load_n(&count, __ATOMIC_ACQUIRE);
+}
+
+const struct chip_callable *chip_registry_find(const uint8_t digest[32])
+{
+    uint32_t n = chip_registry_count();
+
+    for (uint32_t i = 0; i < n; i++)
+        if (memcmp(entries[i].digest, digest, 32) == 0)
+            return &entries[i];
+    return NULL;
+}
+
+static strata_err register_fn(uint32_t kind, const char *name,
+                              void (*fn)(void), strata_callable *out)
+{
+    char key[CHIP_NAME_MAX + 16];
+    strata_callable c = {.kind = kind};
+    const struct chip_callable *old;
+    strata_err err = STRATA_OK;
+    size_t len;
+
+    if (!name || !fn || !out)
+        return base_fail(STRATA_EINVAL,
+                         "strata_register_%s: name, fn and out are required",
+                         chip_callable_kind_name(kind));
+    len = strlen(name);
+    if (len == 0 || len >= CHIP_NAME_MAX)
+        return base_fail(STRATA_EINVAL,
+                         "strata_register_%s: name must be 1..%d bytes",
+                         chip_callable_kind_name(kind), CHIP_NAME_MAX - 1);
+    snprintf(key, sizeof(key), "%s:%s", chip_callable_kind_name(kind), name);
+    err = base_sha256(key, strlen(key), c.digest);
+    if (err)
+        return err;
+    pthread_mutex_lock(&writer);
+    old = chip_registry_find(c.digest);
+    if (old && old->fn != fn) {
+        err = base_fail(STRATA_EEXIST,
+                        "%s '%s' is already registered with another function",
+                        chip_callable_kind_name(kind), name);
+    } else if (!old && count == CHIP_REGISTRY_MAX) {
+        err = base_fail(STRATA_ENOMEM, "more than %d callables registered",
+                        CHIP_REGISTRY_MAX);
+    } else if (!old) {
+        struct chip_callable *e = &entries[count];
+
+        e->kind = kind;
+        e->seq = count;
+        e->fn = fn;
+        memcpy(e->digest, c.digest, 32);
+        memcpy(e->name, name, len + 1);
+        __atomic_store_n(&count, count + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&writer);
+    if (!err)
+        *out = c;
+    return err;
+}
+
+/* Function pointers of different types are stored as void (*)(void) and
+ * cast back by kind before the call. */
+strata_err strata_register_kernel(const char *name, strata_kernel_fn fn,
+                                  strata_callable *out)
+{
+    return register_fn(STRATA_CALLABLE_KERNEL, name, (void (*)(void))fn, out);
+}
+
+strata_err strata_register_orch(const char *name, strata_orch_fn fn,
+                                strata_callable *out)
+{
+    return register_fn(STRATA_CALLABLE_ORCH, name, (void (*)(void))fn, out);
+}
+
+strata_err strata_register_sub(const char *name, strata_sub_fn fn,
+                               strata_callable *out)
+{
+    return register_fn(STRATA_CALLABLE_SUB, name, (void (*)(void))fn, out);
+}
+
+const char *strata_callable_name(strata_callable c)
+{
+    const struct chip_callable *e = chip_registry_find(c.digest);
+
+    return e ? e->name : NULL;
+}
+
+char *strata_callable_digest_hex(strata_callable c, char buf[65])
+{
+    for (int i = 0; i < 32; i++)
+        snprintf(buf + 2 * i, 3, "%02x", c.digest[i]);
+    return buf;
+}

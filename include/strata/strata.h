@@ -1,0 +1,344 @@
+/*
+ * strata: a C runtime that runs work on a tree of processes.
+ *
+ * This is the only header a user includes. Conventions, for every function
+ * below unless its comment says otherwise:
+ * - Fallible functions return strata_err (0 = STRATA_OK) and the detail of a
+ *   failure is in the calling thread's strata_errmsg().
+ * - Output parameters end in _out, come last, and are written only on
+ *   STRATA_OK. Ownership moves only on STRATA_OK.
+ * - destroy/free/release functions accept NULL as a no-op.
+ */
+#ifndef STRATA_STRATA_H
+#define STRATA_STRATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define STRATA_MUST_CHECK __attribute__((warn_unused_result))
+#define STRATA_API __attribute__((visibility("default")))
+#define STRATA_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define STRATA_MUST_CHECK
+#define STRATA_API
+#define STRATA_PRINTF(f, a)
+#endif
+
+#define STRATA_VERSION_MAJOR 0
+#define STRATA_VERSION_MINOR 1
+#define STRATA_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------ */
+/* Errors. The numbers are a wire contract: append, never renumber.    */
+/* ------------------------------------------------------------------ */
+
+#define STRATA_ERRORS(X)                                                       \
+    X(STRATA_OK, 0, "success")                                                 \
+    X(STRATA_EINVAL, 1, "invalid argument")                                    \
+    X(STRATA_ENOMEM, 2, "out of memory")                                       \
+    X(STRATA_ENOENT, 3, "not found")                                           \
+    X(STRATA_EEXIST, 4, "already exists")                                      \
+    X(STRATA_ESTATE, 5, "operation not valid in this state")                   \
+    X(STRATA_ETASK, 6, "a task failed")                                        \
+    X(STRATA_EPEER, 7, "a peer process failed")                                \
+    X(STRATA_ETIMEDOUT, 8, "timed out")                                        \
+    X(STRATA_ENOTSUP, 9, "not supported")                                      \
+    X(STRATA_EIO, 10, "input/output error")                                    \
+    X(STRATA_EPROTO, 11, "protocol error")                                     \
+    X(STRATA_EAUTH, 12, "authentication failed")                               \
+    X(STRATA_EBUSY, 13, "resource busy")                                       \
+    X(STRATA_ESYS, 14, "system call failed")
+
+typedef enum strata_err {
+#define STRATA_ERR_ENUM_(name, value, text) name = value,
+    STRATA_ERRORS(STRATA_ERR_ENUM_)
+#undef STRATA_ERR_ENUM_
+} strata_err;
+
+/* Static text for an error code ("unknown error" for an unknown one). Any
+ * thread. */
+STRATA_API const char *strata_strerror(strata_err err);
+/* Symbolic name of an error code ("STRATA_EINVAL"). Any thread. */
+STRATA_API const char *strata_errname(strata_err err);
+/* Detail of the calling thread's last failure; "" when none. Valid until
+ * the thread's next strata call. */
+STRATA_API const char *strata_errmsg(void);
+/* Replaces the calling thread's detail message (truncated to
+ * STRATA_ERRMSG_MAX - 1 bytes). Kernels and subs use it to explain a
+ * failure; the message travels back to the orchestrating process. */
+STRATA_API void strata_errmsg_set(const char *fmt, ...) STRATA_PRINTF(1, 2);
+#define STRATA_ERRMSG_MAX 512
+
+/* ------------------------------------------------------------------ */
+/* Allocation hooks                                                    */
+/* ------------------------------------------------------------------ */
+
+typedef struct strata_alloc_hooks {
+    void *(*malloc_fn)(size_t size, void *ctx);
+    void *(*realloc_fn)(void *ptr, size_t size, void *ctx);
+    void (*free_fn)(void *ptr, void *ctx);
+    void *ctx;
+} strata_alloc_hooks;
+
+/* Routes strata's own heap allocations through hooks (NULL restores libc).
+ * Call before creating any strata object; STRATA_ESTATE afterwards.
+ * STRATA_EINVAL if a hook function is missing. Main thread. */
+STRATA_API STRATA_MUST_CHECK strata_err
+strata_set_alloc_hooks(const strata_alloc_hooks *hooks);
+
+/* ------------------------------------------------------------------ */
+/* Data types, tags, limits                                            */
+/* ------------------------------------------------------------------ */
+
+typedef enum strata_dtype {
+    STRATA_U8 = 1,
+    STRATA_I8 = 2,
+    STRATA_U16 = 3,
+    STRATA_I16 = 4,
+    STRATA_U32 = 5,
+    STRATA_I32 = 6,
+    STRATA_U64 = 7,
+    STRATA_I64 = 8,
+    STRATA_F16 = 9,
+    STRATA_BF16 = 10,
+    STRATA_F32 = 11,
+    STRATA_F64 = 12,
+    STRATA_BOOL = 13,
+} strata_dtype;
+
+/* Bytes per element; 0 for an unknown dtype. */
+STRATA_API size_t strata_dtype_size(strata_dtype dtype);
+
+/* How a task uses a tensor; drives dependency inference.
+ * IN: reads. OUT: overwrites (previous contents irrelevant).
+ * INOUT: reads and writes. OUT_EXISTING: writes into an existing buffer the
+ * task does not read (ordered like OUT). NO_DEP: passed, never tracked. */
+typedef enum strata_tag {
+    STRATA_IN = 1,
+    STRATA_OUT = 2,
+    STRATA_INOUT = 3,
+    STRATA_OUT_EXISTING = 4,
+    STRATA_NO_DEP = 5,
+} strata_tag;
+
+#define STRATA_MAX_TENSORS 256
+#define STRATA_MAX_SCALARS 128
+#define STRATA_MAX_DIMS 5
+
+/* ------------------------------------------------------------------ */
+/* Opaque objects and callables                                        */
+/* ------------------------------------------------------------------ */
+
+typedef struct strata_worker strata_worker;
+typedef struct strata_orch strata_orch;
+typedef struct strata_chip strata_chip;
+typedef struct strata_args strata_args;
+typedef struct strata_buffer strata_buffer;
+typedef struct strata_run strata_run;
+
+typedef enum strata_callable_kind {
+    STRATA_CALLABLE_KERNEL = 1,
+    STRATA_CALLABLE_ORCH = 2,
+    STRATA_CALLABLE_SUB = 3,
+} strata_callable_kind;
+
+/* A registered function, passed by value. digest = SHA-256("kind:name") with
+ * kind one of "kernel", "orch", "sub"; it identifies the callable in every
+ * process of the tree. */
+typedef struct strata_callable {
+    uint32_t kind; /* strata_callable_kind */
+    uint32_t reserved;
+    uint8_t digest[32];
+} strata_callable;
+
+typedef strata_err (*strata_kernel_fn)(strata_chip *chip,
+                                       const strata_args *args);
+typedef strata_err (*strata_sub_fn)(const strata_args *args);
+typedef strata_err (*strata_orch_fn)(strata_orch *orch, const strata_args *args,
+                                     void *user);
+
+/* Registers fn under name in the process-wide registry. Registering the same
+ * name and function again returns the same callable; a different function
+ * under a used name is STRATA_EEXIST. Names are 1..127 bytes. Forked
+ * children inherit the registry, so register before strata_worker_init.
+ * Main thread (the registry is locked, but registration while workers run
+ * is not seen by their children). */
+STRATA_API STRATA_MUST_CHECK strata_err strata_register_kernel(
+    const char *name, strata_kernel_fn fn, strata_callable *out);
+STRATA_API STRATA_MUST_CHECK strata_err
+strata_register_orch(const char *name, strata_orch_fn fn, strata_callable *out);
+STRATA_API STRATA_MUST_CHECK strata_err
+strata_register_sub(const char *name, strata_sub_fn fn, strata_callable *out);
+/* Name a callable was registered under, or NULL if unknown here. */
+STRATA_API const char *strata_callable_name(strata_callable c);
+/* Lower-case hex of the digest into buf (65 bytes); returns buf. */
+STRATA_API char *strata_callable_digest_hex(strata_callable c, char buf[65]);
+
+/* dlopen()s a shared object and calls its
+ *   strata_err strata_module_init(void);
+ * STRATA_EIO if it cannot be loaded, STRATA_ENOENT if it lacks the symbol,
+ * the init's own error otherwise. Loading the same path twice is a no-op. */
+STRATA_API STRATA_MUST_CHECK strata_err
+strata_load_module(const char *shared_object_path);
+
+/* ------------------------------------------------------------------ */
+/* Workers                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef struct strata_worker_config {
+    int level;                /* 3: a node worker with chips and subs */
+    const char *platform;     /* "sim" (default when NULL) */
+    const int *chip_ids;      /* one chip process per id; ids unique, >= 0 */
+    size_t num_chips;
+    size_t num_sub_workers;
+    const char *comm_profile; /* default "sim" */
+    double startup_timeout_s; /* whole-tree deadline; default 120 */
+} strata_worker_config;
+
+/* Fills cfg with defaults for a worker at level (no chips, no subs). */
+STRATA_API void strata_worker_config_init(strata_worker_config *cfg,
+                                          int level);
+
+/* Creates an un-started worker from cfg (copied; cfg may be freed after).
+ * STRATA_EINVAL for a bad config (named in strata_errmsg). */
+STRATA_API STRATA_MUST_CHECK strata_err
+strata_worker_create(const strata_worker_config *cfg, strata_worker **out);
+
+/* Forks every chip and sub process, waits until all report ready under the
+ * startup deadline, then starts the scheduler thread. On any failure the
+ * whole tree is rolled back (children killed and reaped) and the worker can
+ * be destroyed. STRATA_ESTATE if already initialized. Call it from the
+ * thread that will destroy the worker; children die with that thread. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_worker_init(strata_worker *w);
+
+/* Runs fn(orch, args, user) on the calling thread, then waits for the run
+ * fence (every submitted task finished). Returns the run's first error:
+ * STRATA_ETASK when a task returned an error (strata_errmsg names the
+ * callable, the target and the task's message), STRATA_EPEER when a child
+ * died, or fn's own error. The worker stays usable after a failed run. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_worker_run(strata_worker *w,
+                                                          strata_orch_fn fn,
+                                                          const strata_args *args,
+                                                          void *user);
+
+/* Like strata_worker_run but returns once fn has returned; the run's tasks
+ * go on in the background. Wait with strata_run_wait, then strata_run_free.
+ * If fn fails, its error is what strata_run_wait reports. */
+STRATA_API STRATA_MUST_CHECK strata_err
+strata_worker_submit(strata_worker *w, strata_orch_fn fn, const strata_args *args,
+                     void *user, strata_run **out);
+
+/* Waits up to timeout_s (< 0: forever) for the run fence. STRATA_ETIMEDOUT
+ * leaves the run going (wait again); otherwise returns the run's result as
+ * strata_worker_run does, and the same result on every later call. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_run_wait(strata_run *run,
+                                                        double timeout_s);
+/* Frees a run handle. An unfinished run goes on and cleans up at its fence. */
+STRATA_API void strata_run_free(strata_run *run);
+
+/* Creates a host buffer of nbytes (> 0) in POSIX shared memory, zeroed,
+ * visible without copies to every process of the worker's tree. Usable
+ * after strata_worker_create; the worker owns it until released. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_worker_create_buffer(
+    strata_worker *w, size_t nbytes, strata_buffer **out);
+STRATA_API void *strata_buffer_data(strata_buffer *b);
+STRATA_API size_t strata_buffer_size(const strata_buffer *b);
+/* Unmaps and frees a buffer everywhere. STRATA_ESTATE (buffer kept) while
+ * an unfinished run names it. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_buffer_release(strata_buffer *b);
+
+/* Drains every unfinished run, shuts the subtree down (SHUTDOWN, then
+ * SIGTERM, then SIGKILL of each child's process group under one deadline),
+ * reaps every child, frees every buffer and segment, frees w. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_worker_destroy(strata_worker *w);
+
+/* Chip ids, as configured. Accessors for tools and tests. */
+STRATA_API size_t strata_worker_num_chips(const strata_worker *w);
+STRATA_API size_t strata_worker_num_sub_workers(const strata_worker *w);
+/* Process id of chip chip_id (or -1). For diagnostics and fault tests. */
+STRATA_API int strata_worker_chip_pid(const strata_worker *w, int chip_id);
+/* Process id of sub worker index (or -1). */
+STRATA_API int strata_worker_sub_pid(const strata_worker *w, size_t index);
+
+/* ------------------------------------------------------------------ */
+/* Task arguments                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Argument lists are built by the orchestrating code and copied at submit,
+ * so one list may be reused and destroyed right after submitting. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_args_create(strata_args **out);
+STRATA_API void strata_args_destroy(strata_args *a);
+/* Empties the list for reuse. */
+STRATA_API void strata_args_clear(strata_args *a);
+/* Appends a tensor: ndims (1..STRATA_MAX_DIMS) dims of dtype at byte_offset
+ * in buf. STRATA_EINVAL for a bad dtype/tag/shape or a range outside the
+ * buffer; STRATA_ENOMEM past STRATA_MAX_TENSORS. */
+STRATA_API STRATA_MUST_CHECK strata_err
+strata_args_add_tensor(strata_args *a, strata_buffer *buf, size_t byte_offset,
+                       strata_dtype dtype, size_t ndims, const size_t *shape,
+                       strata_tag tag);
+/* Appends a 64-bit scalar (STRATA_ENOMEM past STRATA_MAX_SCALARS). */
+STRATA_API STRATA_MUST_CHECK strata_err strata_args_add_scalar(strata_args *a,
+                                                               uint64_t value);
+
+/* Accessors, valid inside a kernel, sub or orch fn (and on lists the caller
+ * built). Out-of-range indexes return NULL/0. */
+STRATA_API size_t strata_args_num_tensors(const strata_args *a);
+/* Pointer to tensor i's first byte, valid in the calling process. */
+STRATA_API void *strata_args_tensor_data(const strata_args *a, size_t i);
+STRATA_API size_t strata_args_tensor_nbytes(const strata_args *a, size_t i);
+STRATA_API strata_dtype strata_args_tensor_dtype(const strata_args *a,
+                                                 size_t i);
+STRATA_API size_t strata_args_tensor_ndims(const strata_args *a, size_t i);
+STRATA_API size_t strata_args_tensor_dim(const strata_args *a, size_t i,
+                                         size_t d);
+STRATA_API strata_tag strata_args_tensor_tag(const strata_args *a, size_t i);
+STRATA_API size_t strata_args_num_scalars(const strata_args *a);
+STRATA_API uint64_t strata_args_scalar(const strata_args *a, size_t i);
+
+/* ------------------------------------------------------------------ */
+/* Orchestrator (valid only inside an orch fn, on its thread)          */
+/* ------------------------------------------------------------------ */
+
+/* Submits kernel c with args to chip worker_id. Dependencies on earlier
+ * tasks (of this and earlier runs) are inferred from tensor tags by buffer
+ * identity and byte-range overlap. STRATA_EINVAL at submit for an unknown
+ * chip, an unregistered or wrong-kind callable, a tensor outside its buffer
+ * or two writes of one task to overlapping bytes. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_orch_submit_next_level(
+    strata_orch *o, strata_callable c, const strata_args *a, int worker_id);
+/* Submits one task per worker_ids[i] with args a[i]; the group launches
+ * only when every target is idle, so its kernels may wait on each other. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_orch_submit_next_level_group(
+    strata_orch *o, strata_callable c, const strata_args *const *a,
+    const int *worker_ids, size_t n);
+/* Submits sub callable c to the shared sub-worker queue. */
+STRATA_API STRATA_MUST_CHECK strata_err
+strata_orch_submit_sub(strata_orch *o, strata_callable c, const strata_args *a);
+/* Scopes nest (up to 16). scope_end waits for every task submitted since the
+ * matching scope_begin and returns their first error (STRATA_ETASK /
+ * STRATA_EPEER) or STRATA_OK; STRATA_ESTATE without an open scope. A scope
+ * left open when the orch fn returns makes the run fail with STRATA_ESTATE. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_orch_scope_begin(strata_orch *o);
+STRATA_API STRATA_MUST_CHECK strata_err strata_orch_scope_end(strata_orch *o);
+/* The worker an orch fn runs on. */
+STRATA_API strata_worker *strata_orch_worker(strata_orch *o);
+
+/* ------------------------------------------------------------------ */
+/* Chip side (inside a kernel)                                         */
+/* ------------------------------------------------------------------ */
+
+/* The id of the chip a kernel runs on. */
+STRATA_API int strata_chip_id(const strata_chip *chip);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRATA_STRATA_H */

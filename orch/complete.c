@@ -1,0 +1,171 @@
+/* Finishing tasks: harvesting mailbox results, releasing dependents,
+ * poisoning the dependents of a failure, and failing the work of a child
+ * that died. */
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/futex.h"
+#include "base/log.h"
+#include "chip/registry.h"
+#include "orch_int.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+const char *orch_task_label(struct orch_sched *s, const struct orch_task *t,
+                            char *buf, size_t cap)
+{
+    const char *name = strata_callable_name(t->callable);
+    const char *kind = chip_callable_kind_name(t->callable.kind);
+
+    if (t->kind == MBX_CONTROL)
+        snprintf(buf, cap, "control op %u", t->op);
+    else if (t->ep < 0)
+        snprintf(buf, cap, "%s '%s' on the sub queue", kind,
+                 name ? name : "?");
+    else if (s->eps[t->ep].kind == ORCH_EP_SUB)
+        snprintf(buf, cap, "%s '%s' on sub worker %d", kind,
+                 name ? name : "?", s->eps[t->ep].id);
+    else
+        snprintf(buf, cap, "%s '%s' on chip %d", kind, name ? name : "?",
+                 s->eps[t->ep].id);
+    return buf;
+}
+
+static void release_dependents(struct orch_sched *s, struct orch_task *t,
+                               strata_err err)
+{
+    for (uint32_t i = 0; i < t->num_fanout; i++) {
+        struct orch_task *d = s->slots[t->fanout[i].slot];
+
+        if (err && !d->poisoned) {
+            d->poisoned = true;
+            d->poison_err = err;
+        }
+        if (--d->fanin > 0)
+            continue;
+        if (d->group)
+            orch_make_ready(s, d);
+        else if (d->poisoned)
+            s->work[s->num_work++] = d->slot;
+        else
+            orch_make_ready(s, d);
+    }
+    t->num_fanout = 0;
+}
+
+static void finish(struct orch_sched *s, struct orch_task *t, strata_err err,
+                   const char *msg)
+{
+    for (uint32_t i = 0; i < t->num_bufs; i++)
+        t->bufs[i]->pins--;
+    t->num_bufs = 0;
+    orch_run_task_done(s, t, err, msg);
+    release_dependents(s, t, err);
+    if (t->group && ++t->group->finished == t->group->n)
+        base_free(t->group);
+    t->group = NULL;
+    orch_slot_free(s, t);
+    s->unfinished--;
+    s->progress_seq++;
+}
+
+void orch_complete(struct orch_sched *s, struct orch_task *t, strata_err err,
+                   const char *msg)
+{
+    finish(s, t, err, msg);
+    /* Poisoned dependents finish without running, breadth first. */
+    while (s->num_work > 0) {
+        struct orch_task *d = s->slots[s->work[--s->num_work]];
+
+        finish(s, d, d->poison_err,
+               "not run: it depends on a task that failed");
+    }
+    if (s->waiters)
+        base_futex_wake(&s->progress_seq);
+}
+
+static bool harvest_one(struct orch_sched *s, struct orch_endpoint *ep)
+{
+    uint32_t tail = __atomic_load_n(&ep->mbx->h.tail, __ATOMIC_ACQUIRE);
+    bool did = false;
+
+    while (ep->harvested != tail) {
+        struct mbx_frame *f = &ep->mbx->ring[ep->harvested % MBX_RING];
+        struct orch_task *t = s->slots[ep->ring_slot[ep->harvested % MBX_RING]];
+        strata_err err = (strata_err)f->result;
+
+        ep->harvested++;
+        did = true;
+        if (f->slot != t->slot || f->gen != t->gen) {
+            LOG_ERROR("%s %d returned frame (slot %u gen %u), expected "
+                      "(slot %u gen %u)",
+                      ep->kind == ORCH_EP_CHIP ? "chip" : "sub", ep->id,
+                      f->slot, f->gen, t->slot, t->gen);
+            err = STRATA_EPROTO;
+        }
+        orch_complete(s, t, err, err ? f->msg : NULL);
+    }
+    return did;
+}
+
+bool orch_harvest(struct orch_sched *s)
+{
+    bool did = false;
+
+    for (size_t i = 0; i < s->num_chips + s->num_subs; i++)
+        if (!s->eps[i].dead)
+            did |= harvest_one(s, &s->eps[i]);
+    if (did)
+        orch_dispatch(s);
+    return did;
+}
+
+void orch_endpoint_reap(struct orch_endpoint *ep, bool block)
+{
+    int status;
+
+    if (ep->reaped || ep->pid <= 0)
+        return;
+    if (waitpid(ep->pid, &status, block ? 0 : WNOHANG) == ep->pid) {
+        ep->reaped = true;
+        ep->status = status;
+    }
+}
+
+static void describe_death(const struct orch_endpoint *ep, char *buf,
+                           size_t cap)
+{
+    const char *who = ep->kind == ORCH_EP_CHIP ? "chip" : "sub worker";
+
+    if (ep->reaped && WIFSIGNALED(ep->status))
+        snprintf(buf, cap, "%s %d (pid %d) died: killed by signal %d", who,
+                 ep->id, (int)ep->pid, WTERMSIG(ep->status));
+    else if (ep->reaped)
+        snprintf(buf, cap, "%s %d (pid %d) died: exited with status %d", who,
+                 ep->id, (int)ep->pid, WEXITSTATUS(ep->status));
+    else
+        snprintf(buf, cap, "%s %d (pid %d) died", who, ep->id, (int)ep->pid);
+}
+
+void orch_endpoint_died(struct orch_sched *s, struct orch_endpoint *ep)
+{
+    char why[STRATA_ERRMSG_MAX];
+    struct orch_task *t;
+
+    if (ep->dead)
+        return;
+    harvest_one(s, ep); /* results it published before dying count */
+    orch_endpoint_reap(ep, false);
+    ep->dead = true;
+    describe_death(ep, why, sizeof(why));
+    LOG_WARN("%s", why);
+    while (ep->harvested != ep->mbx->h.head) {
+        t = s->slots[ep->ring_slot[ep->harvested % MBX_RING]];
+        ep->harvested++;
+        orch_complete(s, t, STRATA_EPEER, why);
+    }
+    while ((t = orch_queue_pop(s, &ep->fifo_head, &ep->fifo_tail)))
+        orch_complete(s, t, STRATA_EPEER, why);
+    orch_dispatch(s);
+}

@@ -1,0 +1,214 @@
+/* Moving ready tasks into mailboxes: per-chip FIFOs, the shared sub queue
+ * and groups, which reserve all their targets and launch together. */
+#include "base/err.h"
+#include "base/fault.h"
+#include "orch_int.h"
+
+#include <string.h>
+
+static uint32_t in_flight(const struct orch_endpoint *ep)
+{
+    return ep->mbx->h.head - ep->harvested;
+}
+
+static void fail_dead(struct orch_sched *s, struct orch_endpoint *ep,
+                      struct orch_task *t)
+{
+    orch_complete(s, t, STRATA_EPEER,
+                  ep->kind == ORCH_EP_CHIP ? "the chip process is dead"
+                                           : "the sub worker is dead");
+}
+
+static void post(struct orch_sched *s, struct orch_endpoint *ep,
+                 struct orch_task *t)
+{
+    struct mbx_frame *f;
+
+    if (ep->dead) {
+        fail_dead(s, ep, t);
+        return;
+    }
+    f = mbx_next_frame(ep->mbx);
+    f->run_id = t->run ? t->run->id : 0;
+    f->slot = t->slot;
+    f->gen = t->gen;
+    f->kind = t->kind;
+    f->op = t->op;
+    f->arg[0] = t->op_arg;
+    f->staged_len = 0;
+    memcpy(f->digest, t->callable.digest, sizeof(f->digest));
+    memcpy(f->args, t->blob, t->blob_len);
+    f->args_len = t->blob_len;
+    f->result = 0;
+    f->msg[0] = '\0';
+    ep->ring_slot[ep->mbx->h.head % MBX_RING] = t->slot;
+    t->state = TASK_RUNNING;
+    mbx_post(ep->mbx);
+}
+
+/* A group member's dependencies are settled: once all are, the group is
+ * either failed as a whole or queued for launch. */
+static void group_resolve(struct orch_sched *s, struct orch_task *t)
+{
+    struct orch_group *g = t->group;
+
+    if (t->poisoned && !g->poisoned) {
+        g->poisoned = true;
+        g->poison_err = t->poison_err;
+    }
+    if (++g->resolved < g->n)
+        return;
+    if (g->poisoned) {
+        for (uint32_t i = 0; i < g->n; i++) {
+            struct orch_task *m = s->slots[g->members[i].slot];
+
+            m->poisoned = true;
+            m->poison_err = g->poison_err;
+            s->work[s->num_work++] = m->slot;
+        }
+        return;
+    }
+    g->next = NULL;
+    if (s->groups_tail)
+        s->groups_tail->next = g;
+    else
+        s->groups_head = g;
+    s->groups_tail = g;
+}
+
+void orch_make_ready(struct orch_sched *s, struct orch_task *t)
+{
+    if (t->group) {
+        group_resolve(s, t);
+        return;
+    }
+    t->state = TASK_READY;
+    if (t->ep < 0) {
+        orch_queue_push(s, &s->sub_head, &s->sub_tail, t);
+    } else {
+        struct orch_endpoint *ep = &s->eps[t->ep];
+
+        orch_queue_push(s, &ep->fifo_head, &ep->fifo_tail, t);
+    }
+}
+
+static bool try_reserve(struct orch_sched *s, struct orch_group *g)
+{
+    for (uint32_t i = 0; i < g->n; i++)
+        if (s->eps[s->slots[g->members[i].slot]->ep].reserved)
+            return false;
+    for (uint32_t i = 0; i < g->n; i++)
+        s->eps[s->slots[g->members[i].slot]->ep].reserved = g;
+    g->reserved = true;
+    return true;
+}
+
+/* Launches g if every target is idle. Returns true when g left the queue. */
+static bool try_launch(struct orch_sched *s, struct orch_group *g)
+{
+    bool dead = false;
+
+    for (uint32_t i = 0; i < g->n; i++) {
+        struct orch_endpoint *ep = &s->eps[s->slots[g->members[i].slot]->ep];
+
+        dead |= ep->dead;
+        if (!ep->dead && in_flight(ep) > 0)
+            return false;
+    }
+    for (uint32_t i = 0; i < g->n; i++)
+        s->eps[s->slots[g->members[i].slot]->ep].reserved = NULL;
+    /* Members wait on each other: never start some without the rest. */
+    for (uint32_t i = 0; i < g->n; i++) {
+        struct orch_task *m = s->slots[g->members[i].slot];
+
+        if (dead)
+            orch_complete(s, m, STRATA_EPEER,
+                          "a member of its group lives on a dead chip");
+        else
+            post(s, &s->eps[m->ep], m);
+    }
+    return true;
+}
+
+static void dispatch_groups(struct orch_sched *s)
+{
+    struct orch_group *prev = NULL;
+    struct orch_group *g = s->groups_head;
+
+    while (g) {
+        struct orch_group *next = g->next;
+
+        if ((g->reserved || try_reserve(s, g)) && try_launch(s, g)) {
+            if (prev)
+                prev->next = next;
+            else
+                s->groups_head = next;
+            if (s->groups_tail == g)
+                s->groups_tail = prev;
+        } else {
+            prev = g;
+        }
+        g = next;
+    }
+}
+
+/* Each endpoint's own FIFO: a chip's tasks, or control frames for a sub. */
+static void dispatch_directed(struct orch_sched *s)
+{
+    for (size_t i = 0; i < s->num_chips + s->num_subs; i++) {
+        struct orch_endpoint *ep = &s->eps[i];
+
+        while (ep->fifo_head != ORCH_NONE && !ep->reserved &&
+               (ep->dead || in_flight(ep) < MBX_RING))
+            post(s, ep, orch_queue_pop(s, &ep->fifo_head, &ep->fifo_tail));
+    }
+}
+
+static struct orch_endpoint *pick_sub(struct orch_sched *s, bool *any_live)
+{
+    struct orch_endpoint *best = NULL;
+
+    *any_live = false;
+    for (size_t i = s->num_chips; i < s->num_chips + s->num_subs; i++) {
+        struct orch_endpoint *ep = &s->eps[i];
+
+        if (ep->dead)
+            continue;
+        *any_live = true;
+        if (in_flight(ep) < ORCH_SUB_DEPTH &&
+            (!best || in_flight(ep) < in_flight(best)))
+            best = ep;
+    }
+    return best;
+}
+
+static void dispatch_subs(struct orch_sched *s)
+{
+    while (s->sub_head != ORCH_NONE) {
+        bool any_live;
+        struct orch_endpoint *ep = pick_sub(s, &any_live);
+        struct orch_task *t;
+
+        if (!ep && any_live)
+            return;
+        t = orch_queue_pop(s, &s->sub_head, &s->sub_tail);
+        if (!ep)
+            orch_complete(s, t, STRATA_EPEER, "no sub worker is alive");
+        else
+            post(s, ep, t);
+    }
+}
+
+void orch_dispatch(struct orch_sched *s)
+{
+    /* Completing a task inside these loops may make others ready; repeat
+     * until a pass changes nothing. */
+    uint32_t seq;
+
+    do {
+        seq = s->progress_seq;
+        dispatch_groups(s);
+        dispatch_directed(s);
+        dispatch_subs(s);
+    } while (seq != s->progress_seq);
+}

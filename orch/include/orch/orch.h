@@ -1,0 +1,69 @@
+/* The orchestrator and scheduler of one worker, as seen by worker/. */
+#ifndef ORCH_ORCH_H
+#define ORCH_ORCH_H
+
+#include "wire/mailbox.h"
+
+#include <sys/types.h>
+
+enum orch_ep_kind {
+    ORCH_EP_CHIP = 1,
+    ORCH_EP_SUB = 2,
+};
+
+/* A child process the scheduler sends frames to. worker/ fills the first
+ * block after fork; the scheduler owns the rest. */
+struct orch_endpoint {
+    int kind; /* enum orch_ep_kind */
+    int id;   /* chip id, or sub index */
+    pid_t pid;
+    int pidfd; /* -1 where pidfd_open is unavailable */
+    struct mbx *mbx;
+    /* Scheduler state (under the scheduler lock). */
+    bool dead;
+    bool reaped;
+    int status; /* waitpid status once reaped */
+    uint32_t harvested;
+    uint32_t ring_slot[MBX_RING];
+    uint32_t fifo_head;
+    uint32_t fifo_tail;
+    struct orch_group *reserved;
+};
+
+struct orch_sched_cfg {
+    strata_worker *worker;
+    struct orch_endpoint *eps; /* chips first, then subs */
+    size_t num_chips;
+    size_t num_subs;
+    struct mbx_shared *shared;
+    int doorbell_fd;
+    uint32_t registry_count; /* callables the children inherited */
+};
+
+struct orch_sched;
+
+strata_err orch_sched_create(const struct orch_sched_cfg *cfg,
+                             struct orch_sched **out);
+/* Starts the scheduler thread (after every fork). */
+strata_err orch_sched_start(struct orch_sched *s);
+/* Stops and joins the thread. Idempotent. */
+void orch_sched_stop(struct orch_sched *s);
+void orch_sched_destroy(struct orch_sched *s);
+
+/* Runs fn on the calling thread as a new run; *out tracks its fence. */
+strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
+                          const strata_args *args, void *user,
+                          strata_run **out);
+/* Waits until no task of any run is unfinished. */
+void orch_drain(struct orch_sched *s);
+/* Reaps a child the scheduler has not reaped; returns its status. */
+void orch_endpoint_reap(struct orch_endpoint *ep, bool block);
+
+/* STRATA_ESTATE while an unfinished task names b; otherwise forgets b's
+ * dependency records and asks every child to unmap it. */
+strata_err orch_buffer_release(struct orch_sched *s, strata_buffer *b);
+
+/* Frees b's dependency records (no task may name it any more). */
+void orch_deps_forget(strata_buffer *b);
+
+#endif

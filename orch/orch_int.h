@@ -1,0 +1,169 @@
+/* Private state of the orchestrator and scheduler. One mutex (mu) guards
+ * every field here; the scheduler thread and the orch thread take turns. */
+#ifndef ORCH_INT_H
+#define ORCH_INT_H
+
+#include "orch/orch.h"
+
+#include <poll.h>
+#include <pthread.h>
+
+#define ORCH_NONE UINT32_MAX
+#define ORCH_MAX_SCOPES 16
+#define ORCH_SUB_DEPTH 2 /* frames queued per sub worker: keeps balance */
+
+enum task_state {
+    TASK_FREE = 0,
+    TASK_PENDING, /* waiting for dependencies */
+    TASK_READY,   /* queued for a target */
+    TASK_RUNNING, /* posted to a mailbox */
+};
+
+struct edge {
+    uint32_t slot;
+    uint32_t gen;
+};
+
+struct orch_task {
+    uint32_t slot;
+    uint32_t gen; /* bumped when the slot is freed */
+    uint8_t state;
+    uint8_t kind; /* enum mbx_kind */
+    bool poisoned;
+    uint8_t scope_depth;
+    strata_err poison_err;
+    struct strata_run *run; /* NULL for control frames */
+    strata_callable callable;
+    int ep;                 /* endpoint index; -1 = the sub queue */
+    struct orch_group *group;
+    uint32_t fanin;
+    struct edge *fanout;
+    uint32_t num_fanout;
+    uint32_t cap_fanout;
+    uint32_t pending_fanout; /* edges planned, not yet committed */
+    strata_buffer **bufs; /* distinct buffers pinned by this task */
+    uint32_t num_bufs;
+    uint32_t cap_bufs;
+    void *blob; /* encoded args */
+    uint32_t blob_len;
+    uint32_t blob_cap;
+    uint32_t op;     /* control op */
+    uint64_t op_arg; /* control operand */
+    uint32_t next;   /* queue link */
+};
+
+struct orch_group {
+    uint32_t n;
+    uint32_t resolved; /* members whose dependencies are settled */
+    uint32_t finished; /* members completed; the last one frees g */
+    bool poisoned;
+    strata_err poison_err;
+    bool reserved;
+    struct orch_group *next; /* ready-group queue */
+    struct edge members[];
+};
+
+struct orch_scope {
+    uint32_t active;
+    strata_err err;
+    char msg[STRATA_ERRMSG_MAX];
+};
+
+struct strata_orch {
+    struct orch_sched *sched;
+    struct strata_run *run;
+};
+
+struct strata_run {
+    uint64_t id;
+    struct orch_sched *sched;
+    uint32_t active;     /* tasks submitted, not finished */
+    bool closed;         /* the orch fn returned */
+    bool done;           /* fence passed; result final */
+    bool detached;       /* handle freed before the fence */
+    strata_err err;      /* first error */
+    char msg[STRATA_ERRMSG_MAX];
+    uint32_t depth;      /* open scopes */
+    struct orch_scope scopes[ORCH_MAX_SCOPES];
+    struct strata_orch orch;
+    struct strata_run *next_live;
+};
+
+struct orch_sched {
+    pthread_mutex_t mu;
+    strata_worker *worker;
+    struct orch_endpoint *eps;
+    size_t num_chips;
+    size_t num_subs;
+    struct mbx_shared *shared;
+    int doorbell_fd;
+    uint32_t registry_count;
+    /* task slots */
+    struct orch_task **slots;
+    uint32_t num_slots;
+    uint32_t free_head;
+    uint32_t unfinished; /* tasks and control frames not yet completed */
+    /* queues */
+    uint32_t sub_head;
+    uint32_t sub_tail;
+    struct orch_group *groups_head;
+    struct orch_group *groups_tail;
+    /* runs */
+    uint64_t next_run_id;
+    struct strata_run *live_runs;
+    /* waking waiters: bumped on every completion */
+    uint32_t progress_seq;
+    uint32_t waiters;
+    /* completion worklist (avoids recursion in poison cascades) */
+    uint32_t *work;
+    uint32_t num_work;
+    uint32_t cap_work;
+    /* thread */
+    struct pollfd *pfd; /* doorbell, then one pidfd per endpoint */
+    pthread_t thread;
+    bool thread_started;
+    bool stopping;
+};
+
+/* slots.c */
+strata_err orch_slot_alloc(struct orch_sched *s, struct orch_task **out);
+void orch_slot_free(struct orch_sched *s, struct orch_task *t);
+struct orch_task *orch_slot_live(struct orch_sched *s, struct edge e);
+void orch_queue_push(struct orch_sched *s, uint32_t *head, uint32_t *tail,
+                     struct orch_task *t);
+struct orch_task *orch_queue_pop(struct orch_sched *s, uint32_t *head,
+                                 uint32_t *tail);
+strata_err orch_reserve(void **arr, uint32_t *cap, uint32_t need,
+                        size_t elem);
+
+/* deps.c */
+struct dep_plan;
+strata_err orch_deps_plan(struct orch_sched *s, const strata_args *a,
+                          struct orch_task *t, struct dep_plan **out);
+void orch_deps_commit(struct orch_sched *s, struct dep_plan *p,
+                      const strata_args *a, struct orch_task *t);
+void orch_deps_plan_free(struct orch_sched *s, struct dep_plan *p);
+
+/* dispatch.c */
+void orch_make_ready(struct orch_sched *s, struct orch_task *t);
+void orch_dispatch(struct orch_sched *s);
+
+/* complete.c */
+void orch_complete(struct orch_sched *s, struct orch_task *t, strata_err err,
+                   const char *msg);
+bool orch_harvest(struct orch_sched *s);
+void orch_endpoint_died(struct orch_sched *s, struct orch_endpoint *ep);
+const char *orch_task_label(struct orch_sched *s, const struct orch_task *t,
+                            char *buf, size_t cap);
+
+/* run.c */
+void orch_run_record_error(struct strata_run *r, strata_err err,
+                           const char *fmt, ...) STRATA_PRINTF(3, 4);
+void orch_run_task_done(struct orch_sched *s, struct orch_task *t,
+                        strata_err err, const char *msg);
+/* Spins, then parks, until done(arg) holds (checked under mu, with
+ * progress made in between). STRATA_ETIMEDOUT past deadline. */
+strata_err orch_wait(struct orch_sched *s, bool (*done)(void *), void *arg,
+                     uint64_t deadline);
+
+#endif

@@ -1,0 +1,241 @@
+/* Runs: starting one, its fence, first-error-wins, scopes, and waiting
+ * (spin, then park) for any of these. */
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/futex.h"
+#include "orch_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void orch_run_record_error(struct strata_run *r, strata_err err,
+                           const char *fmt, ...)
+{
+    va_list ap;
+
+    if (r->err)
+        return; /* first error wins */
+    r->err = err;
+    va_start(ap, fmt);
+    vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+    va_end(ap);
+}
+
+static void unlink_run(struct orch_sched *s, struct strata_run *r)
+{
+    struct strata_run **pp = &s->live_runs;
+
+    while (*pp && *pp != r)
+        pp = &(*pp)->next_live;
+    if (*pp)
+        *pp = r->next_live;
+}
+
+static void maybe_fence(struct orch_sched *s, struct strata_run *r)
+{
+    if (!r->closed || r->active > 0 || r->done)
+        return;
+    r->done = true;
+    unlink_run(s, r);
+    s->progress_seq++;
+    if (s->waiters)
+        base_futex_wake(&s->progress_seq);
+    if (r->detached)
+        base_free(r);
+}
+
+void orch_run_task_done(struct orch_sched *s, struct orch_task *t,
+                        strata_err err, const char *msg)
+{
+    struct strata_run *r = t->run;
+    char label[192];
+    strata_err code = err == STRATA_EPEER ? STRATA_EPEER : STRATA_ETASK;
+
+    if (!r)
+        return;
+    if (err) {
+        orch_task_label(s, t, label, sizeof(label));
+        orch_run_record_error(r, code, "%s failed (%s): %s", label,
+                              strata_errname(err), msg ? msg : "");
+        for (uint32_t i = 0; i < t->scope_depth; i++) {
+            struct orch_scope *sc = &r->scopes[i];
+
+            if (!sc->err) {
+                sc->err = code;
+                snprintf(sc->msg, sizeof(sc->msg), "%s failed (%s): %s",
+                         label, strata_errname(err), msg ? msg : "");
+            }
+        }
+    }
+    for (uint32_t i = 0; i < t->scope_depth; i++)
+        r->scopes[i].active--;
+    r->active--;
+    maybe_fence(s, r);
+}
+
+strata_err orch_wait(struct orch_sched *s, bool (*done)(void *), void *arg,
+                     uint64_t deadline)
+{
+    unsigned spins = base_spin_budget() / 16;
+    uint32_t seq;
+    bool ok;
+
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        orch_harvest(s);
+        ok = done(arg);
+        pthread_mutex_unlock(&s->mu);
+        if (ok)
+            return STRATA_OK;
+        if (spins > 0) {
+            spins--;
+            for (int i = 0; i < 16; i++)
+                base_cpu_relax();
+            continue;
+        }
+        if (deadline != BASE_NEVER && base_now_ns() >= deadline)
+            return STRATA_ETIMEDOUT;
+        /* Register as a waiter, then re-check: every completion bumps
+         * progress_seq under mu and wakes registered waiters. */
+        pthread_mutex_lock(&s->mu);
+        s->waiters++;
+        seq = s->progress_seq;
+        ok = done(arg);
+        pthread_mutex_unlock(&s->mu);
+        if (!ok)
+            base_futex_wait(&s->progress_seq, seq, deadline);
+        pthread_mutex_lock(&s->mu);
+        s->waiters--;
+        pthread_mutex_unlock(&s->mu);
+        if (ok)
+            return STRATA_OK;
+    }
+}
+
+strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
+                          const strata_args *args, void *user,
+                          strata_run **out)
+{
+    struct strata_run *r = base_calloc(1, sizeof(*r));
+    strata_err err;
+
+    if (!r)
+        return base_fail(STRATA_ENOMEM, "out of memory starting a run");
+    r->sched = s;
+    r->orch.sched = s;
+    r->orch.run = r;
+    pthread_mutex_lock(&s->mu);
+    r->id = ++s->next_run_id;
+    r->next_live = s->live_runs;
+    s->live_runs = r;
+    pthread_mutex_unlock(&s->mu);
+
+    base_errmsg_clear();
+    err = fn(&r->orch, args, user);
+
+    pthread_mutex_lock(&s->mu);
+    if (err)
+        orch_run_record_error(r, err, "orch function failed: %s",
+                              strata_errmsg());
+    if (r->depth > 0)
+        orch_run_record_error(r, STRATA_ESTATE,
+                              "orch function returned with %u scope(s) "
+                              "open",
+                              r->depth);
+    r->depth = 0;
+    r->closed = true;
+    maybe_fence(s, r);
+    pthread_mutex_unlock(&s->mu);
+    *out = r;
+    return STRATA_OK;
+}
+
+static bool run_done(void *arg)
+{
+    return ((struct strata_run *)arg)->done;
+}
+
+strata_err strata_run_wait(strata_run *run, double timeout_s)
+{
+    strata_err err;
+
+    if (!run)
+        return base_fail(STRATA_EINVAL, "strata_run_wait: run is NULL");
+    err = orch_wait(run->sched, run_done, run, base_deadline_after(timeout_s));
+    if (err)
+        return base_fail(err, "run %llu not finished after %.3f s",
+                         (unsigned long long)run->id, timeout_s);
+    if (run->err)
+        return base_fail(run->err, "%s", run->msg);
+    base_errmsg_clear();
+    return STRATA_OK;
+}
+
+void strata_run_free(strata_run *run)
+{
+    struct orch_sched *s;
+    bool now;
+
+    if (!run)
+        return;
+    s = run->sched;
+    pthread_mutex_lock(&s->mu);
+    now = run->done;
+    if (!now)
+        run->detached = true;
+    pthread_mutex_unlock(&s->mu);
+    if (now)
+        base_free(run);
+}
+
+strata_err strata_orch_scope_begin(strata_orch *o)
+{
+    struct strata_run *r;
+
+    if (!o)
+        return base_fail(STRATA_EINVAL, "strata_orch_scope_begin: orch NULL");
+    r = o->run;
+    if (r->depth == ORCH_MAX_SCOPES)
+        return base_fail(STRATA_ESTATE, "more than %d nested scopes",
+                         ORCH_MAX_SCOPES);
+    pthread_mutex_lock(&o->sched->mu);
+    memset(&r->scopes[r->depth], 0, sizeof(r->scopes[0]));
+    r->depth++;
+    pthread_mutex_unlock(&o->sched->mu);
+    return STRATA_OK;
+}
+
+static bool scope_done(void *arg)
+{
+    return ((struct orch_scope *)arg)->active == 0;
+}
+
+strata_err strata_orch_scope_end(strata_orch *o)
+{
+    struct orch_scope *sc;
+    strata_err err;
+
+    if (!o)
+        return base_fail(STRATA_EINVAL, "strata_orch_scope_end: orch NULL");
+    if (o->run->depth == 0)
+        return base_fail(STRATA_ESTATE,
+                         "strata_orch_scope_end without an open scope");
+    sc = &o->run->scopes[o->run->depth - 1];
+    err = orch_wait(o->sched, scope_done, sc, BASE_NEVER);
+    if (err)
+        return err;
+    pthread_mutex_lock(&o->sched->mu);
+    o->run->depth--;
+    err = sc->err;
+    pthread_mutex_unlock(&o->sched->mu);
+    if (err)
+        return base_fail(err, "%s", sc->msg);
+    return STRATA_OK;
+}
+
+strata_worker *strata_orch_worker(strata_orch *o)
+{
+    return o ? o->sched->worker : NULL;
+}

@@ -1,0 +1,255 @@
+/* strata_orch_submit_*: validate, plan dependencies, commit, dispatch. */
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/fault.h"
+#include "chip/registry.h"
+#include "orch_int.h"
+
+#include <string.h>
+
+static strata_err check_callable(const struct orch_sched *s, strata_callable c,
+                                 uint32_t want)
+{
+    const struct chip_callable *e = chip_registry_find(c.digest);
+    char hex[65];
+
+    if (!e)
+        return base_fail(STRATA_EINVAL,
+                         "callable %s is not registered in this process",
+                         strata_callable_digest_hex(c, hex));
+    if (e->kind != want)
+        return base_fail(STRATA_EINVAL, "'%s' is a %s callable, not a %s",
+                         e->name, chip_callable_kind_name(e->kind),
+                         chip_callable_kind_name(want));
+    if (e->seq >= s->registry_count)
+        return base_fail(STRATA_EINVAL,
+                         "%s '%s' was registered after strata_worker_init, "
+                         "so the worker's children do not have it",
+                         chip_callable_kind_name(want), e->name);
+    return STRATA_OK;
+}
+
+static strata_err check_args(const struct orch_sched *s, const strata_args *a)
+{
+    if (!a)
+        return STRATA_OK;
+    for (uint32_t i = 0; i < a->num_tensors; i++)
+        if (a->buffers[i]->owner != s->worker)
+            return base_fail(STRATA_EINVAL,
+                             "tensor %u: its buffer belongs to another worker",
+                             i);
+    return STRATA_OK;
+}
+
+static int chip_index(const struct orch_sched *s, int chip_id)
+{
+    for (size_t i = 0; i < s->num_chips; i++)
+        if (s->eps[i].id == chip_id)
+            return (int)i;
+    return -1;
+}
+
+static strata_err check_orch(strata_orch *o)
+{
+    if (!o)
+        return base_fail(STRATA_EINVAL, "orch is NULL");
+    if (o->run->closed)
+        return base_fail(STRATA_ESTATE,
+                         "orch used after its function returned");
+    return STRATA_OK;
+}
+
+static const strata_args empty_args;
+
+/* Allocates a slot, encodes a and plans its dependencies. Nothing is
+ * visible to other tasks until commit_task. */
+static strata_err prepare_task(struct orch_sched *s, strata_orch *o,
+                               strata_callable c, const strata_args *a,
+                               int ep, struct orch_task **t_out,
+                               struct dep_plan **plan_out)
+{
+    struct orch_task *t;
+    strata_err err;
+
+    if (!a)
+        a = &empty_args;
+    err = orch_slot_alloc(s, &t);
+    if (err)
+        return err;
+    t->kind = MBX_TASK;
+    t->callable = c;
+    t->ep = ep;
+    t->run = o->run;
+    t->blob_len = (uint32_t)wire_args_encoded_size(a);
+    err = orch_reserve(&t->blob, &t->blob_cap, t->blob_len, 1);
+    if (!err)
+        err = orch_deps_plan(s, a, t, plan_out);
+    if (err) {
+        orch_slot_free(s, t);
+        return err;
+    }
+    wire_args_encode(a, t->blob, t->blob_cap);
+    *t_out = t;
+    return STRATA_OK;
+}
+
+static void commit_task(struct orch_sched *s, struct orch_task *t,
+                        struct dep_plan *plan, const strata_args *a)
+{
+    struct strata_run *r = t->run;
+
+    orch_deps_commit(s, plan, a ? a : &empty_args, t);
+    orch_deps_plan_free(s, plan);
+    t->scope_depth = (uint8_t)r->depth;
+    for (uint32_t i = 0; i < r->depth; i++)
+        r->scopes[i].active++;
+    r->active++;
+    s->unfinished++;
+    if (t->fanin == 0)
+        orch_make_ready(s, t);
+}
+
+/* Poisoned group members found at submit finish now. */
+static void settle(struct orch_sched *s)
+{
+    if (s->num_work > 0) {
+        struct orch_task *t = s->slots[s->work[--s->num_work]];
+
+        orch_complete(s, t, t->poison_err,
+                      "not run: it depends on a task that failed");
+    }
+    orch_dispatch(s);
+}
+
+static strata_err submit_one(strata_orch *o, strata_callable c,
+                             const strata_args *a, int ep, uint32_t kind)
+{
+    struct orch_sched *s = o->sched;
+    struct dep_plan *plan;
+    struct orch_task *t;
+    strata_err err;
+
+    err = check_callable(s, c, kind);
+    if (!err)
+        err = check_args(s, a);
+    if (err)
+        return err;
+    pthread_mutex_lock(&s->mu);
+    err = prepare_task(s, o, c, a, ep, &t, &plan);
+    if (!err) {
+        commit_task(s, t, plan, a);
+        settle(s);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+strata_err strata_orch_submit_next_level(strata_orch *o, strata_callable c,
+                                         const strata_args *a, int worker_id)
+{
+    strata_err err = check_orch(o);
+    int ep;
+
+    if (err)
+        return err;
+    ep = chip_index(o->sched, worker_id);
+    if (ep < 0)
+        return base_fail(STRATA_EINVAL, "the worker has no chip %d",
+                         worker_id);
+    return submit_one(o, c, a, ep, STRATA_CALLABLE_KERNEL);
+}
+
+strata_err strata_orch_submit_sub(strata_orch *o, strata_callable c,
+                                  const strata_args *a)
+{
+    strata_err err = check_orch(o);
+
+    if (err)
+        return err;
+    if (o->sched->num_subs == 0)
+        return base_fail(STRATA_EINVAL, "the worker has no sub workers");
+    return submit_one(o, c, a, -1, STRATA_CALLABLE_SUB);
+}
+
+static strata_err check_group(struct orch_sched *s, strata_callable c,
+                              const strata_args *const *a,
+                              const int *worker_ids, size_t n)
+{
+    strata_err err;
+
+    if (!worker_ids || !a || n == 0)
+        return base_fail(STRATA_EINVAL,
+                         "a group needs n >= 1 worker ids and args lists");
+    err = check_callable(s, c, STRATA_CALLABLE_KERNEL);
+    for (size_t i = 0; !err && i < n; i++) {
+        if (chip_index(s, worker_ids[i]) < 0)
+            return base_fail(STRATA_EINVAL, "group member %zu: no chip %d",
+                             i, worker_ids[i]);
+        for (size_t j = 0; j < i; j++)
+            if (worker_ids[j] == worker_ids[i])
+                return base_fail(STRATA_EINVAL,
+                                 "group members %zu and %zu both target "
+                                 "chip %d",
+                                 j, i, worker_ids[i]);
+        err = check_args(s, a[i]);
+    }
+    return err;
+}
+
+strata_err strata_orch_submit_next_level_group(strata_orch *o,
+                                               strata_callable c,
+                                               const strata_args *const *a,
+                                               const int *worker_ids, size_t n)
+{
+    struct orch_task **tasks = NULL;
+    struct dep_plan **plans = NULL;
+    struct orch_group *g = NULL;
+    struct orch_sched *s;
+    strata_err err = check_orch(o);
+    size_t done = 0;
+
+    if (err)
+        return err;
+    s = o->sched;
+    err = check_group(s, c, a, worker_ids, n);
+    if (err)
+        return err;
+    tasks = base_calloc(n, sizeof(*tasks));
+    plans = base_calloc(n, sizeof(*plans));
+    g = base_calloc(1, sizeof(*g) + n * sizeof(g->members[0]));
+    if (!tasks || !plans || !g) {
+        err = base_fail(STRATA_ENOMEM, "out of memory submitting a group");
+        goto out;
+    }
+    g->n = (uint32_t)n;
+    pthread_mutex_lock(&s->mu);
+    /* Plan every member before committing any, so the group goes in whole
+     * or not at all, and members never depend on each other. */
+    for (; done < n; done++) {
+        err = prepare_task(s, o, c, a[done], chip_index(s, worker_ids[done]),
+                           &tasks[done], &plans[done]);
+        if (err)
+            break;
+        tasks[done]->group = g;
+        g->members[done].slot = tasks[done]->slot;
+        g->members[done].gen = tasks[done]->gen;
+    }
+    if (err) {
+        while (done-- > 0) {
+            orch_deps_plan_free(s, plans[done]);
+            tasks[done]->group = NULL;
+            orch_slot_free(s, tasks[done]);
+        }
+    } else {
+        for (size_t i = 0; i < n; i++)
+            commit_task(s, tasks[i], plans[i], a[i]);
+        g = NULL; /* owned by its members now */
+        settle(s);
+    }
+    pthread_mutex_unlock(&s->mu);
+out:
+    base_free(g);
+    base_free(plans);
+    base_free(tasks);
+    return err;
+}

@@ -1,0 +1,110 @@
+/* The shared-memory mailbox between a worker and one child process.
+ *
+ * Fixed, versioned layout in one MAP_SHARED region created before fork.
+ * The parent posts frames into a ring (head), the child completes them in
+ * order (tail). Tasks and control operations share the ring, so control is
+ * serialized with tasks. Words are read and written with atomics only. */
+#ifndef WIRE_MAILBOX_H
+#define WIRE_MAILBOX_H
+
+#include "wire/args.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MBX_MAGIC 0x41525453u /* "STRA" */
+#define MBX_VERSION 1u
+#define MBX_RING 8u
+#define MBX_STAGING_SIZE (1u << 20)
+
+enum mbx_init_state {
+    MBX_INIT_STARTING = 0,
+    MBX_INIT_READY = 1,
+    MBX_INIT_FAILED = 2,
+};
+
+enum mbx_kind {
+    MBX_TASK = 1,
+    MBX_CONTROL = 2,
+};
+
+enum mbx_control_op {
+    MBX_CTL_PING = 1,         /* no-op round trip */
+    MBX_CTL_UNMAP_BUFFER = 2, /* arg[0] = buffer id */
+};
+
+/* One unit of work. Identity (run, slot, generation) lets the parent match
+ * a completion to the task it posted and reject a stale one. */
+struct mbx_frame {
+    uint64_t run_id;
+    uint32_t slot;
+    uint32_t gen;
+    uint32_t kind;       /* enum mbx_kind */
+    uint32_t op;         /* enum mbx_control_op for MBX_CONTROL */
+    uint8_t digest[32];  /* callable, for MBX_TASK */
+    uint64_t arg[4];     /* control operands */
+    uint64_t staged_len; /* bytes of payload in the staging area */
+    uint32_t args_len;   /* bytes used in args */
+    int32_t result;      /* strata_err written by the child */
+    char msg[STRATA_ERRMSG_MAX];
+    _Alignas(8) uint8_t args[WIRE_ARGS_MAX];
+};
+
+struct mbx_header {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t init_state; /* enum mbx_init_state, written once by the child */
+    uint32_t shutdown;   /* sticky: the parent sets 0 -> 1, never back */
+    uint32_t head;       /* frames posted; parent writes */
+    uint32_t tail;       /* frames completed; child writes */
+    uint32_t bell;       /* futex word the child parks on */
+    uint32_t parked;     /* child is (about to be) parked on bell */
+    int32_t init_err;
+    uint32_t reserved;
+    char init_msg[STRATA_ERRMSG_MAX];
+};
+
+struct mbx {
+    struct mbx_header h;
+    struct mbx_frame ring[MBX_RING];
+    _Alignas(64) uint8_t staging[MBX_STAGING_SIZE];
+};
+
+/* A page every child of one worker shares with it. */
+struct mbx_shared {
+    uint32_t sched_parked; /* parent's scheduler parked: ring the doorbell */
+    uint32_t reserved[15];
+};
+
+/* Maps a zeroed mailbox (MAP_SHARED | MAP_ANONYMOUS) and stamps it. */
+strata_err mbx_create(struct mbx **out);
+void mbx_destroy(struct mbx *m);
+strata_err mbx_shared_create(struct mbx_shared **out);
+void mbx_shared_destroy(struct mbx_shared *s);
+
+/* Parent side. */
+static inline uint32_t mbx_in_flight(const struct mbx *m)
+{
+    return __atomic_load_n(&m->h.head, __ATOMIC_SEQ_CST) -
+           __atomic_load_n(&m->h.tail, __ATOMIC_SEQ_CST);
+}
+/* The frame the next post will use (caller checks in_flight < MBX_RING). */
+static inline struct mbx_frame *mbx_next_frame(struct mbx *m)
+{
+    return &m->ring[m->h.head % MBX_RING];
+}
+/* Publishes the frame from mbx_next_frame and wakes the child if parked. */
+void mbx_post(struct mbx *m);
+/* Sets the sticky shutdown word and wakes the child. */
+void mbx_shutdown(struct mbx *m);
+
+/* Child side. Waits until a frame is posted or shutdown is set, spinning
+ * first, then parking. Returns the frame, or NULL on shutdown. */
+struct mbx_frame *mbx_child_wait(struct mbx *m);
+/* Marks the oldest frame complete. Returns true if the parent's scheduler
+ * is parked and must be woken through its doorbell. */
+bool mbx_child_complete(struct mbx *m, const struct mbx_shared *s);
+/* Publishes the init outcome (err = STRATA_OK means ready). */
+void mbx_child_init_done(struct mbx *m, strata_err err, const char *msg);
+
+#endif

@@ -1,0 +1,178 @@
+/* Host buffers in POSIX shared memory, and reclaiming segments a crashed
+ * process left behind. */
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "chip/chip.h"
+#include "worker_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static strata_err track(strata_worker *w, strata_buffer *b)
+{
+    strata_err err = STRATA_OK;
+
+    pthread_mutex_lock(&w->buf_mu);
+    if (w->num_bufs == w->cap_bufs) {
+        size_t cap = w->cap_bufs ? 2 * w->cap_bufs : 16;
+        void *p = base_realloc(w->bufs, cap * sizeof(*w->bufs));
+
+        if (p) {
+            w->bufs = p;
+            w->cap_bufs = cap;
+        } else {
+            err = base_fail(STRATA_ENOMEM, "out of memory tracking buffer");
+        }
+    }
+    if (!err)
+        w->bufs[w->num_bufs++] = b;
+    pthread_mutex_unlock(&w->buf_mu);
+    return err;
+}
+
+static void untrack(strata_worker *w, strata_buffer *b)
+{
+    pthread_mutex_lock(&w->buf_mu);
+    for (size_t i = 0; i < w->num_bufs; i++) {
+        if (w->bufs[i] == b) {
+            w->bufs[i] = w->bufs[--w->num_bufs];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&w->buf_mu);
+}
+
+static void unmap_free(strata_buffer *b)
+{
+    munmap(b->data, b->size);
+    shm_unlink(b->name);
+    orch_deps_forget(b);
+    base_free(b);
+}
+
+static strata_err map_segment(strata_buffer *b)
+{
+    int fd = shm_open(b->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    strata_err err = STRATA_OK;
+
+    if (fd < 0)
+        return base_fail_errno(errno, "shm_open %s", b->name);
+    /* A fresh segment reads as zeros: no wipe is needed. */
+    if (ftruncate(fd, (off_t)b->size) != 0) {
+        err = base_fail_errno(errno, "ftruncate %s to %zu bytes", b->name,
+                              b->size);
+    } else {
+        b->data = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                       0);
+        if (b->data == MAP_FAILED)
+            err = base_fail_errno(errno, "mmap %s", b->name);
+    }
+    close(fd);
+    if (err)
+        shm_unlink(b->name);
+    return err;
+}
+
+strata_err strata_worker_create_buffer(strata_worker *w, size_t nbytes,
+                                       strata_buffer **out)
+{
+    strata_buffer *b;
+    strata_err err;
+
+    if (!w || !out)
+        return base_fail(STRATA_EINVAL,
+                         "strata_worker_create_buffer: NULL argument");
+    if (nbytes == 0)
+        return base_fail(STRATA_EINVAL, "a buffer needs nbytes > 0");
+    b = base_calloc(1, sizeof(*b));
+    if (!b)
+        return base_fail(STRATA_ENOMEM, "out of memory creating a buffer");
+    b->size = nbytes;
+    b->owner = w;
+    b->id = __atomic_add_fetch(&w->next_buf_id, 1, __ATOMIC_RELAXED);
+    chip_buffer_name(b->name, sizeof(b->name), w->creator, b->id);
+    err = map_segment(b);
+    if (!err) {
+        err = track(w, b);
+        if (err) {
+            munmap(b->data, b->size);
+            shm_unlink(b->name);
+        }
+    }
+    if (err) {
+        base_free(b);
+        return err;
+    }
+    *out = b;
+    return STRATA_OK;
+}
+
+void *strata_buffer_data(strata_buffer *b)
+{
+    return b ? b->data : NULL;
+}
+
+size_t strata_buffer_size(const strata_buffer *b)
+{
+    return b ? b->size : 0;
+}
+
+strata_err strata_buffer_release(strata_buffer *b)
+{
+    strata_worker *w;
+    strata_err err;
+
+    if (!b)
+        return STRATA_OK;
+    w = b->owner;
+    if (w->sched) {
+        err = orch_buffer_release(w->sched, b);
+        if (err)
+            return err;
+    }
+    untrack(w, b);
+    unmap_free(b);
+    return STRATA_OK;
+}
+
+void worker_buffers_free_all(strata_worker *w)
+{
+    for (size_t i = 0; i < w->num_bufs; i++)
+        unmap_free(w->bufs[i]);
+    base_free(w->bufs);
+    w->bufs = NULL;
+    w->num_bufs = 0;
+}
+
+/* Segments are named strata-<uid>-<pid>-...; a dead <pid> can never come
+ * back for them. */
+void worker_reclaim_stale_segments(void)
+{
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    unsigned uid;
+    int pid;
+    char path[300];
+
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (sscanf(e->d_name, "strata-%u-%d-", &uid, &pid) != 2 ||
+            uid != (unsigned)getuid() || pid == (int)getpid() || pid <= 0)
+            continue;
+        if (kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        snprintf(path, sizeof(path), "/%s", e->d_name);
+        if (shm_unlink(path) == 0)
+            LOG_INFO("reclaimed stale segment %s of dead process %d", path,
+                     pid);
+    }
+    closedir(d);
+}

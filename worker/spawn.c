@@ -1,0 +1,228 @@
+/* strata_worker_init: fork every child before any thread, wait for all to
+ * report ready under one deadline, roll everything back on failure. */
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/fault.h"
+#include "base/log.h"
+#include "chip/chip.h"
+#include "chip/registry.h"
+#include "worker_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int open_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    return -1;
+#endif
+}
+
+static const char *who(const struct orch_endpoint *ep)
+{
+    return ep->kind == ORCH_EP_CHIP ? "chip" : "sub worker";
+}
+
+static strata_err make_endpoints(strata_worker *w)
+{
+    size_t n = w->num_chips + w->num_subs;
+    strata_err err;
+
+    w->eps = base_calloc(n ? n : 1, sizeof(*w->eps));
+    if (!w->eps)
+        return base_fail(STRATA_ENOMEM, "out of memory for children");
+    for (size_t i = 0; i < n; i++) {
+        struct orch_endpoint *ep = &w->eps[i];
+
+        ep->kind = i < w->num_chips ? ORCH_EP_CHIP : ORCH_EP_SUB;
+        ep->id = i < w->num_chips ? w->chip_ids[i] : (int)(i - w->num_chips);
+        ep->pidfd = -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        err = mbx_create(&w->eps[i].mbx);
+        if (err)
+            return err;
+    }
+    err = mbx_shared_create(&w->shared);
+    if (err)
+        return err;
+    w->doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->doorbell_fd < 0)
+        return base_fail_errno(errno, "eventfd for the scheduler doorbell");
+    return STRATA_OK;
+}
+
+/* In the new child: drop what belongs to siblings, then serve. */
+_Noreturn static void become_child(strata_worker *w, size_t i)
+{
+    size_t n = w->num_chips + w->num_subs;
+    struct chip_child_cfg cfg = {
+        .is_sub = w->eps[i].kind == ORCH_EP_SUB,
+        .id = w->eps[i].id,
+        .ops = w->ops,
+        .mbx = w->eps[i].mbx,
+        .shared = w->shared,
+        .doorbell_fd = w->doorbell_fd,
+        .parent = w->creator,
+    };
+
+    for (size_t j = 0; j < n; j++) {
+        if (j == i)
+            continue;
+        if (w->eps[j].pidfd >= 0)
+            close(w->eps[j].pidfd);
+        mbx_destroy(w->eps[j].mbx);
+    }
+    chip_child_main(&cfg);
+}
+
+static strata_err fork_child(strata_worker *w, size_t i)
+{
+    struct orch_endpoint *ep = &w->eps[i];
+    pid_t pid;
+
+    if (BASE_FAULT("worker.fork"))
+        return base_fail(STRATA_ESYS, "fault point worker.fork");
+    pid = fork();
+    if (pid < 0)
+        return base_fail_errno(errno, "fork of %s %d", who(ep), ep->id);
+    if (pid == 0)
+        become_child(w, i);
+    /* Both sides set the group, so it holds whichever runs first. */
+    setpgid(pid, pid);
+    ep->pid = pid;
+    ep->pidfd = open_pidfd(pid);
+    return STRATA_OK;
+}
+
+/* STRATA_OK when every child is ready, an error naming the first that
+ * failed or died, STRATA_EAGAIN-like 1 when still waiting. */
+static int poll_ready(strata_worker *w, strata_err *err)
+{
+    size_t n = w->num_chips + w->num_subs;
+    int waiting = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        struct orch_endpoint *ep = &w->eps[i];
+        uint32_t st = __atomic_load_n(&ep->mbx->h.init_state,
+                                      __ATOMIC_ACQUIRE);
+
+        if (st == MBX_INIT_FAILED) {
+            *err = base_fail((strata_err)ep->mbx->h.init_err,
+                             "%s %d failed to start: %s", who(ep), ep->id,
+                             ep->mbx->h.init_msg);
+            return -1;
+        }
+        if (st == MBX_INIT_READY)
+            continue;
+        orch_endpoint_reap(ep, false);
+        if (ep->reaped) {
+            *err = base_fail(STRATA_EPEER,
+                             "%s %d (pid %d) died during start-up", who(ep),
+                             ep->id, (int)ep->pid);
+            return -1;
+        }
+        waiting++;
+    }
+    return waiting;
+}
+
+static strata_err wait_ready(strata_worker *w, uint64_t deadline)
+{
+    size_t n = w->num_chips + w->num_subs;
+    struct pollfd *pfd = base_calloc(n + 1, sizeof(*pfd));
+    strata_err err = STRATA_OK;
+    uint64_t v;
+
+    if (!pfd)
+        return base_fail(STRATA_ENOMEM, "out of memory waiting for children");
+    pfd[0].fd = w->doorbell_fd;
+    pfd[0].events = POLLIN;
+    for (size_t i = 0; i < n; i++) {
+        pfd[i + 1].fd = w->eps[i].pidfd;
+        pfd[i + 1].events = POLLIN;
+    }
+    while (poll_ready(w, &err) > 0) {
+        int ms = base_deadline_poll_ms(deadline);
+
+        if (ms == 0) {
+            err = base_fail(STRATA_ETIMEDOUT,
+                            "children not ready within the start-up "
+                            "deadline of %.3f s",
+                            w->startup_timeout_s);
+            break;
+        }
+        /* Without pidfds a death is only seen by waitpid: poll in steps. */
+        if (pfd[n > 0 ? 1 : 0].fd < 0 && (ms < 0 || ms > 50))
+            ms = 50;
+        if (poll(pfd, n + 1, ms) < 0 && errno != EINTR) {
+            err = base_fail_errno(errno, "poll while waiting for children");
+            break;
+        }
+        if (read(w->doorbell_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+            LOG_WARN("doorbell read: %s", strerror(errno));
+    }
+    base_free(pfd);
+    return err;
+}
+
+static strata_err start_scheduler(strata_worker *w)
+{
+    struct orch_sched_cfg cfg = {
+        .worker = w,
+        .eps = w->eps,
+        .num_chips = w->num_chips,
+        .num_subs = w->num_subs,
+        .shared = w->shared,
+        .doorbell_fd = w->doorbell_fd,
+        .registry_count = chip_registry_count(),
+    };
+    strata_err err = orch_sched_create(&cfg, &w->sched);
+
+    if (!err)
+        err = orch_sched_start(w->sched);
+    return err;
+}
+
+strata_err worker_spawn(strata_worker *w)
+{
+    uint64_t deadline = base_deadline_after(w->startup_timeout_s);
+    strata_err err;
+
+    worker_reclaim_stale_segments();
+    err = make_endpoints(w);
+    /* Anything buffered now would be printed again by every child. */
+    fflush(NULL);
+    for (size_t i = 0; !err && i < w->num_chips + w->num_subs; i++)
+        err = fork_child(w, i);
+    if (!err)
+        err = wait_ready(w, deadline);
+    if (!err)
+        err = start_scheduler(w);
+    if (err) {
+        char msg[STRATA_ERRMSG_MAX];
+
+        snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+        if (w->sched) {
+            orch_sched_stop(w->sched);
+            orch_sched_destroy(w->sched);
+            w->sched = NULL;
+        }
+        worker_teardown_children(w);
+        return base_fail(err, "strata_worker_init: %s", msg);
+    }
+    w->state = WORKER_READY;
+    LOG_DEBUG("worker ready: %zu chips, %zu sub workers", w->num_chips,
+              w->num_subs);
+    return STRATA_OK;
+}

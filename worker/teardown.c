@@ -1,0 +1,115 @@
+/* Shutting a worker's children down under one deadline: the sticky
+ * SHUTDOWN word first, then SIGTERM, then SIGKILL of each child's process
+ * group; every child is reaped before this returns. */
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "worker_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#define SHUTDOWN_GRACE_S 2.0
+#define TERM_GRACE_S 1.0
+
+static size_t live_children(strata_worker *w)
+{
+    size_t live = 0;
+
+    for (size_t i = 0; i < w->num_chips + w->num_subs; i++) {
+        struct orch_endpoint *ep = &w->eps[i];
+
+        orch_endpoint_reap(ep, false);
+        live += ep->pid > 0 && !ep->reaped;
+    }
+    return live;
+}
+
+/* Waits until every child has exited or deadline passes. */
+static size_t wait_exit(strata_worker *w, uint64_t deadline)
+{
+    size_t n = w->num_chips + w->num_subs;
+    struct pollfd *pfd = base_calloc(n ? n : 1, sizeof(*pfd));
+    size_t live;
+
+    while ((live = live_children(w)) > 0) {
+        int ms = base_deadline_poll_ms(deadline);
+        size_t k = 0;
+        bool all_pidfd = true;
+
+        if (ms == 0)
+            break;
+        for (size_t i = 0; pfd && i < n; i++) {
+            struct orch_endpoint *ep = &w->eps[i];
+
+            if (ep->pid <= 0 || ep->reaped)
+                continue;
+            all_pidfd &= ep->pidfd >= 0;
+            pfd[k].fd = ep->pidfd;
+            pfd[k].events = POLLIN;
+            k++;
+        }
+        /* Without pidfds (or memory for the set) exits are seen by
+         * waitpid only: look again in short steps. */
+        if (!pfd || !all_pidfd)
+            ms = ms < 0 || ms > 10 ? 10 : ms;
+        if (poll(pfd, pfd ? k : 0, ms) < 0 && errno != EINTR)
+            break;
+    }
+    base_free(pfd);
+    return live;
+}
+
+static void signal_all(strata_worker *w, int sig)
+{
+    for (size_t i = 0; i < w->num_chips + w->num_subs; i++) {
+        struct orch_endpoint *ep = &w->eps[i];
+
+        if (ep->pid > 0 && !ep->reaped) {
+            kill(-ep->pid, sig); /* the child's group: its own children */
+            kill(ep->pid, sig);
+        }
+    }
+}
+
+static void stop_children(strata_worker *w)
+{
+    size_t n = w->num_chips + w->num_subs;
+
+    for (size_t i = 0; i < n; i++)
+        if (w->eps[i].mbx && w->eps[i].pid > 0 && !w->eps[i].reaped)
+            mbx_shutdown(w->eps[i].mbx);
+    if (wait_exit(w, base_deadline_after(SHUTDOWN_GRACE_S)) == 0)
+        return;
+    LOG_WARN("children still running after SHUTDOWN: sending SIGTERM");
+    signal_all(w, SIGTERM);
+    if (wait_exit(w, base_deadline_after(TERM_GRACE_S)) == 0)
+        return;
+    LOG_WARN("children still running after SIGTERM: sending SIGKILL");
+    signal_all(w, SIGKILL);
+    for (size_t i = 0; i < n; i++)
+        orch_endpoint_reap(&w->eps[i], true);
+}
+
+void worker_teardown_children(strata_worker *w)
+{
+    size_t n = w->num_chips + w->num_subs;
+
+    if (w->eps) {
+        stop_children(w);
+        for (size_t i = 0; i < n; i++) {
+            if (w->eps[i].pidfd >= 0)
+                close(w->eps[i].pidfd);
+            mbx_destroy(w->eps[i].mbx);
+        }
+        base_free(w->eps);
+        w->eps = NULL;
+    }
+    mbx_shared_destroy(w->shared);
+    w->shared = NULL;
+    if (w->doorbell_fd >= 0)
+        close(w->doorbell_fd);
+    w->doorbell_fd = -1;
+}

@@ -1,0 +1,200 @@
+/* strata_worker_*: configuration, runs, accessors, destroy. */
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "chip/chip.h"
+#include "sim/sim.h"
+#include "worker_int.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+void strata_worker_config_init(strata_worker_config *cfg, int level)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->level = level;
+    cfg->platform = "sim";
+    cfg->comm_profile = "sim";
+    cfg->startup_timeout_s = 120.0;
+}
+
+/* The built-in backends; plug-ins register themselves when loaded. */
+static strata_err register_builtin_backends(void)
+{
+    return chip_backend_register(&sim_backend_ops);
+}
+
+static strata_err check_config(const strata_worker_config *cfg)
+{
+    if (cfg->level != 3)
+        return base_fail(STRATA_ENOTSUP,
+                         "worker level %d: only level 3 (node) workers are "
+                         "supported by this build",
+                         cfg->level);
+    if (cfg->num_chips > 0 && !cfg->chip_ids)
+        return base_fail(STRATA_EINVAL,
+                         "num_chips is %zu but chip_ids is NULL",
+                         cfg->num_chips);
+    if (cfg->num_chips + cfg->num_sub_workers > 4096)
+        return base_fail(STRATA_EINVAL, "more than 4096 children");
+    for (size_t i = 0; i < cfg->num_chips; i++) {
+        if (cfg->chip_ids[i] < 0)
+            return base_fail(STRATA_EINVAL, "chip_ids[%zu] is negative (%d)",
+                             i, cfg->chip_ids[i]);
+        for (size_t j = 0; j < i; j++)
+            if (cfg->chip_ids[j] == cfg->chip_ids[i])
+                return base_fail(STRATA_EINVAL,
+                                 "chip id %d appears twice in chip_ids",
+                                 cfg->chip_ids[i]);
+    }
+    if (cfg->startup_timeout_s != cfg->startup_timeout_s ||
+        cfg->startup_timeout_s <= 0)
+        return base_fail(STRATA_EINVAL, "startup_timeout_s must be > 0");
+    if (cfg->comm_profile && strcmp(cfg->comm_profile, "sim") != 0)
+        return base_fail(STRATA_EINVAL,
+                         "comm_profile '%s' is not supported (use \"sim\")",
+                         cfg->comm_profile);
+    return STRATA_OK;
+}
+
+strata_err strata_worker_create(const strata_worker_config *cfg,
+                                strata_worker **out)
+{
+    const char *platform;
+    strata_worker *w;
+    strata_err err;
+
+    if (!cfg || !out)
+        return base_fail(STRATA_EINVAL, "strata_worker_create: NULL argument");
+    err = check_config(cfg);
+    if (err)
+        return err;
+    err = register_builtin_backends();
+    if (err)
+        return err;
+    platform = cfg->platform ? cfg->platform : "sim";
+    if (!chip_backend_find(platform))
+        return base_fail(STRATA_EINVAL, "platform '%s' has no backend",
+                         platform);
+    base_alloc_lock_hooks();
+    w = base_calloc(1, sizeof(*w));
+    if (!w)
+        return base_fail(STRATA_ENOMEM, "out of memory creating a worker");
+    w->chip_ids = base_calloc(cfg->num_chips ? cfg->num_chips : 1,
+                              sizeof(int));
+    if (!w->chip_ids) {
+        base_free(w);
+        return base_fail(STRATA_ENOMEM, "out of memory creating a worker");
+    }
+    if (cfg->num_chips)
+        memcpy(w->chip_ids, cfg->chip_ids, cfg->num_chips * sizeof(int));
+    w->level = cfg->level;
+    snprintf(w->platform, sizeof(w->platform), "%s", platform);
+    snprintf(w->comm_profile, sizeof(w->comm_profile), "%s",
+             cfg->comm_profile ? cfg->comm_profile : "sim");
+    w->num_chips = cfg->num_chips;
+    w->num_subs = cfg->num_sub_workers;
+    w->startup_timeout_s = cfg->startup_timeout_s;
+    w->creator = getpid();
+    w->ops = chip_backend_find(platform);
+    w->doorbell_fd = -1;
+    pthread_mutex_init(&w->buf_mu, NULL);
+    *out = w;
+    return STRATA_OK;
+}
+
+strata_err strata_worker_init(strata_worker *w)
+{
+    if (!w)
+        return base_fail(STRATA_EINVAL, "strata_worker_init: worker is NULL");
+    if (w->state != WORKER_CREATED)
+        return base_fail(STRATA_ESTATE, "worker is already initialized");
+    if (getpid() != w->creator)
+        return base_fail(STRATA_ESTATE,
+                         "worker was created by another process");
+    return worker_spawn(w);
+}
+
+static strata_err check_ready(const strata_worker *w, bool have_fn)
+{
+    if (!w || !have_fn)
+        return base_fail(STRATA_EINVAL, "worker and fn are required");
+    if (w->state != WORKER_READY)
+        return base_fail(STRATA_ESTATE,
+                         "worker is not initialized (call "
+                         "strata_worker_init)");
+    return STRATA_OK;
+}
+
+strata_err strata_worker_submit(strata_worker *w, strata_orch_fn fn,
+                                const strata_args *args, void *user,
+                                strata_run **out)
+{
+    strata_err err = check_ready(w, fn != NULL);
+
+    if (err)
+        return err;
+    if (!out)
+        return base_fail(STRATA_EINVAL, "strata_worker_submit: out is NULL");
+    return orch_run_start(w->sched, fn, args, user, out);
+}
+
+strata_err strata_worker_run(strata_worker *w, strata_orch_fn fn,
+                             const strata_args *args, void *user)
+{
+    strata_run *run;
+    strata_err err = strata_worker_submit(w, fn, args, user, &run);
+
+    if (err)
+        return err;
+    err = strata_run_wait(run, -1);
+    strata_run_free(run);
+    return err;
+}
+
+strata_err strata_worker_destroy(strata_worker *w)
+{
+    if (!w)
+        return STRATA_OK;
+    if (w->sched) {
+        orch_drain(w->sched);
+        orch_sched_stop(w->sched);
+    }
+    worker_teardown_children(w);
+    orch_sched_destroy(w->sched);
+    worker_buffers_free_all(w);
+    pthread_mutex_destroy(&w->buf_mu);
+    base_free(w->chip_ids);
+    base_free(w);
+    return STRATA_OK;
+}
+
+size_t strata_worker_num_chips(const strata_worker *w)
+{
+    return w ? w->num_chips : 0;
+}
+
+size_t strata_worker_num_sub_workers(const strata_worker *w)
+{
+    return w ? w->num_subs : 0;
+}
+
+int strata_worker_chip_pid(const strata_worker *w, int chip_id)
+{
+    if (!w || !w->eps)
+        return -1;
+    for (size_t i = 0; i < w->num_chips; i++)
+        if (w->eps[i].id == chip_id)
+            return (int)w->eps[i].pid;
+    return -1;
+}
+
+int strata_worker_sub_pid(const strata_worker *w, size_t index)
+{
+    if (!w || !w->eps || index >= w->num_subs)
+        return -1;
+    return (int)w->eps[w->num_chips + index].pid;
+}
