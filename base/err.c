@@ -37,7 +37,7 @@ const char *strata_errmsg(void)
     return errmsg;
 }
 
-static void vset(const char *fmt, va_list ap)
+STRATA_PRINTF(1, 0) static void vset(const char *fmt, va_list ap)
 {
     vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
 }
