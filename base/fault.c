@@ -44,8 +44,8 @@ static void read_env_locked(void)
     env_read = true;
     if (!env || sscanf(env, "%47[^:]:%ld:%7s", point, &nth, action) < 1)
         return;
-    arm_locked(point, nth, strcmp(action, "kill") == 0 ? BASE_FAULT_KILL
-                                                       : BASE_FAULT_FAIL);
+    arm_locked(point, nth,
+               strcmp(action, "kill") == 0 ? BASE_FAULT_KILL : BASE_FAULT_FAIL);
 }
 
 void base_fault_arm(const char *point, long nth, int action)

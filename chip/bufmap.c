@@ -12,8 +12,8 @@
 
 void chip_buffer_name(char *out, size_t cap, pid_t creator, uint64_t id)
 {
-    snprintf(out, cap, "/strata-%u-%d-b%llu", (unsigned)getuid(),
-             (int)creator, (unsigned long long)id);
+    snprintf(out, cap, "/strata-%u-%d-b%llu", (unsigned)getuid(), (int)creator,
+             (unsigned long long)id);
 }
 
 void bufmap_init(struct bufmap *m, pid_t creator)
@@ -62,10 +62,9 @@ strata_err bufmap_get(struct bufmap *m, uint64_t id, size_t size,
     for (size_t i = 0; i < m->count; i++) {
         if (m->entries[i].id == id) {
             if (m->entries[i].size != size)
-                return base_fail(STRATA_EPROTO,
-                                 "buffer %llu: size %zu, mapped as %zu",
-                                 (unsigned long long)id, size,
-                                 m->entries[i].size);
+                return base_fail(
+                    STRATA_EPROTO, "buffer %llu: size %zu, mapped as %zu",
+                    (unsigned long long)id, size, m->entries[i].size);
             *base_out = m->entries[i].base;
             return STRATA_OK;
         }

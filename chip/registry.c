@@ -40,8 +40,8 @@ const struct chip_callable *chip_registry_find(const uint8_t digest[32])
     return NULL;
 }
 
-static strata_err register_fn(uint32_t kind, const char *name,
-                              void (*fn)(void), strata_callable *out)
+static strata_err register_fn(uint32_t kind, const char *name, void (*fn)(void),
+                              strata_callable *out)
 {
     char key[CHIP_NAME_MAX + 16];
     strata_callable c = {.kind = kind};

@@ -21,11 +21,10 @@ const char *orch_task_label(struct orch_sched *s, const struct orch_task *t,
     if (t->kind == MBX_CONTROL)
         snprintf(buf, cap, "control op %u", t->op);
     else if (t->ep < 0)
-        snprintf(buf, cap, "%s '%s' on the sub queue", kind,
-                 name ? name : "?");
+        snprintf(buf, cap, "%s '%s' on the sub queue", kind, name ? name : "?");
     else if (s->eps[t->ep].kind == ORCH_EP_SUB)
-        snprintf(buf, cap, "%s '%s' on sub worker %d", kind,
-                 name ? name : "?", s->eps[t->ep].id);
+        snprintf(buf, cap, "%s '%s' on sub worker %d", kind, name ? name : "?",
+                 s->eps[t->ep].id);
     else
         snprintf(buf, cap, "%s '%s' on chip %d", kind, name ? name : "?",
                  s->eps[t->ep].id);

@@ -97,7 +97,8 @@ static strata_err add_pred(struct dep_plan *p, struct orch_task *pred)
         return err;
     /* Room for the edge in the predecessor, counting other plans. */
     err = orch_reserve((void **)&pred->fanout, &pred->cap_fanout,
-                       pred->num_fanout + pred->pending_fanout + 1, sizeof(struct edge));
+                       pred->num_fanout + pred->pending_fanout + 1,
+                       sizeof(struct edge));
     if (err)
         return err;
     p->preds[p->num_preds++] = e;

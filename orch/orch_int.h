@@ -34,14 +34,14 @@ struct orch_task {
     strata_err poison_err;
     struct strata_run *run; /* NULL for control frames */
     strata_callable callable;
-    int ep;                 /* endpoint index; -1 = the sub queue */
+    int ep; /* endpoint index; -1 = the sub queue */
     struct orch_group *group;
     uint32_t fanin;
     struct edge *fanout;
     uint32_t num_fanout;
     uint32_t cap_fanout;
     uint32_t pending_fanout; /* edges planned, not yet committed */
-    strata_buffer **bufs; /* distinct buffers pinned by this task */
+    strata_buffer **bufs;    /* distinct buffers pinned by this task */
     uint32_t num_bufs;
     uint32_t cap_bufs;
     void *blob; /* encoded args */
@@ -77,13 +77,13 @@ struct strata_orch {
 struct strata_run {
     uint64_t id;
     struct orch_sched *sched;
-    uint32_t active;     /* tasks submitted, not finished */
-    bool closed;         /* the orch fn returned */
-    bool done;           /* fence passed; result final */
-    bool detached;       /* handle freed before the fence */
-    strata_err err;      /* first error */
+    uint32_t active; /* tasks submitted, not finished */
+    bool closed;     /* the orch fn returned */
+    bool done;       /* fence passed; result final */
+    bool detached;   /* handle freed before the fence */
+    strata_err err;  /* first error */
     char msg[STRATA_ERRMSG_MAX];
-    uint32_t depth;      /* open scopes */
+    uint32_t depth; /* open scopes */
     struct orch_scope scopes[ORCH_MAX_SCOPES];
     struct strata_orch orch;
     struct strata_run *next_live;
@@ -133,8 +133,7 @@ void orch_queue_push(struct orch_sched *s, uint32_t *head, uint32_t *tail,
                      struct orch_task *t);
 struct orch_task *orch_queue_pop(struct orch_sched *s, uint32_t *head,
                                  uint32_t *tail);
-strata_err orch_reserve(void **arr, uint32_t *cap, uint32_t need,
-                        size_t elem);
+strata_err orch_reserve(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 
 /* deps.c */
 struct dep_plan;

@@ -64,8 +64,8 @@ void orch_run_task_done(struct orch_sched *s, struct orch_task *t,
 
             if (!sc->err) {
                 sc->err = code;
-                snprintf(sc->msg, sizeof(sc->msg), "%s failed (%s): %s",
-                         label, strata_errname(err), msg ? msg : "");
+                snprintf(sc->msg, sizeof(sc->msg), "%s failed (%s): %s", label,
+                         strata_errname(err), msg ? msg : "");
             }
         }
     }
@@ -115,8 +115,7 @@ strata_err orch_wait(struct orch_sched *s, bool (*done)(void *), void *arg,
 }
 
 strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
-                          const strata_args *args, void *user,
-                          strata_run **out)
+                          const strata_args *args, void *user, strata_run **out)
 {
     struct strata_run *r = base_calloc(1, sizeof(*r));
     strata_err err;

@@ -64,8 +64,8 @@ static const strata_args empty_args;
 /* Allocates a slot, encodes a and plans its dependencies. Nothing is
  * visible to other tasks until commit_task. */
 static strata_err prepare_task(struct orch_sched *s, strata_orch *o,
-                               strata_callable c, const strata_args *a,
-                               int ep, struct orch_task **t_out,
+                               strata_callable c, const strata_args *a, int ep,
+                               struct orch_task **t_out,
                                struct dep_plan **plan_out)
 {
     struct orch_task *t;
@@ -154,8 +154,7 @@ strata_err strata_orch_submit_next_level(strata_orch *o, strata_callable c,
         return err;
     ep = chip_index(o->sched, worker_id);
     if (ep < 0)
-        return base_fail(STRATA_EINVAL, "the worker has no chip %d",
-                         worker_id);
+        return base_fail(STRATA_EINVAL, "the worker has no chip %d", worker_id);
     return submit_one(o, c, a, ep, STRATA_CALLABLE_KERNEL);
 }
 
@@ -183,8 +182,8 @@ static strata_err check_group(struct orch_sched *s, strata_callable c,
     err = check_callable(s, c, STRATA_CALLABLE_KERNEL);
     for (size_t i = 0; !err && i < n; i++) {
         if (chip_index(s, worker_ids[i]) < 0)
-            return base_fail(STRATA_EINVAL, "group member %zu: no chip %d",
-                             i, worker_ids[i]);
+            return base_fail(STRATA_EINVAL, "group member %zu: no chip %d", i,
+                             worker_ids[i]);
         for (size_t j = 0; j < i; j++)
             if (worker_ids[j] == worker_ids[i])
                 return base_fail(STRATA_EINVAL,

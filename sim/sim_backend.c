@@ -1,7 +1,7 @@
 /* Sim backend ops. Windows arrive with communication domains. */
-#include "sim/sim.h"
 #include "base/alloc.h"
 #include "base/err.h"
+#include "sim/sim.h"
 
 #include <string.h>
 

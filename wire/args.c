@@ -1,7 +1,7 @@
 /* Building, encoding and decoding task argument lists. */
+#include "wire/args.h"
 #include "base/alloc.h"
 #include "base/err.h"
-#include "wire/args.h"
 
 #include <string.h>
 
@@ -75,20 +75,17 @@ strata_err wire_tensor_check(const struct wire_tensor *t, size_t i)
         return base_fail(STRATA_EINVAL, "tensor %zu: unknown tag %u", i,
                          t->tag);
     if (t->ndims < 1 || t->ndims > STRATA_MAX_DIMS)
-        return base_fail(STRATA_EINVAL,
-                         "tensor %zu: ndims %u outside 1..%d", i, t->ndims,
-                         STRATA_MAX_DIMS);
+        return base_fail(STRATA_EINVAL, "tensor %zu: ndims %u outside 1..%d", i,
+                         t->ndims, STRATA_MAX_DIMS);
     for (unsigned d = 0; d < t->ndims; d++) {
         if (t->shape[d] && n > UINT64_MAX / t->shape[d])
-            return base_fail(STRATA_EINVAL, "tensor %zu: shape overflows",
-                             i);
+            return base_fail(STRATA_EINVAL, "tensor %zu: shape overflows", i);
         n *= t->shape[d];
     }
     if (n != t->nbytes)
-        return base_fail(STRATA_EINVAL,
-                         "tensor %zu: nbytes %llu != shape x dtype size %llu",
-                         i, (unsigned long long)t->nbytes,
-                         (unsigned long long)n);
+        return base_fail(
+            STRATA_EINVAL, "tensor %zu: nbytes %llu != shape x dtype size %llu",
+            i, (unsigned long long)t->nbytes, (unsigned long long)n);
     if (t->offset > t->buffer_size || t->nbytes > t->buffer_size - t->offset)
         return base_fail(STRATA_EINVAL,
                          "tensor %zu: bytes [%llu, %llu) outside its buffer "
@@ -234,8 +231,10 @@ strata_err wire_args_decode(const void *src, size_t len, strata_args *out)
     strata_err err;
 
     if (len < sizeof(h))
-        return base_fail(STRATA_EPROTO, "args: %zu bytes, shorter than the "
-                                        "header", len);
+        return base_fail(STRATA_EPROTO,
+                         "args: %zu bytes, shorter than the "
+                         "header",
+                         len);
     memcpy(&h, p, sizeof(h));
     if (h.num_tensors > STRATA_MAX_TENSORS)
         return base_fail(STRATA_EPROTO, "args: num_tensors %u > %d",
@@ -252,7 +251,8 @@ strata_err wire_args_decode(const void *src, size_t len, strata_args *out)
     out->num_scalars = h.num_scalars;
     memcpy(out->tensors, p + sizeof(h),
            h.num_tensors * sizeof(struct wire_tensor));
-    memcpy(out->scalars, p + sizeof(h) + h.num_tensors * sizeof(struct wire_tensor),
+    memcpy(out->scalars,
+           p + sizeof(h) + h.num_tensors * sizeof(struct wire_tensor),
            h.num_scalars * sizeof(uint64_t));
     for (uint32_t i = 0; i < h.num_tensors; i++) {
         const struct wire_tensor *t = &out->tensors[i];
@@ -265,8 +265,8 @@ strata_err wire_args_decode(const void *src, size_t len, strata_args *out)
         for (unsigned r = 0; r < sizeof(t->reserved); r++)
             if (t->reserved[r])
                 return base_fail(STRATA_EPROTO,
-                                 "args: tensor %u reserved byte %u not zero",
-                                 i, r);
+                                 "args: tensor %u reserved byte %u not zero", i,
+                                 r);
         out->buffers[i] = NULL;
         out->data[i] = NULL;
     }

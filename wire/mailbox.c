@@ -124,6 +124,6 @@ void mbx_child_init_done(struct mbx *m, strata_err err, const char *msg)
 {
     m->h.init_err = (int32_t)err;
     snprintf(m->h.init_msg, sizeof(m->h.init_msg), "%s", msg ? msg : "");
-    __atomic_store_n(&m->h.init_state,
-                     err ? MBX_INIT_FAILED : MBX_INIT_READY, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&m->h.init_state, err ? MBX_INIT_FAILED : MBX_INIT_READY,
+                     __ATOMIC_SEQ_CST);
 }

@@ -69,8 +69,8 @@ static strata_err map_segment(strata_buffer *b)
         err = base_fail_errno(errno, "ftruncate %s to %zu bytes", b->name,
                               b->size);
     } else {
-        b->data = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                       0);
+        b->data =
+            mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (b->data == MAP_FAILED)
             err = base_fail_errno(errno, "mmap %s", b->name);
     }

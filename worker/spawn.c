@@ -114,8 +114,7 @@ static int poll_ready(strata_worker *w, strata_err *err)
 
     for (size_t i = 0; i < n; i++) {
         struct orch_endpoint *ep = &w->eps[i];
-        uint32_t st = __atomic_load_n(&ep->mbx->h.init_state,
-                                      __ATOMIC_ACQUIRE);
+        uint32_t st = __atomic_load_n(&ep->mbx->h.init_state, __ATOMIC_ACQUIRE);
 
         if (st == MBX_INIT_FAILED) {
             *err = base_fail((strata_err)ep->mbx->h.init_err,
@@ -127,9 +126,9 @@ static int poll_ready(strata_worker *w, strata_err *err)
             continue;
         orch_endpoint_reap(ep, false);
         if (ep->reaped) {
-            *err = base_fail(STRATA_EPEER,
-                             "%s %d (pid %d) died during start-up", who(ep),
-                             ep->id, (int)ep->pid);
+            *err =
+                base_fail(STRATA_EPEER, "%s %d (pid %d) died during start-up",
+                          who(ep), ep->id, (int)ep->pid);
             return -1;
         }
         waiting++;

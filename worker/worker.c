@@ -35,15 +35,14 @@ static strata_err check_config(const strata_worker_config *cfg)
                          "supported by this build",
                          cfg->level);
     if (cfg->num_chips > 0 && !cfg->chip_ids)
-        return base_fail(STRATA_EINVAL,
-                         "num_chips is %zu but chip_ids is NULL",
+        return base_fail(STRATA_EINVAL, "num_chips is %zu but chip_ids is NULL",
                          cfg->num_chips);
     if (cfg->num_chips + cfg->num_sub_workers > 4096)
         return base_fail(STRATA_EINVAL, "more than 4096 children");
     for (size_t i = 0; i < cfg->num_chips; i++) {
         if (cfg->chip_ids[i] < 0)
-            return base_fail(STRATA_EINVAL, "chip_ids[%zu] is negative (%d)",
-                             i, cfg->chip_ids[i]);
+            return base_fail(STRATA_EINVAL, "chip_ids[%zu] is negative (%d)", i,
+                             cfg->chip_ids[i]);
         for (size_t j = 0; j < i; j++)
             if (cfg->chip_ids[j] == cfg->chip_ids[i])
                 return base_fail(STRATA_EINVAL,
@@ -83,8 +82,7 @@ strata_err strata_worker_create(const strata_worker_config *cfg,
     w = base_calloc(1, sizeof(*w));
     if (!w)
         return base_fail(STRATA_ENOMEM, "out of memory creating a worker");
-    w->chip_ids = base_calloc(cfg->num_chips ? cfg->num_chips : 1,
-                              sizeof(int));
+    w->chip_ids = base_calloc(cfg->num_chips ? cfg->num_chips : 1, sizeof(int));
     if (!w->chip_ids) {
         base_free(w);
         return base_fail(STRATA_ENOMEM, "out of memory creating a worker");
@@ -123,9 +121,8 @@ static strata_err check_ready(const strata_worker *w, bool have_fn)
     if (!w || !have_fn)
         return base_fail(STRATA_EINVAL, "worker and fn are required");
     if (w->state != WORKER_READY)
-        return base_fail(STRATA_ESTATE,
-                         "worker is not initialized (call "
-                         "strata_worker_init)");
+        return base_fail(STRATA_ESTATE, "worker is not initialized (call "
+                                        "strata_worker_init)");
     return STRATA_OK;
 }
 

@@ -192,9 +192,9 @@ strata_load_module(const char *shared_object_path);
 /* ------------------------------------------------------------------ */
 
 typedef struct strata_worker_config {
-    int level;                /* 3: a node worker with chips and subs */
-    const char *platform;     /* "sim" (default when NULL) */
-    const int *chip_ids;      /* one chip process per id; ids unique, >= 0 */
+    int level;            /* 3: a node worker with chips and subs */
+    const char *platform; /* "sim" (default when NULL) */
+    const int *chip_ids;  /* one chip process per id; ids unique, >= 0 */
     size_t num_chips;
     size_t num_sub_workers;
     const char *comm_profile; /* default "sim" */
@@ -202,8 +202,7 @@ typedef struct strata_worker_config {
 } strata_worker_config;
 
 /* Fills cfg with defaults for a worker at level (no chips, no subs). */
-STRATA_API void strata_worker_config_init(strata_worker_config *cfg,
-                                          int level);
+STRATA_API void strata_worker_config_init(strata_worker_config *cfg, int level);
 
 /* Creates an un-started worker from cfg (copied; cfg may be freed after).
  * STRATA_EINVAL for a bad config (named in strata_errmsg). */
@@ -222,17 +221,15 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_worker_init(strata_worker *w);
  * STRATA_ETASK when a task returned an error (strata_errmsg names the
  * callable, the target and the task's message), STRATA_EPEER when a child
  * died, or fn's own error. The worker stays usable after a failed run. */
-STRATA_API STRATA_MUST_CHECK strata_err strata_worker_run(strata_worker *w,
-                                                          strata_orch_fn fn,
-                                                          const strata_args *args,
-                                                          void *user);
+STRATA_API STRATA_MUST_CHECK strata_err strata_worker_run(
+    strata_worker *w, strata_orch_fn fn, const strata_args *args, void *user);
 
 /* Like strata_worker_run but returns once fn has returned; the run's tasks
  * go on in the background. Wait with strata_run_wait, then strata_run_free.
  * If fn fails, its error is what strata_run_wait reports. */
 STRATA_API STRATA_MUST_CHECK strata_err
-strata_worker_submit(strata_worker *w, strata_orch_fn fn, const strata_args *args,
-                     void *user, strata_run **out);
+strata_worker_submit(strata_worker *w, strata_orch_fn fn,
+                     const strata_args *args, void *user, strata_run **out);
 
 /* Waits up to timeout_s (< 0: forever) for the run fence. STRATA_ETIMEDOUT
  * leaves the run going (wait again); otherwise returns the run's result as
@@ -279,10 +276,9 @@ STRATA_API void strata_args_clear(strata_args *a);
 /* Appends a tensor: ndims (1..STRATA_MAX_DIMS) dims of dtype at byte_offset
  * in buf. STRATA_EINVAL for a bad dtype/tag/shape or a range outside the
  * buffer; STRATA_ENOMEM past STRATA_MAX_TENSORS. */
-STRATA_API STRATA_MUST_CHECK strata_err
-strata_args_add_tensor(strata_args *a, strata_buffer *buf, size_t byte_offset,
-                       strata_dtype dtype, size_t ndims, const size_t *shape,
-                       strata_tag tag);
+STRATA_API STRATA_MUST_CHECK strata_err strata_args_add_tensor(
+    strata_args *a, strata_buffer *buf, size_t byte_offset, strata_dtype dtype,
+    size_t ndims, const size_t *shape, strata_tag tag);
 /* Appends a 64-bit scalar (STRATA_ENOMEM past STRATA_MAX_SCALARS). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_args_add_scalar(strata_args *a,
                                                                uint64_t value);

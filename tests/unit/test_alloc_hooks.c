@@ -63,8 +63,7 @@ static void test_alloc_hooks_route_and_balance(void **state)
     (void)state;
     assert_int_equal(strata_set_alloc_hooks(&partial), STRATA_EINVAL);
     assert_int_equal(strata_set_alloc_hooks(&hooks), STRATA_OK);
-    assert_int_equal(strata_register_kernel("hooks.noop", noop, &k),
-                     STRATA_OK);
+    assert_int_equal(strata_register_kernel("hooks.noop", noop, &k), STRATA_OK);
     strata_worker_config_init(&cfg, 3);
     cfg.chip_ids = ids;
     cfg.num_chips = 1;

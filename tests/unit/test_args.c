@@ -30,32 +30,32 @@ static void test_args_add_tensor_validates_input(void **state)
 
     (void)state;
     assert_int_equal(strata_args_create(&a), STRATA_OK);
-    assert_int_equal(strata_args_add_tensor(a, &b, 0, STRATA_F32, 2, shape,
-                                            STRATA_IN),
-                     STRATA_OK);
+    assert_int_equal(
+        strata_args_add_tensor(a, &b, 0, STRATA_F32, 2, shape, STRATA_IN),
+        STRATA_OK);
     assert_int_equal(strata_args_tensor_nbytes(a, 0), 32);
     assert_ptr_equal(strata_args_tensor_data(a, 0), b.data);
-    assert_int_equal(strata_args_add_tensor(a, &b, 0, STRATA_F32, 1, big,
-                                            STRATA_IN),
-                     STRATA_EINVAL);
+    assert_int_equal(
+        strata_args_add_tensor(a, &b, 0, STRATA_F32, 1, big, STRATA_IN),
+        STRATA_EINVAL);
     assert_non_null(strstr(strata_errmsg(), "outside its buffer"));
-    assert_int_equal(strata_args_add_tensor(a, &b, 40, STRATA_F32, 2, shape,
-                                            STRATA_IN),
-                     STRATA_EINVAL);
-    assert_int_equal(strata_args_add_tensor(a, &b, 0, (strata_dtype)99, 1,
-                                            shape, STRATA_IN),
-                     STRATA_EINVAL);
+    assert_int_equal(
+        strata_args_add_tensor(a, &b, 40, STRATA_F32, 2, shape, STRATA_IN),
+        STRATA_EINVAL);
+    assert_int_equal(
+        strata_args_add_tensor(a, &b, 0, (strata_dtype)99, 1, shape, STRATA_IN),
+        STRATA_EINVAL);
     assert_non_null(strstr(strata_errmsg(), "dtype"));
-    assert_int_equal(strata_args_add_tensor(a, &b, 0, STRATA_F32, 1, shape,
-                                            (strata_tag)0),
-                     STRATA_EINVAL);
+    assert_int_equal(
+        strata_args_add_tensor(a, &b, 0, STRATA_F32, 1, shape, (strata_tag)0),
+        STRATA_EINVAL);
     assert_non_null(strstr(strata_errmsg(), "tag"));
-    assert_int_equal(strata_args_add_tensor(a, &b, 0, STRATA_F32, 0, shape,
-                                            STRATA_IN),
-                     STRATA_EINVAL);
-    assert_int_equal(strata_args_add_tensor(a, &b, 0, STRATA_F32, 6, shape,
-                                            STRATA_IN),
-                     STRATA_EINVAL);
+    assert_int_equal(
+        strata_args_add_tensor(a, &b, 0, STRATA_F32, 0, shape, STRATA_IN),
+        STRATA_EINVAL);
+    assert_int_equal(
+        strata_args_add_tensor(a, &b, 0, STRATA_F32, 6, shape, STRATA_IN),
+        STRATA_EINVAL);
     assert_int_equal(strata_args_num_tensors(a), 1);
     strata_args_destroy(a);
 }
@@ -69,9 +69,9 @@ static void test_args_limits_enforced(void **state)
     (void)state;
     assert_int_equal(strata_args_create(&a), STRATA_OK);
     for (int i = 0; i < STRATA_MAX_TENSORS; i++)
-        assert_int_equal(strata_args_add_tensor(a, &b, 0, STRATA_U8, 1, one,
-                                                STRATA_IN),
-                         STRATA_OK);
+        assert_int_equal(
+            strata_args_add_tensor(a, &b, 0, STRATA_U8, 1, one, STRATA_IN),
+            STRATA_OK);
     assert_int_equal(
         strata_args_add_tensor(a, &b, 0, STRATA_U8, 1, one, STRATA_IN),
         STRATA_ENOMEM);
@@ -95,9 +95,9 @@ static void test_args_round_trip_preserves_everything(void **state)
     (void)state;
     assert_int_equal(strata_args_create(&a), STRATA_OK);
     assert_int_equal(strata_args_create(&d), STRATA_OK);
-    assert_int_equal(strata_args_add_tensor(a, &b, 8, STRATA_F64, 3, shape,
-                                            STRATA_INOUT),
-                     STRATA_OK);
+    assert_int_equal(
+        strata_args_add_tensor(a, &b, 8, STRATA_F64, 3, shape, STRATA_INOUT),
+        STRATA_OK);
     assert_int_equal(strata_args_add_scalar(a, UINT64_MAX), STRATA_OK);
     assert_int_equal(strata_args_add_scalar(a, 42), STRATA_OK);
     n = wire_args_encode(a, blob, sizeof(blob));
@@ -134,9 +134,9 @@ static void test_args_decode_rejects_bad_blobs(void **state)
     (void)state;
     assert_int_equal(strata_args_create(&a), STRATA_OK);
     assert_int_equal(strata_args_create(&d), STRATA_OK);
-    assert_int_equal(strata_args_add_tensor(a, &b, 0, STRATA_F32, 1, shape,
-                                            STRATA_IN),
-                     STRATA_OK);
+    assert_int_equal(
+        strata_args_add_tensor(a, &b, 0, STRATA_F32, 1, shape, STRATA_IN),
+        STRATA_OK);
     n = wire_args_encode(a, blob, sizeof(blob));
     t = (struct wire_tensor *)(blob + sizeof(h));
 

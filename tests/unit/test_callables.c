@@ -52,8 +52,7 @@ static void test_callables_same_name_other_fn_is_eexist(void **state)
     assert_int_equal(strata_register_kernel("unit.dup", k1, &a), STRATA_OK);
     assert_int_equal(strata_register_kernel("unit.dup", k1, &b), STRATA_OK);
     assert_memory_equal(a.digest, b.digest, 32);
-    assert_int_equal(strata_register_kernel("unit.dup", k2, &b),
-                     STRATA_EEXIST);
+    assert_int_equal(strata_register_kernel("unit.dup", k2, &b), STRATA_EEXIST);
     assert_non_null(strstr(strata_errmsg(), "unit.dup"));
 }
 

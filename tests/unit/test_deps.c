@@ -53,9 +53,9 @@ static strata_args *build(const struct acc *accs, size_t n)
     for (size_t i = 0; i < n; i++) {
         size_t shape[1] = {accs[i].floats};
 
-        assert_int_equal(strata_args_add_tensor(a, accs[i].buf,
-                                                accs[i].offset, STRATA_F32, 1,
-                                                shape, accs[i].tag),
+        assert_int_equal(strata_args_add_tensor(a, accs[i].buf, accs[i].offset,
+                                                STRATA_F32, 1, shape,
+                                                accs[i].tag),
                          STRATA_OK);
     }
     return a;
@@ -131,8 +131,8 @@ static void test_deps_disjoint_slices_independent(void **state)
 static void test_deps_overlapping_views_serialize(void **state)
 {
     struct orch_task *w = TASK({&buf_a, 0, 4, STRATA_OUT});
-    struct orch_task *r1 = TASK({&buf_a, 8, 4, STRATA_IN});   /* [8,24) */
-    struct orch_task *r2 = TASK({&buf_a, 16, 4, STRATA_IN});  /* [16,32) */
+    struct orch_task *r1 = TASK({&buf_a, 8, 4, STRATA_IN});  /* [8,24) */
+    struct orch_task *r2 = TASK({&buf_a, 16, 4, STRATA_IN}); /* [16,32) */
 
     (void)state;
     assert_true(depends(w, r1));
@@ -198,11 +198,11 @@ static void test_deps_finished_writer_pruned_newer_kept(void **state)
 
 static void test_deps_one_edge_per_predecessor(void **state)
 {
-    struct orch_task *w = TASK({&buf_a, 0, 8, STRATA_OUT},
-                               {&buf_b, 0, 8, STRATA_OUT});
-    struct orch_task *r = TASK({&buf_a, 0, 4, STRATA_IN},
-                               {&buf_a, 16, 4, STRATA_IN},
-                               {&buf_b, 0, 8, STRATA_IN});
+    struct orch_task *w =
+        TASK({&buf_a, 0, 8, STRATA_OUT}, {&buf_b, 0, 8, STRATA_OUT});
+    struct orch_task *r =
+        TASK({&buf_a, 0, 4, STRATA_IN}, {&buf_a, 16, 4, STRATA_IN},
+             {&buf_b, 0, 8, STRATA_IN});
 
     (void)state;
     assert_int_equal(r->fanin, 1);

@@ -60,7 +60,8 @@ static void wait_tail(uint32_t want)
 {
     uint64_t deadline = base_deadline_after(10);
 
-    while ((int32_t)(__atomic_load_n(&m->h.tail, __ATOMIC_ACQUIRE) - want) < 0) {
+    while ((int32_t)(__atomic_load_n(&m->h.tail, __ATOMIC_ACQUIRE) - want) <
+           0) {
         assert_true(base_now_ns() < deadline);
         sched_yield();
     }

@@ -13,13 +13,13 @@ strata_err chip_backend_register(const struct chip_backend_ops *ops);
 const struct chip_backend_ops *chip_backend_find(const char *platform);
 
 struct chip_child_cfg {
-    bool is_sub;        /* sub worker: runs subs, has no device */
-    int id;             /* chip id, or sub index */
+    bool is_sub; /* sub worker: runs subs, has no device */
+    int id;      /* chip id, or sub index */
     const struct chip_backend_ops *ops; /* NULL for a sub worker */
     struct mbx *mbx;
     struct mbx_shared *shared;
-    int doorbell_fd;    /* eventfd the parent's scheduler polls */
-    pid_t parent;       /* the worker process */
+    int doorbell_fd; /* eventfd the parent's scheduler polls */
+    pid_t parent;    /* the worker process */
 };
 
 /* Runs a child until shutdown; never returns. Called right after fork. */

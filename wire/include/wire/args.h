@@ -7,13 +7,13 @@
 
 /* A host buffer. Created by worker/; fields below id are the owner's. */
 struct strata_buffer {
-    uint64_t id;            /* unique per creating process, never reused */
-    size_t size;            /* bytes, > 0 */
-    void *data;             /* mapping in the creating process */
+    uint64_t id; /* unique per creating process, never reused */
+    size_t size; /* bytes, > 0 */
+    void *data;  /* mapping in the creating process */
     struct strata_worker *owner;
-    uint32_t pins;          /* unfinished tasks naming it (owner's lock) */
-    void *access;           /* dependency records (orch/, owner's lock) */
-    char name[64];          /* POSIX shm name */
+    uint32_t pins; /* unfinished tasks naming it (owner's lock) */
+    void *access;  /* dependency records (orch/, owner's lock) */
+    char name[64]; /* POSIX shm name */
 };
 
 /* One tensor as encoded in a frame (fixed size, little-endian host). */
