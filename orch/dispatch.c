@@ -28,6 +28,10 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
         fail_dead(s, ep, t);
         return;
     }
+    if (BASE_FAULT("sched.dispatch")) {
+        orch_complete(s, t, STRATA_EIO, "fault point sched.dispatch");
+        return;
+    }
     f = mbx_next_frame(ep->mbx);
     f->run_id = t->run ? t->run->id : 0;
     f->slot = t->slot;
@@ -37,7 +41,8 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
     f->arg[0] = t->op_arg;
     f->staged_len = 0;
     memcpy(f->digest, t->callable.digest, sizeof(f->digest));
-    memcpy(f->args, t->blob, t->blob_len);
+    if (t->blob_len)
+        memcpy(f->args, t->blob, t->blob_len);
     f->args_len = t->blob_len;
     f->result = 0;
     f->msg[0] = '\0';

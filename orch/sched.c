@@ -21,7 +21,11 @@ strata_err orch_sched_create(const struct orch_sched_cfg *cfg,
     if (!s)
         return base_fail(STRATA_ENOMEM, "out of memory creating scheduler");
     s->pfd = base_calloc(1 + cfg->num_chips + cfg->num_subs, sizeof(*s->pfd));
-    if (!s->pfd || pthread_mutex_init(&s->mu, NULL) != 0) {
+    if (!s->pfd) {
+        base_free(s);
+        return base_fail(STRATA_ENOMEM, "out of memory creating scheduler");
+    }
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
         base_free(s->pfd);
         base_free(s);
         return base_fail(STRATA_ESYS, "pthread_mutex_init failed");

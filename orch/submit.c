@@ -17,7 +17,7 @@ static strata_err check_callable(const struct orch_sched *s, strata_callable c,
         return base_fail(STRATA_EINVAL,
                          "callable %s is not registered in this process",
                          strata_callable_digest_hex(c, hex));
-    if (e->kind != want)
+    if (e->kind != want || c.kind != want)
         return base_fail(STRATA_EINVAL, "'%s' is a %s callable, not a %s",
                          e->name, chip_callable_kind_name(e->kind),
                          chip_callable_kind_name(want));

@@ -15,6 +15,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+static uint64_t next_buf_id;
+
 static strata_err track(strata_worker *w, strata_buffer *b)
 {
     strata_err err = STRATA_OK;
@@ -96,7 +98,9 @@ strata_err strata_worker_create_buffer(strata_worker *w, size_t nbytes,
         return base_fail(STRATA_ENOMEM, "out of memory creating a buffer");
     b->size = nbytes;
     b->owner = w;
-    b->id = __atomic_add_fetch(&w->next_buf_id, 1, __ATOMIC_RELAXED);
+    /* Ids are process-wide: two workers of one process share the shm
+     * namespace of its pid. */
+    b->id = __atomic_add_fetch(&next_buf_id, 1, __ATOMIC_RELAXED);
     chip_buffer_name(b->name, sizeof(b->name), w->creator, b->id);
     err = map_segment(b);
     if (!err) {

@@ -29,6 +29,11 @@ static strata_err register_builtin_backends(void)
 
 static strata_err check_config(const strata_worker_config *cfg)
 {
+    if (cfg->level < 3)
+        return base_fail(STRATA_EINVAL,
+                         "worker level %d: a worker is level 3 (node) or "
+                         "above",
+                         cfg->level);
     if (cfg->level != 3)
         return base_fail(STRATA_ENOTSUP,
                          "worker level %d: only level 3 (node) workers are "

@@ -33,7 +33,6 @@ struct strata_worker {
     strata_buffer **bufs;
     size_t num_bufs;
     size_t cap_bufs;
-    uint64_t next_buf_id;
 };
 
 /* spawn.c */

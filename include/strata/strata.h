@@ -337,4 +337,6 @@ STRATA_API int strata_chip_id(const strata_chip *chip);
 }
 #endif
 
+#include <strata/graph.h>
+
 #endif /* STRATA_STRATA_H */

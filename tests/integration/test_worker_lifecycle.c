@@ -1,0 +1,462 @@
+/*
+ * Worker lifecycle through the public API: configuration checks, init and
+ * destroy of real process trees, accessors, idle CPU use.
+ */
+#define _GNU_SOURCE
+#include "it_kernels.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static strata_callable k_whoami;
+static strata_callable s_whoami;
+static strata_callable k_slow_write;
+/* Anonymous shared page mapped before any fork: chips inherit it, and it
+ * outlives a worker's buffers. */
+static uint32_t *g_shared;
+
+/* Writes {chip id, pid} into its two-word tensor. */
+static strata_err whoami_kernel(strata_chip *chip, const strata_args *a)
+{
+    uint32_t *out = it_arg_u32(a, 0);
+    if (!out || it_arg_count(a, 0) != 2)
+        return STRATA_EINVAL;
+    out[0] = (uint32_t)strata_chip_id(chip);
+    out[1] = (uint32_t)getpid();
+    return STRATA_OK;
+}
+
+/* Writes its pid into its one-word tensor. */
+static strata_err whoami_sub(const strata_args *a)
+{
+    uint32_t *out = it_arg_u32(a, 0);
+    if (!out || it_arg_count(a, 0) != 1)
+        return STRATA_EINVAL;
+    out[0] = (uint32_t)getpid();
+    return STRATA_OK;
+}
+
+/* Takes ~50 ms, then writes 0xfeed into its OUT tensor. */
+static strata_err slow_write_kernel(strata_chip *chip, const strata_args *a)
+{
+    (void)chip;
+    testutil_busy(0.05);
+    it_arg_u32(a, 0)[0] = 0xfeed;
+    testutil_store_u32(&g_shared[0], 0xfeed);
+    return STRATA_OK;
+}
+
+static void cfg_with(strata_worker_config *cfg, const int *ids, size_t n)
+{
+    strata_worker_config_init(cfg, 3);
+    cfg->chip_ids = ids;
+    cfg->num_chips = n;
+}
+
+/* Expects strata_worker_create(cfg) to fail with want (or just to fail when
+ * want is STRATA_OK), with a detail message, and nothing to leak. */
+static void expect_create_fails(const strata_worker_config *cfg,
+                                strata_err want)
+{
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    strata_worker *w = NULL;
+    strata_err e = it_worker_create(cfg, &w);
+    if (want == STRATA_OK)
+        assert_int_not_equal(e, STRATA_OK);
+    else
+        assert_int_equal(e, want);
+    assert_null(w); /* output written only on success */
+    assert_true(strata_errmsg()[0] != '\0');
+    testutil_assert_clean(&before);
+}
+
+static void test_lifecycle_config_init_defaults(void **state)
+{
+    (void)state;
+    strata_worker_config cfg;
+    memset(&cfg, 0xa5, sizeof(cfg));
+    strata_worker_config_init(&cfg, 3);
+    assert_int_equal(cfg.level, 3);
+    assert_true(cfg.platform == NULL || strcmp(cfg.platform, "sim") == 0);
+    assert_null(cfg.chip_ids);
+    assert_int_equal(cfg.num_chips, 0);
+    assert_int_equal(cfg.num_sub_workers, 0);
+    assert_true(cfg.comm_profile == NULL ||
+                strcmp(cfg.comm_profile, "sim") == 0);
+    assert_true(fabs(cfg.startup_timeout_s - 120.0) < 1e-9);
+}
+
+static void test_lifecycle_bad_level_refused(void **state)
+{
+    (void)state;
+    strata_worker_config cfg;
+    cfg_with(&cfg, NULL, 0);
+    cfg.level = 4; /* later issue: ENOTSUP or EINVAL both acceptable */
+    expect_create_fails(&cfg, STRATA_OK);
+    cfg.level = 2;
+    expect_create_fails(&cfg, STRATA_OK);
+    cfg.level = 0;
+    expect_create_fails(&cfg, STRATA_EINVAL);
+    cfg.level = -1;
+    expect_create_fails(&cfg, STRATA_EINVAL);
+}
+
+static void test_lifecycle_bad_chip_ids_einval(void **state)
+{
+    (void)state;
+    strata_worker_config cfg;
+    static const int dup[] = {0, 1, 0};
+    static const int neg[] = {0, -1};
+    cfg_with(&cfg, dup, 3);
+    expect_create_fails(&cfg, STRATA_EINVAL);
+    cfg_with(&cfg, neg, 2);
+    expect_create_fails(&cfg, STRATA_EINVAL);
+    cfg_with(&cfg, NULL, 2);
+    expect_create_fails(&cfg, STRATA_EINVAL);
+}
+
+static void test_lifecycle_bad_names_einval(void **state)
+{
+    (void)state;
+    strata_worker_config cfg;
+    static const int ids[] = {0};
+    cfg_with(&cfg, ids, 1);
+    cfg.platform = "tpu";
+    expect_create_fails(&cfg, STRATA_EINVAL);
+    cfg_with(&cfg, ids, 1);
+    cfg.comm_profile = "no-such-profile";
+    expect_create_fails(&cfg, STRATA_EINVAL);
+    cfg_with(&cfg, ids, 1);
+    cfg.startup_timeout_s = -1.0;
+    expect_create_fails(&cfg, STRATA_EINVAL);
+}
+
+static void test_lifecycle_null_args_einval(void **state)
+{
+    (void)state;
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+    cfg_with(&cfg, NULL, 0);
+    assert_int_equal(it_worker_create(NULL, &w), STRATA_EINVAL);
+    assert_null(w);
+}
+
+static void test_lifecycle_destroy_null_ok(void **state)
+{
+    (void)state;
+    it_ok(it_worker_destroy(NULL));
+    strata_run_free(NULL);
+    strata_args_destroy(NULL);
+    it_ok(strata_buffer_release(NULL));
+}
+
+static void test_lifecycle_create_destroy_without_init_clean(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    static const int ids[] = {3, 5};
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+    strata_buffer *b = NULL;
+    cfg_with(&cfg, ids, 2);
+    cfg.num_sub_workers = 1;
+    it_ok(it_worker_create(&cfg, &w));
+    assert_int_equal(strata_worker_num_chips(w), 2);
+    assert_int_equal(strata_worker_num_sub_workers(w), 1);
+    assert_int_equal(strata_worker_chip_pid(w, 3), -1); /* not started */
+    /* Buffers are usable between create and init; destroy frees them. */
+    it_ok(strata_worker_create_buffer(w, 4096, &b));
+    assert_int_equal(strata_buffer_size(b), 4096);
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+}
+
+static void test_lifecycle_two_workers_buffers_distinct(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    strata_worker_config cfg;
+    strata_worker *w1 = NULL, *w2 = NULL;
+    strata_buffer *b1, *b2;
+    cfg_with(&cfg, NULL, 0);
+    it_ok(it_worker_create(&cfg, &w1));
+    it_ok(it_worker_create(&cfg, &w2));
+    /* Segment names must not collide between workers of one process. */
+    it_ok(strata_worker_create_buffer(w1, 64, &b1));
+    it_ok(strata_worker_create_buffer(w2, 64, &b2));
+    it_u32(b1)[0] = 1;
+    it_u32(b2)[0] = 2;
+    assert_int_equal(it_u32(b1)[0], 1);
+    it_ok(it_worker_destroy(w1));
+    assert_int_equal(it_u32(b2)[0], 2);
+    it_ok(it_worker_destroy(w2));
+    testutil_assert_clean(&before);
+}
+
+static void test_lifecycle_init_twice_estate(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    static const int ids[] = {0};
+    strata_worker *w = NULL;
+    it_ok(it_worker_start(ids, 1, 0, &w));
+    it_expect(STRATA_ESTATE, strata_worker_init(w));
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+}
+
+static strata_err empty_orch(strata_orch *o, const strata_args *a, void *u)
+{
+    (void)a;
+    (void)u;
+    return strata_orch_worker(o) ? STRATA_OK : STRATA_EINVAL;
+}
+
+static void test_lifecycle_run_before_init_estate(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    static const int ids[] = {0};
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+    cfg_with(&cfg, ids, 1);
+    it_ok(it_worker_create(&cfg, &w));
+    it_expect(STRATA_ESTATE, strata_worker_run(w, empty_orch, NULL, NULL));
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+}
+
+static void test_lifecycle_no_children_runs_empty(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    strata_worker *w = NULL;
+    it_ok(it_worker_start(NULL, 0, 0, &w));
+    it_ok(strata_worker_run(w, empty_orch, NULL, NULL));
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+}
+
+struct whoami_ctx {
+    strata_buffer *chips; /* 2 words per chip */
+    strata_buffer *subs;  /* 1 word per sub task */
+    const int *ids;
+    size_t n, subs_n;
+};
+
+static strata_err whoami_orch(strata_orch *o, const strata_args *args,
+                              void *user)
+{
+    (void)args;
+    struct whoami_ctx *c = user;
+    for (size_t i = 0; i < c->n; i++) {
+        strata_args *a = NULL;
+        it_try(it_args1(c->chips, 2 * i, 2, STRATA_INOUT, &a));
+        strata_err e = strata_orch_submit_next_level(o, k_whoami, a, c->ids[i]);
+        strata_args_destroy(a);
+        it_try(e);
+    }
+    for (size_t i = 0; i < c->subs_n; i++) {
+        strata_args *a = NULL;
+        it_try(it_args1(c->subs, i, 1, STRATA_INOUT, &a));
+        strata_err e = strata_orch_submit_sub(o, s_whoami, a);
+        strata_args_destroy(a);
+        it_try(e);
+    }
+    return STRATA_OK;
+}
+
+static bool is_sub_pid(strata_worker *w, size_t nsubs, pid_t pid)
+{
+    for (size_t i = 0; i < nsubs; i++)
+        if (strata_worker_sub_pid(w, i) == pid)
+            return true;
+    return false;
+}
+
+static void test_lifecycle_tree_runs_in_children_and_cleans(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    static const int ids[] = {7, 2, 4, 0, 1, 3, 5, 6};
+    const size_t n = 8, nsubs = 4, ntasks = 8;
+    strata_worker *w = NULL;
+    it_ok(it_worker_start(ids, n, nsubs, &w));
+    assert_int_equal(strata_worker_num_chips(w), n);
+    assert_int_equal(strata_worker_num_sub_workers(w), nsubs);
+    assert_int_equal(strata_worker_chip_pid(w, 99), -1);
+    assert_int_equal(strata_worker_sub_pid(w, nsubs), -1);
+
+    struct whoami_ctx c = {.ids = ids, .n = n, .subs_n = ntasks};
+    it_ok(strata_worker_create_buffer(w, 2 * n * sizeof(uint32_t), &c.chips));
+    it_ok(strata_worker_create_buffer(w, ntasks * sizeof(uint32_t), &c.subs));
+    it_ok(strata_worker_run(w, whoami_orch, NULL, &c));
+    for (size_t i = 0; i < n; i++) {
+        int pid = strata_worker_chip_pid(w, ids[i]);
+        assert_true(pid > 0 && pid != getpid());
+        assert_true(testutil_pid_exists(pid));
+        assert_int_equal(it_u32(c.chips)[2 * i], (uint32_t)ids[i]);
+        assert_int_equal(it_u32(c.chips)[2 * i + 1], (uint32_t)pid);
+    }
+    for (size_t i = 0; i < ntasks; i++)
+        assert_true(is_sub_pid(w, nsubs, (pid_t)it_u32(c.subs)[i]));
+    it_ok(strata_buffer_release(c.subs));
+    it_ok(it_worker_destroy(w)); /* frees c.chips too */
+    testutil_assert_clean(&before);
+}
+
+static void test_lifecycle_idle_children_use_no_cpu(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    static const int ids[] = {0, 1, 2};
+    strata_worker *w = NULL;
+    struct whoami_ctx c = {.ids = ids, .n = 3, .subs_n = 2};
+    it_ok(it_worker_start(ids, 3, 2, &w));
+    it_ok(strata_worker_create_buffer(w, 64, &c.chips));
+    it_ok(strata_worker_create_buffer(w, 64, &c.subs));
+    /* One run first so every child has been through its task loop. */
+    it_ok(strata_worker_run(w, whoami_orch, NULL, &c));
+    testutil_sleep(0.05); /* let the brief post-task spin end */
+
+    pid_t pids[5];
+    long t0[5];
+    for (size_t i = 0; i < 5; i++) {
+        pids[i] = i < 3 ? strata_worker_chip_pid(w, ids[i])
+                        : strata_worker_sub_pid(w, i - 3);
+        t0[i] = testutil_proc_cpu_ticks(pids[i]);
+        assert_true(t0[i] >= 0);
+    }
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    testutil_sleep(0.3);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    for (size_t i = 0; i < 5; i++) {
+        long used = testutil_proc_cpu_ticks(pids[i]) - t0[i];
+        if (used >= 5)
+            fail_msg("child %zu (pid %d) used %ld ticks in 300 ms idle", i,
+                     (int)pids[i], used);
+    }
+    /* The scheduler thread must park too: < 50 ms CPU in 300 ms. */
+    double self = (double)(c1.tv_sec - c0.tv_sec) +
+                  (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+    if (self >= 0.05)
+        fail_msg("orchestrating process used %.3f s CPU while idle", self);
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+}
+
+static strata_err slow_orch(strata_orch *o, const strata_args *a, void *user)
+{
+    (void)a;
+    return it_submit1(o, k_slow_write, 0, user, 0, 1, STRATA_OUT);
+}
+
+static void test_lifecycle_destroy_drains_unfinished_run(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    static const int ids[] = {0};
+    strata_worker *w = NULL;
+    strata_buffer *b = NULL;
+    strata_run *run = NULL;
+    it_ok(it_worker_start(ids, 1, 0, &w));
+    it_ok(strata_worker_create_buffer(w, 64, &b));
+    it_ok(strata_worker_submit(w, slow_orch, NULL, b, &run));
+    strata_run_free(run); /* the run goes on and cleans up at its fence */
+    testutil_store_u32(&g_shared[0], 0);
+    it_ok(it_worker_destroy(w)); /* drains the run first */
+    assert_int_equal(testutil_load_u32(&g_shared[0]), 0xfeed);
+    testutil_assert_clean(&before);
+}
+
+static void test_lifecycle_tiny_startup_timeout_rolls_back(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    static const int ids[] = {0, 1, 2, 3};
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+    cfg_with(&cfg, ids, 4);
+    cfg.num_sub_workers = 2;
+    cfg.startup_timeout_s = 1e-6;
+    it_ok(it_worker_create(&cfg, &w));
+    strata_err e = strata_worker_init(w);
+    if (e != STRATA_OK && e != STRATA_ETIMEDOUT)
+        fail_msg("init with a 1 us deadline: %s (%s)", strata_errname(e),
+                 strata_errmsg());
+    /* Rolled back on failure: no child may be left even before destroy. */
+    if (e == STRATA_ETIMEDOUT)
+        assert_int_equal(testutil_new_children(&before), 0);
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    g_shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (g_shared == MAP_FAILED)
+        return -1;
+    it_register(kernel, "lifecycle.whoami", whoami_kernel, &k_whoami);
+    it_register(sub, "lifecycle.whoami_sub", whoami_sub, &s_whoami);
+    it_register(kernel, "lifecycle.slow_write", slow_write_kernel,
+                &k_slow_write);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return munmap(g_shared, 4096);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_lifecycle_config_init_defaults,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_bad_level_refused,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_bad_chip_ids_einval,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_bad_names_einval, it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_null_args_einval, it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_destroy_null_ok, it_teardown),
+        cmocka_unit_test_teardown(
+            test_lifecycle_create_destroy_without_init_clean, it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_two_workers_buffers_distinct,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_init_twice_estate,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_run_before_init_estate,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_no_children_runs_empty,
+                                  it_teardown),
+        cmocka_unit_test_teardown(
+            test_lifecycle_tree_runs_in_children_and_cleans, it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_idle_children_use_no_cpu,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_destroy_drains_unfinished_run,
+                                  it_teardown),
+        cmocka_unit_test_teardown(
+            test_lifecycle_tiny_startup_timeout_rolls_back, it_teardown),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
