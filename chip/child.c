@@ -2,9 +2,8 @@
 #include "base/err.h"
 #include "base/fault.h"
 #include "base/log.h"
-#include "chip/bufmap.h"
-#include "chip/chip.h"
 #include "chip/registry.h"
+#include "chip_int.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -12,13 +11,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
-
-struct strata_chip {
-    const struct chip_child_cfg *cfg;
-    void *state; /* backend state */
-    struct bufmap map;
-    strata_args args; /* decoded arguments of the running task */
-};
 
 int strata_chip_id(const strata_chip *chip)
 {
@@ -39,7 +31,7 @@ static const char *role(const struct chip_child_cfg *cfg)
     return cfg->is_sub ? "sub" : "chip";
 }
 
-static strata_err resolve_args(strata_chip *chip, const struct mbx_frame *f)
+strata_err chip_resolve_args(strata_chip *chip, const struct mbx_frame *f)
 {
     strata_err err = wire_args_decode(f->args, f->args_len, &chip->args);
 
@@ -92,7 +84,7 @@ static strata_err run_task(strata_chip *chip, const struct mbx_frame *f)
                          role(cfg), cfg->id, chip_callable_kind_name(want),
                          strata_callable_digest_hex(tmp, hex));
     }
-    err = resolve_args(chip, f);
+    err = chip_resolve_args(chip, f);
     if (err)
         return err;
     if (BASE_FAULT("chip.task"))
@@ -102,18 +94,6 @@ static strata_err run_task(strata_chip *chip, const struct mbx_frame *f)
     if (err && !strata_errmsg()[0])
         strata_errmsg_set("%s", strata_strerror(err));
     return err;
-}
-
-static strata_err run_control(strata_chip *chip, const struct mbx_frame *f)
-{
-    switch (f->op) {
-    case MBX_CTL_PING:
-        return STRATA_OK;
-    case MBX_CTL_UNMAP_BUFFER:
-        bufmap_drop(&chip->map, f->arg[0]);
-        return STRATA_OK;
-    }
-    return base_fail(STRATA_EPROTO, "unknown control op %u", f->op);
 }
 
 static void serve(strata_chip *chip)
@@ -126,7 +106,7 @@ static void serve(strata_chip *chip)
         if (f->kind == MBX_TASK)
             err = run_task(chip, f);
         else if (f->kind == MBX_CONTROL)
-            err = run_control(chip, f);
+            err = chip_run_control(chip, f);
         else
             err = base_fail(STRATA_EPROTO, "unknown frame kind %u", f->kind);
         f->result = (int32_t)err;

@@ -59,6 +59,16 @@ static void finish(struct orch_sched *s, struct orch_task *t, strata_err err,
     for (uint32_t i = 0; i < t->num_bufs; i++)
         t->bufs[i]->pins--;
     t->num_bufs = 0;
+    if (t->ctl) {
+        struct orch_ctl *c = t->ctl;
+
+        c->err = err;
+        snprintf(c->msg, sizeof(c->msg), "%s", err && msg ? msg : "");
+        c->done = true;
+        t->ctl = NULL;
+        if (c->on_done)
+            c->on_done(c, c->on_done_arg);
+    }
     orch_run_task_done(s, t, err, msg);
     release_dependents(s, t, err);
     if (t->group && ++t->group->finished == t->group->n)
@@ -96,6 +106,14 @@ static bool harvest_one(struct orch_sched *s, struct orch_endpoint *ep)
 
         ep->harvested++;
         did = true;
+        if (t->ctl) {
+            memcpy(t->ctl->out, f->arg, sizeof(t->ctl->out));
+            t->ctl->reply_len = 0;
+            if (f->args_len <= sizeof(t->ctl->reply)) {
+                memcpy(t->ctl->reply, f->args, f->args_len);
+                t->ctl->reply_len = f->args_len;
+            }
+        }
         if (f->slot != t->slot || f->gen != t->gen) {
             LOG_ERROR("%s %d returned frame (slot %u gen %u), expected "
                       "(slot %u gen %u)",

@@ -40,6 +40,13 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
     f->op = t->op;
     f->arg[0] = t->op_arg;
     f->staged_len = 0;
+    if (t->ctl) {
+        memcpy(f->arg, t->ctl->arg, sizeof(f->arg));
+        /* Only posted on an empty ring: the staging area is single. */
+        if (t->ctl->staged_len)
+            memcpy(ep->mbx->staging, t->ctl->staged, t->ctl->staged_len);
+        f->staged_len = t->ctl->staged_len;
+    }
     memcpy(f->digest, t->callable.digest, sizeof(f->digest));
     if (t->blob_len)
         memcpy(f->args, t->blob, t->blob_len);
@@ -164,8 +171,14 @@ static void dispatch_directed(struct orch_sched *s)
         struct orch_endpoint *ep = &s->eps[i];
 
         while (ep->fifo_head != ORCH_NONE && !ep->reserved &&
-               (ep->dead || in_flight(ep) < MBX_RING))
+               (ep->dead || in_flight(ep) < MBX_RING)) {
+            const struct orch_task *head = s->slots[ep->fifo_head];
+
+            if (!ep->dead && head->ctl && head->ctl->staged_len &&
+                in_flight(ep) > 0)
+                break;
             post(s, ep, orch_queue_pop(s, &ep->fifo_head, &ep->fifo_tail));
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 #ifndef ORCH_INT_H
 #define ORCH_INT_H
 
+#include "orch/control.h"
 #include "orch/orch.h"
 
 #include <poll.h>
@@ -47,9 +48,10 @@ struct orch_task {
     void *blob; /* encoded args */
     uint32_t blob_len;
     uint32_t blob_cap;
-    uint32_t op;     /* control op */
-    uint64_t op_arg; /* control operand */
-    uint32_t next;   /* queue link */
+    uint32_t op;          /* control op */
+    uint64_t op_arg;      /* control operand */
+    struct orch_ctl *ctl; /* control request with replies, or NULL */
+    uint32_t next;        /* queue link */
 };
 
 struct orch_group {
@@ -67,6 +69,16 @@ struct orch_scope {
     uint32_t active;
     strata_err err;
     char msg[STRATA_ERRMSG_MAX];
+};
+
+struct fence_hook {
+    orch_fence_fn fn;
+    void *arg;
+};
+
+struct adopted {
+    void *obj;
+    void (*free_fn)(void *);
 };
 
 struct strata_orch {
@@ -87,6 +99,10 @@ struct strata_run {
     struct orch_scope scopes[ORCH_MAX_SCOPES];
     struct strata_orch orch;
     struct strata_run *next_live;
+    struct fence_hook *hooks; /* run once, last first, at the fence */
+    uint32_t num_hooks;
+    uint32_t cap_hooks;
+    bool hooks_fired;
 };
 
 struct orch_sched {
@@ -118,6 +134,11 @@ struct orch_sched {
     uint32_t *work;
     uint32_t num_work;
     uint32_t cap_work;
+    /* objects freed with the scheduler */
+    struct adopted *adopted;
+    uint32_t num_adopted;
+    uint32_t cap_adopted;
+    bool comm_ready;
     /* thread */
     struct pollfd *pfd; /* doorbell, then one pidfd per endpoint */
     pthread_t thread;

@@ -33,17 +33,30 @@ static void unlink_run(struct orch_sched *s, struct strata_run *r)
         *pp = r->next_live;
 }
 
+static void free_run(struct strata_run *r)
+{
+    base_free(r->hooks);
+    base_free(r);
+}
+
 static void maybe_fence(struct orch_sched *s, struct strata_run *r)
 {
     if (!r->closed || r->active > 0 || r->done)
         return;
+    if (!r->hooks_fired) {
+        r->hooks_fired = true;
+        for (uint32_t i = r->num_hooks; i-- > 0;)
+            r->hooks[i].fn(s, r->hooks[i].arg);
+        if (r->active > 0)
+            return; /* the hooks posted work; its completion fences */
+    }
     r->done = true;
     unlink_run(s, r);
     s->progress_seq++;
     if (s->waiters)
         base_futex_wake(&s->progress_seq);
     if (r->detached)
-        base_free(r);
+        free_run(r);
 }
 
 void orch_run_task_done(struct orch_sched *s, struct orch_task *t,
@@ -55,7 +68,8 @@ void orch_run_task_done(struct orch_sched *s, struct orch_task *t,
 
     if (!r)
         return;
-    if (err) {
+    /* A control frame's failure is its caller's to report. */
+    if (err && t->kind == MBX_TASK) {
         orch_task_label(s, t, label, sizeof(label));
         orch_run_record_error(r, code, "%s failed (%s): %s", label,
                               strata_errname(err), msg ? msg : "");
@@ -146,6 +160,7 @@ strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
     r->depth = 0;
     r->closed = true;
     maybe_fence(s, r);
+    orch_dispatch(s);
     pthread_mutex_unlock(&s->mu);
     *out = r;
     return STRATA_OK;
@@ -186,7 +201,7 @@ void strata_run_free(strata_run *run)
         run->detached = true;
     pthread_mutex_unlock(&s->mu);
     if (now)
-        base_free(run);
+        free_run(run);
 }
 
 strata_err strata_orch_scope_begin(strata_orch *o)

@@ -190,11 +190,16 @@ void orch_sched_destroy(struct orch_sched *s)
         struct strata_run *r = s->live_runs;
 
         s->live_runs = r->next_live;
+        base_free(r->hooks);
+        r->hooks = NULL;
         if (r->detached)
             base_free(r);
         else
             r->done = true;
     }
+    for (uint32_t i = s->num_adopted; i-- > 0;)
+        s->adopted[i].free_fn(s->adopted[i].obj);
+    base_free(s->adopted);
     free_slots(s);
     base_free(s->work);
     base_free(s->pfd);

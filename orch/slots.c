@@ -77,6 +77,8 @@ strata_err orch_slot_alloc(struct orch_sched *s, struct orch_task **out)
     t->blob_len = 0;
     t->scope_depth = 0;
     t->ep = -1;
+    t->ctl = NULL;
+    t->kind = MBX_TASK;
     *out = t;
     return STRATA_OK;
 }

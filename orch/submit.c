@@ -41,14 +41,6 @@ static strata_err check_args(const struct orch_sched *s, const strata_args *a)
     return STRATA_OK;
 }
 
-static int chip_index(const struct orch_sched *s, int chip_id)
-{
-    for (size_t i = 0; i < s->num_chips; i++)
-        if (s->eps[i].id == chip_id)
-            return (int)i;
-    return -1;
-}
-
 static strata_err check_orch(strata_orch *o)
 {
     if (!o)
@@ -152,7 +144,7 @@ strata_err strata_orch_submit_next_level(strata_orch *o, strata_callable c,
 
     if (err)
         return err;
-    ep = chip_index(o->sched, worker_id);
+    ep = orch_chip_index(o->sched, worker_id);
     if (ep < 0)
         return base_fail(STRATA_EINVAL, "the worker has no chip %d", worker_id);
     return submit_one(o, c, a, ep, STRATA_CALLABLE_KERNEL);
@@ -181,7 +173,7 @@ static strata_err check_group(struct orch_sched *s, strata_callable c,
                          "a group needs n >= 1 worker ids and args lists");
     err = check_callable(s, c, STRATA_CALLABLE_KERNEL);
     for (size_t i = 0; !err && i < n; i++) {
-        if (chip_index(s, worker_ids[i]) < 0)
+        if (orch_chip_index(s, worker_ids[i]) < 0)
             return base_fail(STRATA_EINVAL, "group member %zu: no chip %d", i,
                              worker_ids[i]);
         for (size_t j = 0; j < i; j++)
@@ -225,8 +217,9 @@ strata_err strata_orch_submit_next_level_group(strata_orch *o,
     /* Plan every member before committing any, so the group goes in whole
      * or not at all, and members never depend on each other. */
     for (; done < n; done++) {
-        err = prepare_task(s, o, c, a[done], chip_index(s, worker_ids[done]),
-                           &tasks[done], &plans[done]);
+        err =
+            prepare_task(s, o, c, a[done], orch_chip_index(s, worker_ids[done]),
+                         &tasks[done], &plans[done]);
         if (err)
             break;
         tasks[done]->group = g;

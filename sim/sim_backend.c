@@ -2,12 +2,9 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "sim/sim.h"
+#include "sim_window.h"
 
 #include <string.h>
-
-struct sim_state {
-    uint64_t launches;
-};
 
 static strata_err sim_init(strata_chip *chip, void **state_out)
 {
@@ -23,7 +20,20 @@ static strata_err sim_init(strata_chip *chip, void **state_out)
 static void sim_fini(strata_chip *chip, void *state)
 {
     (void)chip;
+    sim_windows_release_all(state);
     base_free(state);
+}
+
+static strata_err sim_comm_init(void *state, uint32_t rank, uint32_t size)
+{
+    struct sim_state *s = state;
+
+    /* The sim base communicator is the shared memory itself: nothing to
+     * connect, only the identity to remember. */
+    s->comm_rank = rank;
+    s->comm_size = size;
+    s->comm_ready = true;
+    return STRATA_OK;
 }
 
 static strata_err sim_malloc(void *state, size_t nbytes, void **dev_out)
@@ -76,6 +86,12 @@ const struct chip_backend_ops sim_backend_ops = {
     .free = sim_free,
     .copy_h2d = sim_copy,
     .copy_d2h = sim_copy,
+    .comm_init = sim_comm_init,
+    .window_prepare = sim_window_prepare,
+    .window_import = sim_window_import,
+    .window_release = sim_window_release,
+    .window_local = sim_window_local,
+    .comm_context = sim_comm_context,
     .launch = sim_launch,
     .sync = sim_sync,
 };

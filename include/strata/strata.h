@@ -337,6 +337,7 @@ STRATA_API int strata_chip_id(const strata_chip *chip);
 }
 #endif
 
+#include <strata/domain.h>
 #include <strata/graph.h>
 
 #endif /* STRATA_STRATA_H */

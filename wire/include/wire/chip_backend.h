@@ -6,6 +6,38 @@
 
 #include <strata/strata.h>
 
+struct strata_comm_context;
+
+#define CHIP_WINDOW_HANDLE_MAX 64
+#define CHIP_WINDOW_DESC_VERSION 1u
+
+/* What a member is asked to create for a domain. */
+struct chip_window_req {
+    uint64_t alloc_id; /* unique per worker process */
+    uint32_t rank;
+    uint32_t rank_count;
+    uint64_t window_size;
+    int32_t creator_pid; /* the worker's pid, carried in names */
+    uint32_t reserved;
+};
+
+/* What a member exports so peers can import its window. */
+struct chip_window_desc {
+    uint32_t version; /* CHIP_WINDOW_DESC_VERSION */
+    uint32_t rank;
+    uint32_t rank_count;
+    uint32_t reserved;
+    uint64_t mapping_size; /* >= window_size */
+    char profile[16];
+    char handle[CHIP_WINDOW_HANDLE_MAX]; /* sim: shm name */
+};
+
+/* What a member reports after importing every peer. */
+struct chip_window_import_out {
+    uint64_t device_ctx; /* resolves to a strata_comm_context */
+    uint64_t local_base; /* the member's own window, in its space */
+};
+
 struct chip_backend_ops {
     const char *name; /* platform name: "sim", "cuda" */
     uint32_t abi;     /* CHIP_BACKEND_ABI */
@@ -15,9 +47,24 @@ struct chip_backend_ops {
     strata_err (*free)(void *state, void *dev);
     strata_err (*copy_h2d)(void *state, void *dst, const void *src, size_t n);
     strata_err (*copy_d2h)(void *state, void *dst, const void *src, size_t n);
-    strata_err (*window_prepare)(void *state, const void *req, void *desc_out);
-    strata_err (*window_import)(void *state, const void *table, void *ctx_out);
-    strata_err (*window_release)(void *state, uint64_t window_id);
+    /* Base communicator for this chip (rank among the worker's chips). */
+    strata_err (*comm_init)(void *state, uint32_t rank, uint32_t size);
+    /* Create, zero and export a window. Zero before export: a peer may
+     * signal into it as soon as it can see it. */
+    strata_err (*window_prepare)(void *state, const struct chip_window_req *req,
+                                 struct chip_window_desc *desc_out);
+    /* Map every peer of alloc_id (table has rank_count entries, in rank
+     * order) and build the kernel-visible context. */
+    strata_err (*window_import)(void *state, uint64_t alloc_id,
+                                const struct chip_window_desc *table,
+                                uint32_t n, struct chip_window_import_out *out);
+    /* Unmap and free everything of alloc_id. Unknown ids are a no-op. */
+    strata_err (*window_release)(void *state, uint64_t alloc_id);
+    /* The member's own window of alloc_id (NULL if none). */
+    void *(*window_local)(void *state, uint64_t alloc_id, size_t *size_out);
+    /* The context behind device_ctx, or NULL when it is not live here. */
+    const struct strata_comm_context *(*comm_context)(void *state,
+                                                      uint64_t device_ctx);
     strata_err (*launch)(void *state, strata_chip *chip, strata_kernel_fn fn,
                          const strata_args *args);
     strata_err (*sync)(void *state);

@@ -31,6 +31,19 @@ enum mbx_kind {
 enum mbx_control_op {
     MBX_CTL_PING = 1,         /* no-op round trip */
     MBX_CTL_UNMAP_BUFFER = 2, /* arg[0] = buffer id */
+    /* arg[0] = rank, arg[1] = size among the worker's chips. */
+    MBX_CTL_COMM_INIT = 3,
+    /* arg = alloc id, rank, rank count, window size; replies a
+     * chip_window_desc in the frame's args area. */
+    MBX_CTL_WINDOW_PREPARE = 4,
+    /* arg = alloc id, own rank, rank count; the staging area holds the
+     * descriptor table; replies arg[0] = device ctx, arg[1] = base. */
+    MBX_CTL_WINDOW_IMPORT = 5,
+    MBX_CTL_WINDOW_RELEASE = 6, /* arg[0] = alloc id */
+    /* arg = alloc id, window offset, nbytes; args hold one tensor: the
+     * source (TO) or destination (FROM) in a host buffer. */
+    MBX_CTL_COPY_TO_WINDOW = 7,
+    MBX_CTL_COPY_FROM_WINDOW = 8,
 };
 
 /* One unit of work. Identity (run, slot, generation) lets the parent match

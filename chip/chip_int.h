@@ -1,0 +1,20 @@
+/* The chip process's private state. */
+#ifndef CHIP_INT_H
+#define CHIP_INT_H
+
+#include "chip/bufmap.h"
+#include "chip/chip.h"
+
+struct strata_chip {
+    const struct chip_child_cfg *cfg;
+    void *state; /* backend state */
+    struct bufmap map;
+    strata_args args; /* decoded arguments of the running frame */
+};
+
+/* Decodes f's args and maps every tensor's buffer. */
+strata_err chip_resolve_args(strata_chip *chip, const struct mbx_frame *f);
+/* Runs a control frame; results go back in the frame. */
+strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f);
+
+#endif

@@ -1,0 +1,125 @@
+/* Control frames in the chip process: buffers, the base communicator,
+ * windows and window copies. They share the ring with tasks, so each runs
+ * after every task posted before it. */
+#include "base/err.h"
+#include "chip_int.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static strata_err need(const strata_chip *chip, bool have, const char *what)
+{
+    if (!have)
+        return base_fail(STRATA_ENOTSUP, "backend %s does not support %s",
+                         chip->cfg->ops->name, what);
+    return STRATA_OK;
+}
+
+static strata_err prepare(strata_chip *chip, struct mbx_frame *f)
+{
+    const struct chip_backend_ops *ops = chip->cfg->ops;
+    struct chip_window_req req = {
+        .alloc_id = f->arg[0],
+        .rank = (uint32_t)f->arg[1],
+        .rank_count = (uint32_t)f->arg[2],
+        .window_size = f->arg[3],
+        .creator_pid = chip->cfg->parent,
+    };
+    struct chip_window_desc desc;
+    strata_err err = need(chip, ops->window_prepare != NULL, "windows");
+
+    if (!err)
+        err = ops->window_prepare(chip->state, &req, &desc);
+    if (err)
+        return err;
+    /* The reply travels back in the frame's args area. */
+    memcpy(f->args, &desc, sizeof(desc));
+    f->args_len = sizeof(desc);
+    return STRATA_OK;
+}
+
+static strata_err import(strata_chip *chip, struct mbx_frame *f)
+{
+    const struct chip_backend_ops *ops = chip->cfg->ops;
+    uint32_t n = (uint32_t)f->arg[2];
+    struct chip_window_import_out out;
+    strata_err err = need(chip, ops->window_import != NULL, "windows");
+
+    if (err)
+        return err;
+    if (f->staged_len != (uint64_t)n * sizeof(struct chip_window_desc) ||
+        f->staged_len > MBX_STAGING_SIZE)
+        return base_fail(STRATA_EPROTO,
+                         "window import: %llu staged bytes for %u ranks",
+                         (unsigned long long)f->staged_len, n);
+    err = ops->window_import(
+        chip->state, f->arg[0],
+        (const struct chip_window_desc *)(const void *)chip->cfg->mbx->staging,
+        n, &out);
+    if (err)
+        return err;
+    f->arg[0] = out.device_ctx;
+    f->arg[1] = out.local_base;
+    return STRATA_OK;
+}
+
+static strata_err copy(strata_chip *chip, struct mbx_frame *f, bool to)
+{
+    const struct chip_backend_ops *ops = chip->cfg->ops;
+    size_t size = 0;
+    char *win;
+    strata_err err = need(chip, ops->window_local != NULL, "windows");
+
+    if (!err)
+        err = chip_resolve_args(chip, f);
+    if (err)
+        return err;
+    win = ops->window_local(chip->state, f->arg[0], &size);
+    if (!win)
+        return base_fail(STRATA_ENOENT, "chip %d has no window %llu",
+                         chip->cfg->id, (unsigned long long)f->arg[0]);
+    if (chip->args.num_tensors != 1 || f->arg[1] > size ||
+        f->arg[2] > size - f->arg[1] ||
+        f->arg[2] != chip->args.tensors[0].nbytes)
+        return base_fail(STRATA_EPROTO, "window copy out of range");
+    if (to)
+        memcpy(win + f->arg[1], chip->args.data[0], f->arg[2]);
+    else
+        memcpy(chip->args.data[0], win + f->arg[1], f->arg[2]);
+    return STRATA_OK;
+}
+
+strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)
+{
+    const struct chip_backend_ops *ops = chip->cfg->ops;
+    strata_err err;
+
+    if (f->op >= MBX_CTL_COMM_INIT && (chip->cfg->is_sub || !ops))
+        return base_fail(STRATA_ENOTSUP, "sub worker %d has no device",
+                         chip->cfg->id);
+    switch (f->op) {
+    case MBX_CTL_PING:
+        return STRATA_OK;
+    case MBX_CTL_UNMAP_BUFFER:
+        bufmap_drop(&chip->map, f->arg[0]);
+        return STRATA_OK;
+    case MBX_CTL_COMM_INIT:
+        err = need(chip, ops->comm_init != NULL, "a communicator");
+        return err ? err
+                   : ops->comm_init(chip->state, (uint32_t)f->arg[0],
+                                    (uint32_t)f->arg[1]);
+    case MBX_CTL_WINDOW_PREPARE:
+        return prepare(chip, f);
+    case MBX_CTL_WINDOW_IMPORT:
+        return import(chip, f);
+    case MBX_CTL_WINDOW_RELEASE:
+        err = need(chip, ops->window_release != NULL, "windows");
+        return err ? err : ops->window_release(chip->state, f->arg[0]);
+    case MBX_CTL_COPY_TO_WINDOW:
+        return copy(chip, f, true);
+    case MBX_CTL_COPY_FROM_WINDOW:
+        return copy(chip, f, false);
+    }
+    return base_fail(STRATA_EPROTO, "unknown control op %u", f->op);
+}

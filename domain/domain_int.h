@@ -1,0 +1,44 @@
+/* Local communication domains: private state. */
+#ifndef DOMAIN_INT_H
+#define DOMAIN_INT_H
+
+#include "orch/control.h"
+#include "wire/chip_backend.h"
+
+#include <strata/domain.h>
+
+struct strata_domain {
+    char name[STRATA_DOMAIN_NAME_MAX];
+    uint64_t alloc_id;
+    int creator; /* the worker's pid, in segment names */
+    uint32_t n;  /* members */
+    size_t window_size;
+    size_t mapping_size;
+    int *chips; /* chip ids in rank order */
+    int *eps;   /* scheduler endpoint of each rank */
+    uint64_t *device_ctx;
+    uint64_t *local_base;
+    size_t num_buffers;
+    strata_comm_buffer_info *buffers;
+    char (*buffer_names)[STRATA_DOMAIN_NAME_MAX];
+    struct orch_sched *sched;
+    strata_run *run;
+    struct orch_ctl *ctls; /* one per member, reused by every phase */
+    struct orch_ctl **ctl_ptrs;
+    /* Lifetime, under the scheduler lock (flags read atomically). */
+    bool allocated;
+    bool released;
+    bool freed;
+    uint32_t release_pending;
+    struct strata_domain *next_live;
+};
+
+/* validate.c: the whole spec, before any side effect. */
+strata_err domain_validate(struct orch_sched *s, strata_run *run,
+                           const strata_domain_spec *spec);
+/* True when a live (unreleased) domain of run is called name. */
+bool domain_name_live(strata_run *run, const char *name);
+void domain_live_add(struct strata_domain *d);
+void domain_live_remove(struct strata_domain *d);
+
+#endif

@@ -1,0 +1,141 @@
+/* Checking a domain spec completely before anything is allocated, and the
+ * registry of live domains that names are checked against. */
+#include "base/err.h"
+#include "domain_int.h"
+
+#include <pthread.h>
+#include <string.h>
+
+static struct strata_domain *live;
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void domain_live_add(struct strata_domain *d)
+{
+    pthread_mutex_lock(&live_mu);
+    d->next_live = live;
+    live = d;
+    pthread_mutex_unlock(&live_mu);
+}
+
+void domain_live_remove(struct strata_domain *d)
+{
+    pthread_mutex_lock(&live_mu);
+    for (struct strata_domain **pp = &live; *pp; pp = &(*pp)->next_live) {
+        if (*pp == d) {
+            *pp = d->next_live;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&live_mu);
+}
+
+bool domain_name_live(strata_run *run, const char *name)
+{
+    bool found = false;
+
+    pthread_mutex_lock(&live_mu);
+    for (struct strata_domain *d = live; d && !found; d = d->next_live)
+        found = d->run == run &&
+                !__atomic_load_n(&d->released, __ATOMIC_ACQUIRE) &&
+                strcmp(d->name, name) == 0;
+    pthread_mutex_unlock(&live_mu);
+    return found;
+}
+
+static strata_err check_workers(struct orch_sched *s,
+                                const strata_domain_spec *spec)
+{
+    if (!spec->workers || spec->num_workers == 0)
+        return base_fail(STRATA_EINVAL, "domain '%s': no workers", spec->name);
+    for (size_t i = 0; i < spec->num_workers; i++) {
+        if (orch_chip_index(s, spec->workers[i]) < 0)
+            return base_fail(STRATA_EINVAL,
+                             "domain '%s': workers[%zu] = %d is not a chip "
+                             "of this worker",
+                             spec->name, i, spec->workers[i]);
+        for (size_t j = 0; j < i; j++)
+            if (spec->workers[j] == spec->workers[i])
+                return base_fail(STRATA_EINVAL,
+                                 "domain '%s': chip %d appears twice in "
+                                 "workers",
+                                 spec->name, spec->workers[i]);
+    }
+    return STRATA_OK;
+}
+
+static strata_err check_buffer(const strata_domain_spec *spec, size_t i)
+{
+    const strata_comm_buffer_spec *b = &spec->buffers[i];
+    size_t esize = strata_dtype_size(b->dtype);
+
+    if (!b->name || !b->name[0] || strlen(b->name) >= STRATA_DOMAIN_NAME_MAX)
+        return base_fail(STRATA_EINVAL,
+                         "domain '%s': buffers[%zu] needs a name of 1..%d "
+                         "bytes",
+                         spec->name, i, STRATA_DOMAIN_NAME_MAX - 1);
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(spec->buffers[j].name, b->name) == 0)
+            return base_fail(STRATA_EINVAL,
+                             "domain '%s': buffer name '%s' used twice",
+                             spec->name, b->name);
+    if (!esize)
+        return base_fail(STRATA_EINVAL,
+                         "domain '%s': buffer '%s' has an unknown dtype",
+                         spec->name, b->name);
+    if (b->count > SIZE_MAX / esize || b->count * esize != b->nbytes)
+        return base_fail(STRATA_EINVAL,
+                         "domain '%s': buffer '%s': count %zu x %zu-byte "
+                         "dtype != nbytes %zu",
+                         spec->name, b->name, b->count, esize, b->nbytes);
+    return STRATA_OK;
+}
+
+static strata_err check_buffers(const strata_domain_spec *spec)
+{
+    size_t total = 0;
+    strata_err err;
+
+    if (spec->num_buffers && !spec->buffers)
+        return base_fail(STRATA_EINVAL,
+                         "domain '%s': num_buffers is %zu but buffers is "
+                         "NULL",
+                         spec->name, spec->num_buffers);
+    for (size_t i = 0; i < spec->num_buffers; i++) {
+        err = check_buffer(spec, i);
+        if (err)
+            return err;
+        if (spec->buffers[i].nbytes > SIZE_MAX - total)
+            return base_fail(STRATA_EINVAL, "domain '%s': buffers overflow",
+                             spec->name);
+        total += spec->buffers[i].nbytes;
+    }
+    if (total > spec->window_size)
+        return base_fail(STRATA_EINVAL,
+                         "domain '%s': buffers need %zu bytes, more than "
+                         "window_size %zu",
+                         spec->name, total, spec->window_size);
+    return STRATA_OK;
+}
+
+strata_err domain_validate(struct orch_sched *s, strata_run *run,
+                           const strata_domain_spec *spec)
+{
+    strata_err err;
+
+    if (!spec->name || !spec->name[0] ||
+        strlen(spec->name) >= STRATA_DOMAIN_NAME_MAX)
+        return base_fail(STRATA_EINVAL, "a domain needs a name of 1..%d bytes",
+                         STRATA_DOMAIN_NAME_MAX - 1);
+    if (spec->window_size == 0)
+        return base_fail(STRATA_EINVAL, "domain '%s': window_size is 0",
+                         spec->name);
+    err = check_workers(s, spec);
+    if (!err)
+        err = check_buffers(spec);
+    if (!err && domain_name_live(run, spec->name))
+        err = base_fail(STRATA_EINVAL,
+                        "domain '%s': a live domain of this run already has "
+                        "that name",
+                        spec->name);
+    return err;
+}

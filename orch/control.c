@@ -1,0 +1,194 @@
+/* Control frames with replies, fence hooks and adopted objects. */
+#include "base/clock.h"
+#include "base/err.h"
+#include "orch_int.h"
+
+#include <string.h>
+
+struct orch_sched *orch_sched_of(strata_orch *o)
+{
+    return o->sched;
+}
+
+strata_run *orch_run_of(strata_orch *o)
+{
+    return o->run;
+}
+
+size_t orch_num_chips(const struct orch_sched *s)
+{
+    return s->num_chips;
+}
+
+int orch_chip_index(const struct orch_sched *s, int chip_id)
+{
+    for (size_t i = 0; i < s->num_chips; i++)
+        if (s->eps[i].id == chip_id)
+            return (int)i;
+    return -1;
+}
+
+int orch_chip_id(const struct orch_sched *s, int index)
+{
+    return s->eps[index].id;
+}
+
+void orch_lock(struct orch_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+}
+
+void orch_unlock(struct orch_sched *s)
+{
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void init_ctl(struct orch_task *t, struct orch_ctl *c, int ep)
+{
+    t->kind = MBX_CONTROL;
+    t->op = c->op;
+    t->op_arg = c->arg[0];
+    t->ctl = c;
+    t->ep = ep;
+    memset(&t->callable, 0, sizeof(t->callable));
+    c->done = false;
+    c->err = STRATA_OK;
+    c->msg[0] = '\0';
+}
+
+static void account(struct orch_sched *s, strata_run *r, struct orch_task *t)
+{
+    t->run = r;
+    if (r)
+        r->active++;
+    s->unfinished++;
+    if (t->fanin == 0)
+        orch_make_ready(s, t);
+}
+
+strata_err orch_control_post_locked(struct orch_sched *s, strata_run *r, int ep,
+                                    struct orch_ctl *c)
+{
+    struct orch_task *t;
+    strata_err err;
+
+    if (c->staged_len > MBX_STAGING_SIZE)
+        return base_fail(STRATA_EINVAL,
+                         "control payload of %u bytes exceeds the %u-byte "
+                         "staging area",
+                         c->staged_len, MBX_STAGING_SIZE);
+    err = orch_slot_alloc(s, &t);
+    if (err)
+        return err;
+    init_ctl(t, c, ep);
+    account(s, r, t);
+    return STRATA_OK;
+}
+
+strata_err orch_control_post(struct orch_sched *s, strata_orch *o, int ep,
+                             struct orch_ctl *c, const strata_args *a)
+{
+    struct dep_plan *plan = NULL;
+    struct orch_task *t;
+    strata_err err;
+
+    pthread_mutex_lock(&s->mu);
+    if (!a) {
+        err = orch_control_post_locked(s, o ? o->run : NULL, ep, c);
+        goto out;
+    }
+    err = orch_slot_alloc(s, &t);
+    if (err)
+        goto out;
+    t->blob_len = (uint32_t)wire_args_encoded_size(a);
+    err = orch_reserve(&t->blob, &t->blob_cap, t->blob_len, 1);
+    if (!err)
+        err = orch_deps_plan(s, a, t, &plan);
+    if (err) {
+        orch_slot_free(s, t);
+        goto out;
+    }
+    wire_args_encode(a, t->blob, t->blob_cap);
+    init_ctl(t, c, ep);
+    orch_deps_commit(s, plan, a, t);
+    orch_deps_plan_free(s, plan);
+    account(s, o ? o->run : NULL, t);
+out:
+    if (!err)
+        orch_dispatch(s);
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+struct ctl_set {
+    struct orch_ctl *const *cs;
+    size_t n;
+};
+
+static bool all_done(void *arg)
+{
+    const struct ctl_set *set = arg;
+
+    for (size_t i = 0; i < set->n; i++)
+        if (!set->cs[i]->done)
+            return false;
+    return true;
+}
+
+strata_err orch_control_wait(struct orch_sched *s, struct orch_ctl *const *cs,
+                             size_t n)
+{
+    struct ctl_set set = {cs, n};
+    strata_err err = orch_wait(s, all_done, &set, BASE_NEVER);
+
+    if (err)
+        return err;
+    for (size_t i = 0; i < n; i++)
+        if (cs[i]->err)
+            return base_fail(cs[i]->err, "%s", cs[i]->msg);
+    return STRATA_OK;
+}
+
+strata_err orch_run_on_fence(strata_orch *o, orch_fence_fn fn, void *arg)
+{
+    struct strata_run *r = o->run;
+    strata_err err;
+
+    pthread_mutex_lock(&o->sched->mu);
+    err = orch_reserve((void **)&r->hooks, &r->cap_hooks, r->num_hooks + 1,
+                       sizeof(*r->hooks));
+    if (!err) {
+        r->hooks[r->num_hooks].fn = fn;
+        r->hooks[r->num_hooks].arg = arg;
+        r->num_hooks++;
+    }
+    pthread_mutex_unlock(&o->sched->mu);
+    return err;
+}
+
+strata_err orch_sched_adopt(struct orch_sched *s, void *obj,
+                            void (*free_fn)(void *))
+{
+    strata_err err;
+
+    pthread_mutex_lock(&s->mu);
+    err = orch_reserve((void **)&s->adopted, &s->cap_adopted,
+                       s->num_adopted + 1, sizeof(*s->adopted));
+    if (!err) {
+        s->adopted[s->num_adopted].obj = obj;
+        s->adopted[s->num_adopted].free_fn = free_fn;
+        s->num_adopted++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+bool orch_comm_ready(const struct orch_sched *s)
+{
+    return s->comm_ready;
+}
+
+void orch_comm_set_ready(struct orch_sched *s)
+{
+    s->comm_ready = true;
+}

@@ -1,0 +1,64 @@
+/* Control frames the layers above the scheduler (domains) send to chips:
+ * posted through the same FIFOs as tasks, so each runs after the chip's
+ * earlier work, optionally with dependencies of their own, and waited for
+ * like tasks. Also: run-fence hooks and objects freed with the worker. */
+#ifndef ORCH_CONTROL_H
+#define ORCH_CONTROL_H
+
+#include "orch/orch.h"
+
+#define ORCH_CTL_REPLY_MAX 256
+
+struct orch_ctl {
+    /* in */
+    uint32_t op; /* enum mbx_control_op */
+    uint64_t arg[4];
+    const void *staged; /* copied to the chip's staging area */
+    uint32_t staged_len;
+    /* out, valid once done */
+    bool done;
+    strata_err err;
+    uint64_t out[4];
+    uint32_t reply_len;
+    uint8_t reply[ORCH_CTL_REPLY_MAX];
+    char msg[STRATA_ERRMSG_MAX];
+    /* Called under the scheduler lock when done (may be NULL). */
+    void (*on_done)(struct orch_ctl *c, void *arg);
+    void *on_done_arg;
+};
+
+typedef void (*orch_fence_fn)(struct orch_sched *s, void *arg);
+
+struct orch_sched *orch_sched_of(strata_orch *o);
+strata_run *orch_run_of(strata_orch *o);
+size_t orch_num_chips(const struct orch_sched *s);
+/* Endpoint index of chip_id, or -1. */
+int orch_chip_index(const struct orch_sched *s, int chip_id);
+int orch_chip_id(const struct orch_sched *s, int index);
+void orch_lock(struct orch_sched *s);
+void orch_unlock(struct orch_sched *s);
+
+/* Queues c for chip index ep as work of o's run (o may be NULL). a (may
+ * be NULL) orders it like a task's arguments; the frame carries them. */
+strata_err orch_control_post(struct orch_sched *s, strata_orch *o, int ep,
+                             struct orch_ctl *c, const strata_args *a);
+/* The same with the lock held and without arguments; r may be NULL. */
+strata_err orch_control_post_locked(struct orch_sched *s, strata_run *r, int ep,
+                                    struct orch_ctl *c);
+/* Waits until every one of cs is done. Returns the first error, its
+ * detail in strata_errmsg(). */
+strata_err orch_control_wait(struct orch_sched *s, struct orch_ctl *const *cs,
+                             size_t n);
+
+/* Runs fn(s, arg) under the lock once o's run has no work left; fn may post
+ * control frames (locked), which the fence then waits for. Hooks run last
+ * registered first. */
+strata_err orch_run_on_fence(strata_orch *o, orch_fence_fn fn, void *arg);
+/* Frees obj with free_fn when the scheduler is destroyed. */
+strata_err orch_sched_adopt(struct orch_sched *s, void *obj,
+                            void (*free_fn)(void *));
+/* The worker-lifetime base communicator: true once initialized. */
+bool orch_comm_ready(const struct orch_sched *s);
+void orch_comm_set_ready(struct orch_sched *s);
+
+#endif

@@ -1,0 +1,242 @@
+/* Windows on the sim backend: each member creates one POSIX shm segment
+ * (zero because it is freshly truncated), exports its name, and maps every
+ * peer's segment on import. The context a kernel reads lists every rank's
+ * window as mapped in this process. */
+#include "sim_window.h"
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/fault.h"
+#include "sim/sim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <strata/domain.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct sim_window {
+    uint64_t alloc_id;
+    uint32_t rank;
+    uint32_t rank_count;
+    size_t mapping_size;
+    void *own;
+    void **peers;             /* rank_count mappings once imported */
+    strata_comm_context *ctx; /* once imported */
+    struct sim_window *next;
+};
+
+void sim_window_name(char *out, size_t cap, int creator, uint64_t alloc_id,
+                     uint32_t rank)
+{
+    snprintf(out, cap, "/strata-%u-%d-d%llu-r%u", (unsigned)getuid(), creator,
+             (unsigned long long)alloc_id, rank);
+}
+
+static size_t page_round(size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+    return (n + page - 1) / page * page;
+}
+
+static struct sim_window *find(struct sim_state *s, uint64_t alloc_id)
+{
+    for (struct sim_window *w = s->windows; w; w = w->next)
+        if (w->alloc_id == alloc_id)
+            return w;
+    return NULL;
+}
+
+static strata_err map_name(const char *name, size_t size, bool create,
+                           void **out)
+{
+    int fd = shm_open(name, O_RDWR | (create ? O_CREAT | O_EXCL : 0), 0600);
+    strata_err err = STRATA_OK;
+    void *p;
+
+    if (fd < 0)
+        return base_fail_errno(errno, "shm_open %s", name);
+    /* A freshly truncated segment reads as zeros, so the window is zero
+     * before any peer can open it; no second wipe is paid for. */
+    if (create && ftruncate(fd, (off_t)size) != 0) {
+        err = base_fail_errno(errno, "ftruncate %s", name);
+        goto out;
+    }
+    p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        err = base_fail_errno(errno, "mmap %s", name);
+    else
+        *out = p;
+out:
+    close(fd);
+    if (err && create)
+        shm_unlink(name);
+    return err;
+}
+
+strata_err sim_window_prepare(void *state, const struct chip_window_req *req,
+                              struct chip_window_desc *desc)
+{
+    struct sim_state *s = state;
+    struct sim_window *w;
+    strata_err err;
+
+    if (find(s, req->alloc_id))
+        return base_fail(STRATA_EEXIST, "window %llu already prepared",
+                         (unsigned long long)req->alloc_id);
+    if (BASE_FAULT("window.prepare"))
+        return base_fail(STRATA_EIO, "fault point window.prepare");
+    w = base_calloc(1, sizeof(*w));
+    if (!w)
+        return base_fail(STRATA_ENOMEM, "out of memory for a window");
+    w->alloc_id = req->alloc_id;
+    w->rank = req->rank;
+    w->rank_count = req->rank_count;
+    w->mapping_size = page_round(req->window_size);
+    memset(desc, 0, sizeof(*desc));
+    sim_window_name(desc->handle, sizeof(desc->handle), req->creator_pid,
+                    req->alloc_id, req->rank);
+    err = map_name(desc->handle, w->mapping_size, true, &w->own);
+    if (err) {
+        base_free(w);
+        return err;
+    }
+    desc->version = CHIP_WINDOW_DESC_VERSION;
+    desc->rank = req->rank;
+    desc->rank_count = req->rank_count;
+    desc->mapping_size = w->mapping_size;
+    snprintf(desc->profile, sizeof(desc->profile), "sim");
+    w->next = s->windows;
+    s->windows = w;
+    return STRATA_OK;
+}
+
+static strata_err check_table(const struct sim_window *w,
+                              const struct chip_window_desc *t, uint32_t n)
+{
+    if (n != w->rank_count)
+        return base_fail(STRATA_EPROTO,
+                         "descriptor table has %u entries, "
+                         "expected %u",
+                         n, w->rank_count);
+    for (uint32_t r = 0; r < n; r++) {
+        if (t[r].version != CHIP_WINDOW_DESC_VERSION || t[r].rank != r ||
+            t[r].mapping_size != w->mapping_size ||
+            strcmp(t[r].profile, "sim") != 0 ||
+            !memchr(t[r].handle, '\0', sizeof(t[r].handle)))
+            return base_fail(STRATA_EPROTO,
+                             "descriptor for rank %u is inconsistent", r);
+    }
+    return STRATA_OK;
+}
+
+static void unmap_peers(struct sim_window *w)
+{
+    for (uint32_t r = 0; w->peers && r < w->rank_count; r++)
+        if (r != w->rank && w->peers[r])
+            munmap(w->peers[r], w->mapping_size);
+    base_free(w->peers);
+    w->peers = NULL;
+}
+
+strata_err sim_window_import(void *state, uint64_t alloc_id,
+                             const struct chip_window_desc *table, uint32_t n,
+                             struct chip_window_import_out *out)
+{
+    struct sim_state *s = state;
+    struct sim_window *w = find(s, alloc_id);
+    strata_err err;
+
+    if (!w)
+        return base_fail(STRATA_ENOENT, "window %llu was not prepared here",
+                         (unsigned long long)alloc_id);
+    err = check_table(w, table, n);
+    if (err)
+        return err;
+    if (BASE_FAULT("window.import"))
+        return base_fail(STRATA_EIO, "fault point window.import");
+    w->peers = base_calloc(n, sizeof(void *));
+    w->ctx = base_calloc(1, sizeof(*w->ctx) + n * sizeof(void *));
+    if (!w->peers || !w->ctx) {
+        err = base_fail(STRATA_ENOMEM, "out of memory importing %u peers", n);
+        goto fail;
+    }
+    for (uint32_t r = 0; r < n; r++) {
+        if (r == w->rank)
+            w->peers[r] = w->own;
+        else if ((err = map_name(table[r].handle, w->mapping_size, false,
+                                 &w->peers[r])) != STRATA_OK)
+            goto fail;
+        w->ctx->window_base[r] = w->peers[r];
+    }
+    w->ctx->version = STRATA_COMM_CONTEXT_VERSION;
+    w->ctx->rank = w->rank;
+    w->ctx->rank_count = n;
+    w->ctx->window_size = w->mapping_size;
+    out->device_ctx = (uint64_t)(uintptr_t)w->ctx;
+    out->local_base = (uint64_t)(uintptr_t)w->own;
+    return STRATA_OK;
+fail:
+    unmap_peers(w);
+    base_free(w->ctx);
+    w->ctx = NULL;
+    return err;
+}
+
+static void free_window(struct sim_window *w)
+{
+    unmap_peers(w);
+    munmap(w->own, w->mapping_size);
+    base_free(w->ctx);
+    base_free(w);
+}
+
+strata_err sim_window_release(void *state, uint64_t alloc_id)
+{
+    struct sim_state *s = state;
+
+    for (struct sim_window **pp = &s->windows; *pp; pp = &(*pp)->next) {
+        if ((*pp)->alloc_id == alloc_id) {
+            struct sim_window *w = *pp;
+
+            *pp = w->next;
+            free_window(w);
+            break;
+        }
+    }
+    return STRATA_OK;
+}
+
+void sim_windows_release_all(struct sim_state *s)
+{
+    while (s->windows) {
+        struct sim_window *w = s->windows;
+
+        s->windows = w->next;
+        free_window(w);
+    }
+}
+
+void *sim_window_local(void *state, uint64_t alloc_id, size_t *size_out)
+{
+    struct sim_window *w = find(state, alloc_id);
+
+    if (!w)
+        return NULL;
+    *size_out = w->mapping_size;
+    return w->own;
+}
+
+const strata_comm_context *sim_comm_context(void *state, uint64_t device_ctx)
+{
+    struct sim_state *s = state;
+
+    /* A typed lookup: a stale or foreign value answers NULL, never a
+     * dangling pointer. */
+    for (struct sim_window *w = s->windows; w; w = w->next)
+        if (w->ctx && (uint64_t)(uintptr_t)w->ctx == device_ctx)
+            return w->ctx;
+    return NULL;
+}
