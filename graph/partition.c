@@ -22,8 +22,8 @@ strata_err strata_owned_range(uint64_t n, uint32_t world, uint32_t rank,
     return STRATA_OK;
 }
 
-strata_err strata_destination_owner(uint64_t entity, uint64_t n,
-                                    uint32_t world, uint32_t *rank_out)
+strata_err strata_destination_owner(uint64_t entity, uint64_t n, uint32_t world,
+                                    uint32_t *rank_out)
 {
     uint64_t base;
     uint64_t extra;
