@@ -16,16 +16,15 @@ void chip_buffer_name(char *out, size_t cap, pid_t creator, uint64_t id)
              (unsigned long long)id);
 }
 
-void bufmap_init(struct bufmap *m, pid_t creator)
+void bufmap_init(struct bufmap *m)
 {
-    m->creator = creator;
     m->entries = NULL;
     m->count = 0;
     m->cap = 0;
 }
 
-static strata_err map_new(struct bufmap *m, uint64_t id, size_t size,
-                          void **base_out)
+static strata_err map_new(struct bufmap *m, pid_t creator, uint64_t id,
+                          size_t size, void **base_out)
 {
     char name[64];
     void *base;
@@ -40,7 +39,7 @@ static strata_err map_new(struct bufmap *m, uint64_t id, size_t size,
         m->entries = p;
         m->cap = cap;
     }
-    chip_buffer_name(name, sizeof(name), m->creator, id);
+    chip_buffer_name(name, sizeof(name), creator, id);
     fd = shm_open(name, O_RDWR, 0);
     if (fd < 0)
         return base_fail_errno(errno, "cannot open buffer %s", name);
@@ -49,6 +48,7 @@ static strata_err map_new(struct bufmap *m, uint64_t id, size_t size,
     if (base == MAP_FAILED)
         return base_fail_errno(errno, "cannot map buffer %s", name);
     m->entries[m->count].id = id;
+    m->entries[m->count].creator = creator;
     m->entries[m->count].size = size;
     m->entries[m->count].base = base;
     m->count++;
@@ -56,11 +56,11 @@ static strata_err map_new(struct bufmap *m, uint64_t id, size_t size,
     return STRATA_OK;
 }
 
-strata_err bufmap_get(struct bufmap *m, uint64_t id, size_t size,
-                      void **base_out)
+strata_err bufmap_get(struct bufmap *m, pid_t creator, uint64_t id,
+                      size_t size, void **base_out)
 {
     for (size_t i = 0; i < m->count; i++) {
-        if (m->entries[i].id == id) {
+        if (m->entries[i].id == id && m->entries[i].creator == creator) {
             if (m->entries[i].size != size)
                 return base_fail(
                     STRATA_EPROTO, "buffer %llu: size %zu, mapped as %zu",
@@ -69,13 +69,13 @@ strata_err bufmap_get(struct bufmap *m, uint64_t id, size_t size,
             return STRATA_OK;
         }
     }
-    return map_new(m, id, size, base_out);
+    return map_new(m, creator, id, size, base_out);
 }
 
-void bufmap_drop(struct bufmap *m, uint64_t id)
+void bufmap_drop(struct bufmap *m, pid_t creator, uint64_t id)
 {
     for (size_t i = 0; i < m->count; i++) {
-        if (m->entries[i].id == id) {
+        if (m->entries[i].id == id && m->entries[i].creator == creator) {
             munmap(m->entries[i].base, m->entries[i].size);
             m->entries[i] = m->entries[--m->count];
             return;
@@ -88,5 +88,5 @@ void bufmap_fini(struct bufmap *m)
     for (size_t i = 0; i < m->count; i++)
         munmap(m->entries[i].base, m->entries[i].size);
     base_free(m->entries);
-    bufmap_init(m, m->creator);
+    bufmap_init(m);
 }

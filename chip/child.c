@@ -41,7 +41,8 @@ strata_err chip_resolve_args(strata_chip *chip, const struct mbx_frame *f)
         const struct wire_tensor *t = &chip->args.tensors[i];
         void *base;
 
-        err = bufmap_get(&chip->map, t->buffer_id, t->buffer_size, &base);
+        err = bufmap_get(&chip->map, t->creator, t->buffer_id,
+                         t->buffer_size, &base);
         if (err)
             return err;
         chip->args.data[i] = (char *)base + t->offset;
@@ -148,7 +149,7 @@ _Noreturn void chip_child_main(const struct chip_child_cfg *cfg)
     base_fault_after_fork();
     base_log_set_role("%s[%d]", role(cfg), cfg->id);
     chip.cfg = cfg;
-    bufmap_init(&chip.map, cfg->parent);
+    bufmap_init(&chip.map);
     err = start(&chip);
     mbx_child_init_done(cfg->mbx, err, err ? strata_errmsg() : "");
     ring_doorbell(cfg->doorbell_fd);

@@ -102,7 +102,7 @@ strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)
     case MBX_CTL_PING:
         return STRATA_OK;
     case MBX_CTL_UNMAP_BUFFER:
-        bufmap_drop(&chip->map, f->arg[0]);
+        bufmap_drop(&chip->map, (pid_t)f->arg[1], f->arg[0]);
         return STRATA_OK;
     case MBX_CTL_COMM_INIT:
         err = need(chip, ops->comm_init != NULL, "a communicator");

@@ -39,6 +39,7 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
     f->kind = t->kind;
     f->op = t->op;
     f->arg[0] = t->op_arg;
+    f->arg[1] = t->op_arg2;
     f->staged_len = 0;
     if (t->ctl) {
         memcpy(f->arg, t->ctl->arg, sizeof(f->arg));

@@ -49,7 +49,8 @@ struct orch_task {
     uint32_t blob_len;
     uint32_t blob_cap;
     uint32_t op;          /* control op */
-    uint64_t op_arg;      /* control operand */
+    uint64_t op_arg;      /* control operands */
+    uint64_t op_arg2;
     struct orch_ctl *ctl; /* control request with replies, or NULL */
     uint32_t next;        /* queue link */
 };

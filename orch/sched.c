@@ -247,6 +247,7 @@ strata_err orch_buffer_release(struct orch_sched *s, strata_buffer *b)
         t->kind = MBX_CONTROL;
         t->op = MBX_CTL_UNMAP_BUFFER;
         t->op_arg = b->id;
+        t->op_arg2 = (uint64_t)b->creator;
         t->ep = (int)i;
         memset(&t->callable, 0, sizeof(t->callable));
         s->unfinished++;

@@ -117,6 +117,7 @@ strata_err strata_args_add_tensor(strata_args *a, strata_buffer *buf,
                          a->num_tensors, ndims, STRATA_MAX_DIMS);
     memset(&t, 0, sizeof(t));
     t.buffer_id = buf->id;
+    t.creator = buf->creator;
     t.buffer_size = buf->size;
     t.offset = byte_offset;
     t.dtype = (uint8_t)dtype;
@@ -262,11 +263,12 @@ strata_err wire_args_decode(const void *src, size_t len, strata_args *out)
             base_errmsg_prefix("args");
             return STRATA_EPROTO;
         }
-        for (unsigned r = 0; r < sizeof(t->reserved); r++)
-            if (t->reserved[r])
-                return base_fail(STRATA_EPROTO,
-                                 "args: tensor %u reserved byte %u not zero", i,
-                                 r);
+        if (t->reserved)
+            return base_fail(STRATA_EPROTO,
+                             "args: tensor %u reserved byte not zero", i);
+        if (t->creator <= 0)
+            return base_fail(STRATA_EPROTO,
+                             "args: tensor %u has no creator pid", i);
         out->buffers[i] = NULL;
         out->data[i] = NULL;
     }

@@ -98,6 +98,7 @@ strata_err strata_worker_create_buffer(strata_worker *w, size_t nbytes,
         return base_fail(STRATA_ENOMEM, "out of memory creating a buffer");
     b->size = nbytes;
     b->owner = w;
+    b->creator = w->creator;
     /* Ids are process-wide: two workers of one process share the shm
      * namespace of its pid. */
     b->id = __atomic_add_fetch(&next_buf_id, 1, __ATOMIC_RELAXED);

@@ -18,6 +18,7 @@ static strata_buffer fake(uint64_t id, size_t size)
     b.id = id;
     b.size = size;
     b.data = storage;
+    b.creator = 1;
     return b;
 }
 
@@ -150,10 +151,10 @@ static void test_args_decode_rejects_bad_blobs(void **state)
     assert_non_null(strstr(strata_errmsg(), "num_tensors"));
     h.num_tensors = 1;
     memcpy(blob, &h, sizeof(h));
-    t->reserved[2] = 1;
+    t->reserved = 1;
     assert_int_equal(wire_args_decode(blob, n, d), STRATA_EPROTO);
     assert_non_null(strstr(strata_errmsg(), "reserved"));
-    t->reserved[2] = 0;
+    t->reserved = 0;
     t->nbytes = 1000;
     assert_int_equal(wire_args_decode(blob, n, d), STRATA_EPROTO);
     t->nbytes = 16;

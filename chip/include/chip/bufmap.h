@@ -8,22 +8,23 @@
 
 struct bufmap_entry {
     uint64_t id;
+    pid_t creator;
     size_t size;
     void *base;
 };
 
 struct bufmap {
-    pid_t creator;
     struct bufmap_entry *entries;
     size_t count;
     size_t cap;
 };
 
-void bufmap_init(struct bufmap *m, pid_t creator);
-/* Base address of buffer id (size bytes), mapping it if needed. */
-strata_err bufmap_get(struct bufmap *m, uint64_t id, size_t size,
-                      void **base_out);
-void bufmap_drop(struct bufmap *m, uint64_t id);
+void bufmap_init(struct bufmap *m);
+/* Base address of buffer id of process creator (size bytes), mapping it
+ * if needed. */
+strata_err bufmap_get(struct bufmap *m, pid_t creator, uint64_t id,
+                      size_t size, void **base_out);
+void bufmap_drop(struct bufmap *m, pid_t creator, uint64_t id);
 void bufmap_fini(struct bufmap *m);
 
 #endif

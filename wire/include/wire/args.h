@@ -11,6 +11,8 @@ struct strata_buffer {
     size_t size; /* bytes, > 0 */
     void *data;  /* mapping in the creating process */
     struct strata_worker *owner;
+    int creator;   /* pid of the process that created it */
+    bool foreign;  /* mapped from a creator above: never unlinked here */
     uint32_t pins; /* unfinished tasks naming it (owner's lock) */
     void *access;  /* dependency records (orch/, owner's lock) */
     char name[64]; /* POSIX shm name */
@@ -26,7 +28,8 @@ struct wire_tensor {
     uint8_t dtype;
     uint8_t ndims;
     uint8_t tag;
-    uint8_t reserved[5];
+    uint8_t reserved;
+    int32_t creator; /* pid of the process that created the buffer */
 };
 
 struct wire_args_header {

@@ -30,7 +30,7 @@ enum mbx_kind {
 
 enum mbx_control_op {
     MBX_CTL_PING = 1,         /* no-op round trip */
-    MBX_CTL_UNMAP_BUFFER = 2, /* arg[0] = buffer id */
+    MBX_CTL_UNMAP_BUFFER = 2, /* arg[0] = buffer id, arg[1] = creator */
     /* arg[0] = rank, arg[1] = size among the worker's chips. */
     MBX_CTL_COMM_INIT = 3,
     /* arg = alloc id, rank, rank count, window size; replies a
