@@ -12,6 +12,19 @@
 #include <string.h>
 #include <sys/wait.h>
 
+const char *orch_ep_kind_name(int kind)
+{
+    switch (kind) {
+    case ORCH_EP_CHIP:
+        return "chip";
+    case ORCH_EP_SUB:
+        return "sub worker";
+    case ORCH_EP_NODE:
+        return "node";
+    }
+    return "child";
+}
+
 const char *orch_task_label(struct orch_sched *s, const struct orch_task *t,
                             char *buf, size_t cap)
 {
@@ -22,12 +35,9 @@ const char *orch_task_label(struct orch_sched *s, const struct orch_task *t,
         snprintf(buf, cap, "control op %u", t->op);
     else if (t->ep < 0)
         snprintf(buf, cap, "%s '%s' on the sub queue", kind, name ? name : "?");
-    else if (s->eps[t->ep].kind == ORCH_EP_SUB)
-        snprintf(buf, cap, "%s '%s' on sub worker %d", kind, name ? name : "?",
-                 s->eps[t->ep].id);
     else
-        snprintf(buf, cap, "%s '%s' on chip %d", kind, name ? name : "?",
-                 s->eps[t->ep].id);
+        snprintf(buf, cap, "%s '%s' on %s %d", kind, name ? name : "?",
+                 orch_ep_kind_name(s->eps[t->ep].kind), s->eps[t->ep].id);
     return buf;
 }
 
@@ -117,8 +127,8 @@ static bool harvest_one(struct orch_sched *s, struct orch_endpoint *ep)
         if (f->slot != t->slot || f->gen != t->gen) {
             LOG_ERROR("%s %d returned frame (slot %u gen %u), expected "
                       "(slot %u gen %u)",
-                      ep->kind == ORCH_EP_CHIP ? "chip" : "sub", ep->id,
-                      f->slot, f->gen, t->slot, t->gen);
+                      orch_ep_kind_name(ep->kind), ep->id, f->slot, f->gen,
+                      t->slot, t->gen);
             err = STRATA_EPROTO;
         }
         orch_complete(s, t, err, err ? f->msg : NULL);
@@ -153,7 +163,7 @@ void orch_endpoint_reap(struct orch_endpoint *ep, bool block)
 static void describe_death(const struct orch_endpoint *ep, char *buf,
                            size_t cap)
 {
-    const char *who = ep->kind == ORCH_EP_CHIP ? "chip" : "sub worker";
+    const char *who = orch_ep_kind_name(ep->kind);
 
     if (ep->reaped && WIFSIGNALED(ep->status))
         snprintf(buf, cap, "%s %d (pid %d) died: killed by signal %d", who,

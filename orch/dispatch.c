@@ -4,6 +4,7 @@
 #include "base/fault.h"
 #include "orch_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static uint32_t in_flight(const struct orch_endpoint *ep)
@@ -14,9 +15,11 @@ static uint32_t in_flight(const struct orch_endpoint *ep)
 static void fail_dead(struct orch_sched *s, struct orch_endpoint *ep,
                       struct orch_task *t)
 {
-    orch_complete(s, t, STRATA_EPEER,
-                  ep->kind == ORCH_EP_CHIP ? "the chip process is dead"
-                                           : "the sub worker is dead");
+    char why[64];
+
+    snprintf(why, sizeof(why), "%s %d is dead", orch_ep_kind_name(ep->kind),
+             ep->id);
+    orch_complete(s, t, STRATA_EPEER, why);
 }
 
 static void post(struct orch_sched *s, struct orch_endpoint *ep,

@@ -115,6 +115,7 @@ struct orch_sched {
     struct mbx_shared *shared;
     int doorbell_fd;
     uint32_t registry_count;
+    uint32_t directed_kind;
     /* task slots */
     struct orch_task **slots;
     uint32_t num_slots;

@@ -37,6 +37,8 @@ strata_err orch_sched_create(const struct orch_sched_cfg *cfg,
     s->shared = cfg->shared;
     s->doorbell_fd = cfg->doorbell_fd;
     s->registry_count = cfg->registry_count;
+    s->directed_kind =
+        cfg->directed_kind ? cfg->directed_kind : STRATA_CALLABLE_KERNEL;
     s->free_head = ORCH_NONE;
     s->sub_head = s->sub_tail = ORCH_NONE;
     for (size_t i = 0; i < s->num_chips + s->num_subs; i++) {

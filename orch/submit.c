@@ -147,7 +147,7 @@ strata_err strata_orch_submit_next_level(strata_orch *o, strata_callable c,
     ep = orch_chip_index(o->sched, worker_id);
     if (ep < 0)
         return base_fail(STRATA_EINVAL, "the worker has no chip %d", worker_id);
-    return submit_one(o, c, a, ep, STRATA_CALLABLE_KERNEL);
+    return submit_one(o, c, a, ep, o->sched->directed_kind);
 }
 
 strata_err strata_orch_submit_sub(strata_orch *o, strata_callable c,
@@ -171,7 +171,7 @@ static strata_err check_group(struct orch_sched *s, strata_callable c,
     if (!worker_ids || !a || n == 0)
         return base_fail(STRATA_EINVAL,
                          "a group needs n >= 1 worker ids and args lists");
-    err = check_callable(s, c, STRATA_CALLABLE_KERNEL);
+    err = check_callable(s, c, s->directed_kind);
     for (size_t i = 0; !err && i < n; i++) {
         if (orch_chip_index(s, worker_ids[i]) < 0)
             return base_fail(STRATA_EINVAL, "group member %zu: no chip %d", i,

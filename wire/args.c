@@ -192,6 +192,16 @@ strata_tag strata_args_tensor_tag(const strata_args *a, size_t i)
                                    : (strata_tag)0;
 }
 
+strata_buffer *strata_args_tensor_buffer(const strata_args *a, size_t i)
+{
+    return a && i < a->num_tensors ? a->buffers[i] : NULL;
+}
+
+size_t strata_args_tensor_offset(const strata_args *a, size_t i)
+{
+    return a && i < a->num_tensors ? (size_t)a->tensors[i].offset : 0;
+}
+
 size_t strata_args_num_scalars(const strata_args *a)
 {
     return a ? a->num_scalars : 0;

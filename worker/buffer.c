@@ -54,7 +54,8 @@ static void untrack(strata_worker *w, strata_buffer *b)
 static void unmap_free(strata_buffer *b)
 {
     munmap(b->data, b->size);
-    shm_unlink(b->name);
+    if (!b->foreign)
+        shm_unlink(b->name);
     orch_deps_forget(b);
     base_free(b);
 }
@@ -112,6 +113,66 @@ strata_err strata_worker_create_buffer(strata_worker *w, size_t nbytes,
         }
     }
     if (err) {
+        base_free(b);
+        return err;
+    }
+    *out = b;
+    return STRATA_OK;
+}
+
+strata_buffer *worker_buffer_find(strata_worker *w, int creator, uint64_t id)
+{
+    strata_buffer *found = NULL;
+
+    pthread_mutex_lock(&w->buf_mu);
+    for (size_t i = 0; i < w->num_bufs && !found; i++)
+        if (w->bufs[i]->id == id && w->bufs[i]->creator == creator)
+            found = w->bufs[i];
+    pthread_mutex_unlock(&w->buf_mu);
+    return found;
+}
+
+strata_err worker_buffer_import(strata_worker *w, int creator, uint64_t id,
+                                size_t size, strata_buffer **out)
+{
+    strata_buffer *b = worker_buffer_find(w, creator, id);
+    strata_err err;
+    int fd;
+
+    if (b) {
+        if (b->size != size)
+            return base_fail(STRATA_EPROTO,
+                             "buffer %llu of process %d: size %zu, mapped "
+                             "as %zu",
+                             (unsigned long long)id, creator, size, b->size);
+        *out = b;
+        return STRATA_OK;
+    }
+    b = base_calloc(1, sizeof(*b));
+    if (!b)
+        return base_fail(STRATA_ENOMEM, "out of memory importing a buffer");
+    b->id = id;
+    b->size = size;
+    b->owner = w;
+    b->creator = creator;
+    b->foreign = true;
+    chip_buffer_name(b->name, sizeof(b->name), creator, id);
+    fd = shm_open(b->name, O_RDWR, 0);
+    if (fd < 0) {
+        err = base_fail_errno(errno, "cannot open buffer %s", b->name);
+        base_free(b);
+        return err;
+    }
+    b->data = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (b->data == MAP_FAILED) {
+        err = base_fail_errno(errno, "cannot map buffer %s", b->name);
+        base_free(b);
+        return err;
+    }
+    err = track(w, b);
+    if (err) {
+        munmap(b->data, size);
         base_free(b);
         return err;
     }

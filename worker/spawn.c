@@ -30,12 +30,12 @@ static int open_pidfd(pid_t pid)
 
 static const char *who(const struct orch_endpoint *ep)
 {
-    return ep->kind == ORCH_EP_CHIP ? "chip" : "sub worker";
+    return orch_ep_kind_name(ep->kind);
 }
 
 static strata_err make_endpoints(strata_worker *w)
 {
-    size_t n = w->num_chips + w->num_subs;
+    size_t n = worker_num_directed(w) + w->num_subs;
     strata_err err;
 
     w->eps = base_calloc(n ? n : 1, sizeof(*w->eps));
@@ -44,8 +44,15 @@ static strata_err make_endpoints(strata_worker *w)
     for (size_t i = 0; i < n; i++) {
         struct orch_endpoint *ep = &w->eps[i];
 
-        ep->kind = i < w->num_chips ? ORCH_EP_CHIP : ORCH_EP_SUB;
-        ep->id = i < w->num_chips ? w->chip_ids[i] : (int)(i - w->num_chips);
+        size_t nd = worker_num_directed(w);
+
+        if (i >= nd)
+            ep->kind = ORCH_EP_SUB;
+        else
+            ep->kind = w->level == 3 ? ORCH_EP_CHIP : ORCH_EP_NODE;
+        ep->id = i >= nd         ? (int)(i - nd)
+                 : w->level == 3 ? w->chip_ids[i]
+                                 : (int)i;
         ep->pidfd = -1;
     }
     for (size_t i = 0; i < n; i++) {
@@ -65,7 +72,7 @@ static strata_err make_endpoints(strata_worker *w)
 /* In the new child: drop what belongs to siblings, then serve. */
 _Noreturn static void become_child(strata_worker *w, size_t i)
 {
-    size_t n = w->num_chips + w->num_subs;
+    size_t n = worker_num_directed(w) + w->num_subs;
     struct chip_child_cfg cfg = {
         .is_sub = w->eps[i].kind == ORCH_EP_SUB,
         .id = w->eps[i].id,
@@ -86,7 +93,7 @@ _Noreturn static void become_child(strata_worker *w, size_t i)
     chip_child_main(&cfg);
 }
 
-static strata_err fork_child(strata_worker *w, size_t i)
+static strata_err fork_child(strata_worker *w, size_t i, uint64_t deadline)
 {
     struct orch_endpoint *ep = &w->eps[i];
     pid_t pid;
@@ -96,6 +103,8 @@ static strata_err fork_child(strata_worker *w, size_t i)
     pid = fork();
     if (pid < 0)
         return base_fail_errno(errno, "fork of %s %d", who(ep), ep->id);
+    if (pid == 0 && w->eps[i].kind == ORCH_EP_NODE)
+        worker_node_main(w, i, deadline);
     if (pid == 0)
         become_child(w, i);
     /* Both sides set the group, so it holds whichever runs first. */
@@ -109,7 +118,7 @@ static strata_err fork_child(strata_worker *w, size_t i)
  * failed or died, STRATA_EAGAIN-like 1 when still waiting. */
 static int poll_ready(strata_worker *w, strata_err *err)
 {
-    size_t n = w->num_chips + w->num_subs;
+    size_t n = worker_num_directed(w) + w->num_subs;
     int waiting = 0;
 
     for (size_t i = 0; i < n; i++) {
@@ -138,7 +147,7 @@ static int poll_ready(strata_worker *w, strata_err *err)
 
 static strata_err wait_ready(strata_worker *w, uint64_t deadline)
 {
-    size_t n = w->num_chips + w->num_subs;
+    size_t n = worker_num_directed(w) + w->num_subs;
     struct pollfd *pfd = base_calloc(n + 1, sizeof(*pfd));
     strata_err err = STRATA_OK;
     uint64_t v;
@@ -180,11 +189,13 @@ static strata_err start_scheduler(strata_worker *w)
     struct orch_sched_cfg cfg = {
         .worker = w,
         .eps = w->eps,
-        .num_chips = w->num_chips,
+        .num_chips = worker_num_directed(w),
         .num_subs = w->num_subs,
         .shared = w->shared,
         .doorbell_fd = w->doorbell_fd,
         .registry_count = chip_registry_count(),
+        .directed_kind =
+            w->level == 3 ? STRATA_CALLABLE_KERNEL : STRATA_CALLABLE_ORCH,
     };
     strata_err err = orch_sched_create(&cfg, &w->sched);
 
@@ -193,17 +204,16 @@ static strata_err start_scheduler(strata_worker *w)
     return err;
 }
 
-strata_err worker_spawn(strata_worker *w)
+strata_err worker_spawn(strata_worker *w, uint64_t deadline)
 {
-    uint64_t deadline = base_deadline_after(w->startup_timeout_s);
     strata_err err;
 
     worker_reclaim_stale_segments();
     err = make_endpoints(w);
     /* Anything buffered now would be printed again by every child. */
     fflush(NULL);
-    for (size_t i = 0; !err && i < w->num_chips + w->num_subs; i++)
-        err = fork_child(w, i);
+    for (size_t i = 0; !err && i < worker_num_directed(w) + w->num_subs; i++)
+        err = fork_child(w, i, deadline);
     if (!err)
         err = wait_ready(w, deadline);
     if (!err)
@@ -221,7 +231,8 @@ strata_err worker_spawn(strata_worker *w)
         return base_fail(err, "strata_worker_init: %s", msg);
     }
     w->state = WORKER_READY;
-    LOG_DEBUG("worker ready: %zu chips, %zu sub workers", w->num_chips,
+    LOG_DEBUG("L%d worker ready: %zu %s, %zu sub workers", w->level,
+              worker_num_directed(w), w->level == 3 ? "chips" : "nodes",
               w->num_subs);
     return STRATA_OK;
 }

@@ -18,7 +18,7 @@ static size_t live_children(strata_worker *w)
 {
     size_t live = 0;
 
-    for (size_t i = 0; i < w->num_chips + w->num_subs; i++) {
+    for (size_t i = 0; i < worker_num_directed(w) + w->num_subs; i++) {
         struct orch_endpoint *ep = &w->eps[i];
 
         orch_endpoint_reap(ep, false);
@@ -30,7 +30,7 @@ static size_t live_children(strata_worker *w)
 /* Waits until every child has exited or deadline passes. */
 static size_t wait_exit(strata_worker *w, uint64_t deadline)
 {
-    size_t n = w->num_chips + w->num_subs;
+    size_t n = worker_num_directed(w) + w->num_subs;
     struct pollfd *pfd = base_calloc(n ? n : 1, sizeof(*pfd));
     size_t live;
 
@@ -64,7 +64,7 @@ static size_t wait_exit(strata_worker *w, uint64_t deadline)
 
 static void signal_all(strata_worker *w, int sig)
 {
-    for (size_t i = 0; i < w->num_chips + w->num_subs; i++) {
+    for (size_t i = 0; i < worker_num_directed(w) + w->num_subs; i++) {
         struct orch_endpoint *ep = &w->eps[i];
 
         if (ep->pid > 0 && !ep->reaped) {
@@ -76,7 +76,7 @@ static void signal_all(strata_worker *w, int sig)
 
 static void stop_children(strata_worker *w)
 {
-    size_t n = w->num_chips + w->num_subs;
+    size_t n = worker_num_directed(w) + w->num_subs;
 
     for (size_t i = 0; i < n; i++)
         if (w->eps[i].mbx && w->eps[i].pid > 0 && !w->eps[i].reaped)
@@ -95,7 +95,7 @@ static void stop_children(strata_worker *w)
 
 void worker_teardown_children(strata_worker *w)
 {
-    size_t n = w->num_chips + w->num_subs;
+    size_t n = worker_num_directed(w) + w->num_subs;
 
     if (w->eps) {
         stop_children(w);

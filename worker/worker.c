@@ -1,5 +1,6 @@
 /* strata_worker_*: configuration, runs, accessors, destroy. */
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "chip/chip.h"
@@ -34,11 +35,11 @@ static strata_err check_config(const strata_worker_config *cfg)
                          "worker level %d: a worker is level 3 (node) or "
                          "above",
                          cfg->level);
-    if (cfg->level != 3)
-        return base_fail(STRATA_ENOTSUP,
-                         "worker level %d: only level 3 (node) workers are "
-                         "supported by this build",
-                         cfg->level);
+    if (cfg->level > 3 && cfg->num_chips > 0)
+        return base_fail(STRATA_EINVAL,
+                         "a level-%d worker drives nodes, not chips: add "
+                         "level-%d workers with strata_worker_add_worker",
+                         cfg->level, cfg->level - 1);
     if (cfg->num_chips > 0 && !cfg->chip_ids)
         return base_fail(STRATA_EINVAL, "num_chips is %zu but chip_ids is NULL",
                          cfg->num_chips);
@@ -118,7 +119,42 @@ strata_err strata_worker_init(strata_worker *w)
     if (getpid() != w->creator)
         return base_fail(STRATA_ESTATE,
                          "worker was created by another process");
-    return worker_spawn(w);
+    if (w->owned)
+        return base_fail(STRATA_ESTATE,
+                         "worker belongs to a parent, which starts it");
+    return worker_spawn(w, base_deadline_after(w->startup_timeout_s));
+}
+
+strata_err strata_worker_add_worker(strata_worker *parent, strata_worker *child,
+                                    int *worker_id_out)
+{
+    if (!parent || !child || !worker_id_out || parent == child)
+        return base_fail(STRATA_EINVAL,
+                         "strata_worker_add_worker: bad argument");
+    if (parent->level < 4 || child->level != parent->level - 1)
+        return base_fail(STRATA_EINVAL,
+                         "a level-%d worker cannot take a level-%d child "
+                         "(children are one level down, parents level 4+)",
+                         parent->level, child->level);
+    if (parent->state != WORKER_CREATED || child->state != WORKER_CREATED)
+        return base_fail(STRATA_ESTATE,
+                         "add children before strata_worker_init, to "
+                         "un-started workers");
+    if (child->owned)
+        return base_fail(STRATA_ESTATE, "worker already has a parent");
+    if (parent->num_nodes == parent->cap_nodes) {
+        size_t cap = parent->cap_nodes ? 2 * parent->cap_nodes : 4;
+        void *p = base_realloc(parent->nodes, cap * sizeof(*parent->nodes));
+
+        if (!p)
+            return base_fail(STRATA_ENOMEM, "out of memory adding a worker");
+        parent->nodes = p;
+        parent->cap_nodes = cap;
+    }
+    parent->nodes[parent->num_nodes] = child;
+    child->owned = true;
+    *worker_id_out = (int)parent->num_nodes++;
+    return STRATA_OK;
 }
 
 static strata_err check_ready(const strata_worker *w, bool have_fn)
@@ -157,20 +193,31 @@ strata_err strata_worker_run(strata_worker *w, strata_orch_fn fn,
     return err;
 }
 
+void worker_free(strata_worker *w)
+{
+    for (size_t i = 0; i < w->num_nodes; i++)
+        worker_free(w->nodes[i]);
+    base_free(w->nodes);
+    worker_buffers_free_all(w);
+    pthread_mutex_destroy(&w->buf_mu);
+    base_free(w->chip_ids);
+    base_free(w);
+}
+
 strata_err strata_worker_destroy(strata_worker *w)
 {
     if (!w)
         return STRATA_OK;
+    if (w->owned && w->creator == getpid())
+        return base_fail(STRATA_ESTATE,
+                         "worker belongs to a parent: destroy the parent");
     if (w->sched) {
         orch_drain(w->sched);
         orch_sched_stop(w->sched);
     }
     worker_teardown_children(w);
     orch_sched_destroy(w->sched);
-    worker_buffers_free_all(w);
-    pthread_mutex_destroy(&w->buf_mu);
-    base_free(w->chip_ids);
-    base_free(w);
+    worker_free(w);
     return STRATA_OK;
 }
 
@@ -186,7 +233,7 @@ size_t strata_worker_num_sub_workers(const strata_worker *w)
 
 int strata_worker_chip_pid(const strata_worker *w, int chip_id)
 {
-    if (!w || !w->eps)
+    if (!w || !w->eps || w->level != 3)
         return -1;
     for (size_t i = 0; i < w->num_chips; i++)
         if (w->eps[i].id == chip_id)
@@ -198,5 +245,18 @@ int strata_worker_sub_pid(const strata_worker *w, size_t index)
 {
     if (!w || !w->eps || index >= w->num_subs)
         return -1;
-    return (int)w->eps[w->num_chips + index].pid;
+    return (int)w->eps[worker_num_directed(w) + index].pid;
+}
+
+size_t strata_worker_num_nodes(const strata_worker *w)
+{
+    return w ? w->num_nodes : 0;
+}
+
+int strata_worker_node_pid(const strata_worker *w, int node_id)
+{
+    if (!w || !w->eps || w->level < 4 || node_id < 0 ||
+        (size_t)node_id >= w->num_nodes)
+        return -1;
+    return (int)w->eps[node_id].pid;
 }

@@ -28,6 +28,11 @@ struct strata_worker {
     struct mbx_shared *shared;
     int doorbell_fd;
     struct orch_sched *sched;
+    /* level >= 4: the L(level-1) workers below, owned */
+    strata_worker **nodes;
+    size_t num_nodes;
+    size_t cap_nodes;
+    bool owned; /* added to a parent, which destroys it */
     /* buffers */
     pthread_mutex_t buf_mu;
     strata_buffer **bufs;
@@ -35,12 +40,28 @@ struct strata_worker {
     size_t cap_bufs;
 };
 
-/* spawn.c */
-strata_err worker_spawn(strata_worker *w);
+/* Children the scheduler targets directly: chips (L3) or nodes (L4+). */
+static inline size_t worker_num_directed(const strata_worker *w)
+{
+    return w->level == 3 ? w->num_chips : w->num_nodes;
+}
+
+/* spawn.c: fork the tree under an absolute deadline. */
+strata_err worker_spawn(strata_worker *w, uint64_t deadline);
+/* node.c: the forked L3 node process; never returns. */
+_Noreturn void worker_node_main(strata_worker *parent, size_t index,
+                                uint64_t deadline);
+/* Frees a worker that never started (a node's object in its parent). */
+void worker_free(strata_worker *w);
 /* teardown.c: stops and reaps every child by deadline; frees mailboxes. */
 void worker_teardown_children(strata_worker *w);
 /* buffer.c */
 void worker_buffers_free_all(strata_worker *w);
+/* The buffer (creator, id) as mapped here: a proxy of a buffer created
+ * above, mapped by name on first use, never unlinked here. */
+strata_err worker_buffer_import(strata_worker *w, int creator, uint64_t id,
+                                size_t size, strata_buffer **out);
+strata_buffer *worker_buffer_find(strata_worker *w, int creator, uint64_t id);
 void worker_reclaim_stale_segments(void);
 
 #endif

@@ -255,6 +255,19 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_buffer_release(strata_buffer *b);
  * reaps every child, frees every buffer and segment, frees w. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_destroy(strata_worker *w);
 
+/* Adds child (an un-started worker one level down) under parent (level 4
+ * or above, not started). Ownership moves to parent on STRATA_OK: the
+ * parent starts, runs and destroys it. *worker_id_out is its node id, the
+ * target of strata_orch_submit_next_level in the parent's orch fns.
+ * STRATA_EINVAL for a wrong level, STRATA_ESTATE if either is started or
+ * child already has a parent. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_worker_add_worker(
+    strata_worker *parent, strata_worker *child, int *worker_id_out);
+/* Nodes added with strata_worker_add_worker. */
+STRATA_API size_t strata_worker_num_nodes(const strata_worker *w);
+/* Process id of node node_id (or -1). */
+STRATA_API int strata_worker_node_pid(const strata_worker *w, int node_id);
+
 /* Chip ids, as configured. Accessors for tools and tests. */
 STRATA_API size_t strata_worker_num_chips(const strata_worker *w);
 STRATA_API size_t strata_worker_num_sub_workers(const strata_worker *w);
@@ -295,6 +308,13 @@ STRATA_API size_t strata_args_tensor_ndims(const strata_args *a, size_t i);
 STRATA_API size_t strata_args_tensor_dim(const strata_args *a, size_t i,
                                          size_t d);
 STRATA_API strata_tag strata_args_tensor_tag(const strata_args *a, size_t i);
+/* The buffer tensor i lives in, and its byte offset there. Inside an orch
+ * fn of a node, this is how a parent's tensor is passed on to kernels:
+ * the buffer is the parent's, mapped here by identity, never copied. NULL
+ * inside kernels and subs, which get data pointers only. */
+STRATA_API strata_buffer *strata_args_tensor_buffer(const strata_args *a,
+                                                    size_t i);
+STRATA_API size_t strata_args_tensor_offset(const strata_args *a, size_t i);
 STRATA_API size_t strata_args_num_scalars(const strata_args *a);
 STRATA_API uint64_t strata_args_scalar(const strata_args *a, size_t i);
 

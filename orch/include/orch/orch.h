@@ -7,9 +7,13 @@
 #include <sys/types.h>
 
 enum orch_ep_kind {
-    ORCH_EP_CHIP = 1,
-    ORCH_EP_SUB = 2,
+    ORCH_EP_CHIP = 1, /* an L2 chip of an L3 worker */
+    ORCH_EP_SUB = 2,  /* a sub worker */
+    ORCH_EP_NODE = 3, /* an L3 node of an L4 worker */
 };
+
+/* "chip", "sub worker" or "node". */
+const char *orch_ep_kind_name(int kind);
 
 /* A child process the scheduler sends frames to. worker/ fills the first
  * block after fork; the scheduler owns the rest. */
@@ -38,6 +42,7 @@ struct orch_sched_cfg {
     struct mbx_shared *shared;
     int doorbell_fd;
     uint32_t registry_count; /* callables the children inherited */
+    uint32_t directed_kind;  /* callables the directed endpoints run */
 };
 
 struct orch_sched;

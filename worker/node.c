@@ -1,0 +1,140 @@
+/* A forked L3 node of an L4 worker: it starts its own chips and subs under
+ * the tree's one deadline, then runs each orch task it is sent as a run of
+ * its own, with the L4's buffers mapped by identity (no copies). */
+#include "base/err.h"
+#include "base/fault.h"
+#include "base/log.h"
+#include "chip/registry.h"
+#include "worker_int.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+static strata_args node_args; /* the running task's arguments */
+
+static void ring(int fd)
+{
+    uint64_t one = 1;
+
+    if (write(fd, &one, sizeof(one)) < 0)
+        return; /* a full counter already means "wake up" */
+}
+
+static strata_err resolve(strata_worker *w, const struct mbx_frame *f)
+{
+    strata_err err = wire_args_decode(f->args, f->args_len, &node_args);
+
+    for (uint32_t i = 0; !err && i < node_args.num_tensors; i++) {
+        const struct wire_tensor *t = &node_args.tensors[i];
+        strata_buffer *b;
+
+        err = worker_buffer_import(w, t->creator, t->buffer_id, t->buffer_size,
+                                   &b);
+        if (!err) {
+            node_args.buffers[i] = b;
+            node_args.data[i] = (char *)b->data + t->offset;
+        }
+    }
+    return err;
+}
+
+static strata_err run_orch(strata_worker *w, const struct mbx_frame *f)
+{
+    const struct chip_callable *c = chip_registry_find(f->digest);
+    strata_orch_fn fn;
+    strata_err err;
+
+    if (!c || c->kind != STRATA_CALLABLE_ORCH)
+        return base_fail(STRATA_ENOENT,
+                         "node has no orch callable with this digest "
+                         "(register callables before strata_worker_init)");
+    err = resolve(w, f);
+    if (err)
+        return err;
+    if (BASE_FAULT("node.task"))
+        return base_fail(STRATA_EIO, "fault point node.task");
+    memcpy(&fn, &c->fn, sizeof(fn));
+    return strata_worker_run(w, fn, &node_args, NULL);
+}
+
+static strata_err control(strata_worker *w, const struct mbx_frame *f)
+{
+    strata_buffer *b;
+
+    switch (f->op) {
+    case MBX_CTL_PING:
+        return STRATA_OK;
+    case MBX_CTL_UNMAP_BUFFER:
+        b = worker_buffer_find(w, (int)f->arg[1], f->arg[0]);
+        return b ? strata_buffer_release(b) : STRATA_OK;
+    }
+    return base_fail(STRATA_ENOTSUP, "a node does not handle control op %u",
+                     f->op);
+}
+
+static void serve(strata_worker *w, struct mbx *m,
+                  const struct mbx_shared *shared, int doorbell)
+{
+    struct mbx_frame *f;
+    strata_err err;
+
+    while ((f = mbx_child_wait(m)) != NULL) {
+        err = f->kind == MBX_TASK ? run_orch(w, f) : control(w, f);
+        f->result = (int32_t)err;
+        if (err)
+            snprintf(f->msg, sizeof(f->msg), "%s", strata_errmsg());
+        fflush(stdout);
+        if (mbx_child_complete(m, shared))
+            ring(doorbell);
+    }
+}
+
+/* Drops everything of the parent this process does not need. */
+static void forget_parent(strata_worker *parent, size_t index)
+{
+    for (size_t j = 0; j < worker_num_directed(parent) + parent->num_subs;
+         j++) {
+        if (j == index)
+            continue;
+        if (parent->eps[j].pidfd >= 0)
+            close(parent->eps[j].pidfd);
+        mbx_destroy(parent->eps[j].mbx);
+    }
+}
+
+_Noreturn void worker_node_main(strata_worker *parent, size_t index,
+                                uint64_t deadline)
+{
+    strata_worker *w = parent->nodes[index];
+    struct mbx *m = parent->eps[index].mbx;
+    struct mbx_shared *shared = parent->shared;
+    int doorbell = parent->doorbell_fd;
+    strata_err err;
+
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent->creator)
+        _exit(70);
+    setpgid(0, 0);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_IGN);
+    base_fault_after_fork();
+    base_log_set_role("l%d[%zu]", w->level, index);
+    forget_parent(parent, index);
+    /* This process is the node now: its buffers carry its pid. */
+    w->creator = getpid();
+    w->owned = false;
+    /* The tree's one deadline, not a fresh budget per hop. */
+    err = worker_spawn(w, deadline);
+    mbx_child_init_done(m, err, err ? strata_errmsg() : "");
+    ring(doorbell);
+    if (err)
+        _exit(71);
+    serve(w, m, shared, doorbell);
+    if (strata_worker_destroy(w) != STRATA_OK)
+        LOG_WARN("node teardown: %s", strata_errmsg());
+    fflush(NULL);
+    _exit(0);
+}
