@@ -40,6 +40,37 @@ const struct chip_callable *chip_registry_find(const uint8_t digest[32])
     return NULL;
 }
 
+static strata_err digest_of(uint32_t kind, const char *name, strata_callable *c)
+{
+    char key[CHIP_NAME_MAX + 16];
+    size_t len;
+
+    if (!name || kind < STRATA_CALLABLE_KERNEL || kind > STRATA_CALLABLE_SUB)
+        return base_fail(STRATA_EINVAL, "a callable needs a kind and a name");
+    len = strlen(name);
+    if (len == 0 || len >= CHIP_NAME_MAX)
+        return base_fail(STRATA_EINVAL, "callable names are 1..%d bytes",
+                         CHIP_NAME_MAX - 1);
+    memset(c, 0, sizeof(*c));
+    c->kind = kind;
+    snprintf(key, sizeof(key), "%s:%s", chip_callable_kind_name(kind), name);
+    return base_sha256(key, strlen(key), c->digest);
+}
+
+strata_err strata_callable_by_name(strata_callable_kind kind, const char *name,
+                                   strata_callable *out)
+{
+    strata_callable c;
+    strata_err err;
+
+    if (!out)
+        return base_fail(STRATA_EINVAL, "strata_callable_by_name: out NULL");
+    err = digest_of((uint32_t)kind, name, &c);
+    if (!err)
+        *out = c;
+    return err;
+}
+
 static strata_err register_fn(uint32_t kind, const char *name, void (*fn)(void),
                               strata_callable *out)
 {

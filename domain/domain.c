@@ -125,47 +125,43 @@ static void unlink_names(const struct strata_domain *d)
     }
 }
 
-static strata_err comm_init(struct orch_sched *s, strata_orch *o)
+/* COMM_INIT, once per chip for the worker's life, to the members that
+ * have not had it: a dead chip elsewhere never blocks a domain. */
+static strata_err comm_init(struct strata_domain *d, strata_orch *o)
 {
-    size_t n = orch_num_chips(s);
-    struct orch_ctl *c;
-    struct orch_ctl **ptrs;
+    struct orch_sched *s = d->sched;
+    struct orch_ctl **ptrs = d->ctl_ptrs;
     strata_err err = STRATA_OK;
-    size_t posted = 0;
+    uint32_t posted = 0;
 
-    orch_lock(s);
-    if (orch_comm_ready(s)) {
+    for (uint32_t r = 0; r < d->n && !err; r++) {
+        struct orch_ctl *c = &d->ctls[r];
+        bool ready;
+
+        orch_lock(s);
+        ready = orch_comm_ready(s, d->eps[r]);
         orch_unlock(s);
-        return STRATA_OK;
-    }
-    orch_unlock(s);
-    c = base_calloc(n, sizeof(*c));
-    ptrs = base_calloc(n, sizeof(*ptrs));
-    if (!c || !ptrs) {
-        err = base_fail(STRATA_ENOMEM, "out of memory for COMM_INIT");
-        goto out;
-    }
-    for (size_t i = 0; i < n && !err; i++) {
-        c[i].op = MBX_CTL_COMM_INIT;
-        c[i].arg[0] = i;
-        c[i].arg[1] = n;
-        err = orch_control_post(s, o, (int)i, &c[i], NULL);
+        if (ready)
+            continue;
+        memset(c, 0, sizeof(*c));
+        c->op = MBX_CTL_COMM_INIT;
+        c->arg[0] = (uint64_t)d->eps[r];
+        c->arg[1] = orch_num_chips(s);
+        err = orch_control_post(s, o, d->eps[r], c, NULL);
         if (!err)
-            ptrs[posted++] = &c[i];
+            ptrs[posted++] = c;
     }
     {
         strata_err werr = orch_control_wait(s, ptrs, posted);
 
         err = err ? err : werr;
     }
-    if (!err) {
-        orch_lock(s);
-        orch_comm_set_ready(s);
-        orch_unlock(s);
-    }
-out:
-    base_free(c);
-    base_free(ptrs);
+    orch_lock(s);
+    for (uint32_t r = 0; r < d->n; r++)
+        if (d->ctls[r].op == MBX_CTL_COMM_INIT && d->ctls[r].done &&
+            !d->ctls[r].err)
+            orch_comm_set_ready(s, d->eps[r]);
+    orch_unlock(s);
     return err;
 }
 
@@ -315,7 +311,7 @@ strata_err strata_orch_allocate_domain(strata_orch *o,
     d->alloc_id = __atomic_add_fetch(&next_alloc_id, 1, __ATOMIC_RELAXED);
     err = orch_run_on_fence(o, fence_hook, d);
     if (!err)
-        err = comm_init(s, o);
+        err = comm_init(d, o);
     if (!err)
         err = build(d, o);
     if (err) {

@@ -66,6 +66,8 @@ static void release_dependents(struct orch_sched *s, struct orch_task *t,
 static void finish(struct orch_sched *s, struct orch_task *t, strata_err err,
                    const char *msg)
 {
+    if (err && t->kind == MBX_TASK && t->run)
+        orch_deps_mark_failed(t, t->run->id);
     for (uint32_t i = 0; i < t->num_bufs; i++)
         t->bufs[i]->pins--;
     t->num_bufs = 0;
@@ -102,6 +104,17 @@ void orch_complete(struct orch_sched *s, struct orch_task *t, strata_err err,
     }
     if (s->waiters)
         base_futex_wake(&s->progress_seq);
+}
+
+void orch_settle(struct orch_sched *s)
+{
+    if (s->num_work > 0) {
+        struct orch_task *t = s->slots[s->work[--s->num_work]];
+
+        orch_complete(s, t, t->poison_err,
+                      "not run: it depends on a task that failed");
+    }
+    orch_dispatch(s);
 }
 
 static bool harvest_one(struct orch_sched *s, struct orch_endpoint *ep)
@@ -164,8 +177,11 @@ static void describe_death(const struct orch_endpoint *ep, char *buf,
                            size_t cap)
 {
     const char *who = orch_ep_kind_name(ep->kind);
+    const char *lost = __atomic_load_n(&ep->lost, __ATOMIC_ACQUIRE);
 
-    if (ep->reaped && WIFSIGNALED(ep->status))
+    if (lost)
+        snprintf(buf, cap, "%s %d lost: %s", who, ep->id, lost);
+    else if (ep->reaped && WIFSIGNALED(ep->status))
         snprintf(buf, cap, "%s %d (pid %d) died: killed by signal %d", who,
                  ep->id, (int)ep->pid, WTERMSIG(ep->status));
     else if (ep->reaped)

@@ -62,7 +62,9 @@ static void account(struct orch_sched *s, strata_run *r, struct orch_task *t)
     if (r)
         r->active++;
     s->unfinished++;
-    if (t->fanin == 0)
+    if (t->fanin == 0 && t->poisoned)
+        s->work[s->num_work++] = t->slot;
+    else if (t->fanin == 0)
         orch_make_ready(s, t);
 }
 
@@ -115,7 +117,7 @@ strata_err orch_control_post(struct orch_sched *s, strata_orch *o, int ep,
     account(s, o ? o->run : NULL, t);
 out:
     if (!err)
-        orch_dispatch(s);
+        orch_settle(s);
     pthread_mutex_unlock(&s->mu);
     return err;
 }
@@ -183,12 +185,12 @@ strata_err orch_sched_adopt(struct orch_sched *s, void *obj,
     return err;
 }
 
-bool orch_comm_ready(const struct orch_sched *s)
+bool orch_comm_ready(const struct orch_sched *s, int ep)
 {
-    return s->comm_ready;
+    return s->eps[ep].comm_ready;
 }
 
-void orch_comm_set_ready(struct orch_sched *s)
+void orch_comm_set_ready(struct orch_sched *s, int ep)
 {
-    s->comm_ready = true;
+    s->eps[ep].comm_ready = true;
 }

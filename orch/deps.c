@@ -19,6 +19,7 @@ struct access {
     uint64_t end;
     struct edge task;
     bool write;
+    uint64_t failed_run; /* the writer failed in this run (0: it did not) */
 };
 
 struct access_list {
@@ -40,7 +41,8 @@ struct dep_plan {
     struct buf_need *bufs;
     uint32_t num_bufs;
     uint32_t cap_bufs;
-    bool counted; /* preds' pending_fanout includes this plan */
+    bool counted;  /* preds' pending_fanout includes this plan */
+    bool poisoned; /* reads bytes a failed task of a live run wrote */
 };
 
 static bool is_write(uint8_t tag)
@@ -107,15 +109,31 @@ static strata_err add_pred(struct dep_plan *p, struct orch_task *pred)
 
 /* Drops records of finished tasks, then collects predecessors of an access
  * [begin, end) that writes or not. */
+static bool run_live(const struct orch_sched *s, uint64_t id)
+{
+    for (const struct strata_run *r = s->live_runs; r; r = r->next_live)
+        if (r->id == id)
+            return !r->done;
+    return false;
+}
+
 static strata_err scan(struct orch_sched *s, struct access_list *l,
                        struct dep_plan *p, uint64_t begin, uint64_t end,
-                       bool write)
+                       bool write, bool read)
 {
     strata_err err;
 
     for (uint32_t i = 0; i < l->n;) {
         struct orch_task *t = orch_slot_live(s, l->v[i].task);
 
+        if (!t && l->v[i].failed_run && run_live(s, l->v[i].failed_run)) {
+            /* Bytes a failed task should have written: a later reader in
+             * the same run is poisoned too (until the run's fence). */
+            if (read && overlap(begin, end, l->v[i].begin, l->v[i].end))
+                p->poisoned = true;
+            i++;
+            continue;
+        }
         if (!t) {
             l->v[i] = l->v[--l->n];
             continue;
@@ -190,7 +208,8 @@ static strata_err plan_tensor(struct orch_sched *s, struct dep_plan *p,
     if (err || !tracked)
         return err;
     return scan(s, a->buffers[i]->access, p, x->offset, x->offset + x->nbytes,
-                is_write(x->tag));
+                is_write(x->tag),
+                x->tag == STRATA_IN || x->tag == STRATA_INOUT);
 }
 
 strata_err orch_deps_plan(struct orch_sched *s, const strata_args *a,
@@ -225,6 +244,30 @@ fail:
     return err;
 }
 
+/* A new writer covers a failed write: those bytes are good again. */
+static void drop_failed_under(struct access_list *l, uint64_t begin,
+                              uint64_t end)
+{
+    for (uint32_t i = 0; i < l->n;) {
+        if (l->v[i].failed_run && l->v[i].begin >= begin && l->v[i].end <= end)
+            l->v[i] = l->v[--l->n];
+        else
+            i++;
+    }
+}
+
+void orch_deps_mark_failed(struct orch_task *t, uint64_t run_id)
+{
+    for (uint32_t b = 0; b < t->num_bufs; b++) {
+        struct access_list *l = t->bufs[b]->access;
+
+        for (uint32_t i = 0; l && i < l->n; i++)
+            if (l->v[i].write && l->v[i].task.slot == t->slot &&
+                l->v[i].task.gen == t->gen)
+                l->v[i].failed_run = run_id;
+    }
+}
+
 void orch_deps_commit(struct orch_sched *s, struct dep_plan *p,
                       const strata_args *a, struct orch_task *t)
 {
@@ -238,16 +281,23 @@ void orch_deps_commit(struct orch_sched *s, struct dep_plan *p,
         t->fanin++;
     }
     p->num_preds = 0;
+    if (p->poisoned) {
+        t->poisoned = true;
+        t->poison_err = STRATA_ETASK;
+    }
     for (uint32_t i = 0; i < a->num_tensors; i++) {
         const struct wire_tensor *x = &a->tensors[i];
         struct access_list *l = a->buffers[i]->access;
 
         if (x->tag == STRATA_NO_DEP)
             continue;
+        if (is_write(x->tag))
+            drop_failed_under(l, x->offset, x->offset + x->nbytes);
         l->v[l->n].begin = x->offset;
         l->v[l->n].end = x->offset + x->nbytes;
         l->v[l->n].task = me;
         l->v[l->n].write = is_write(x->tag);
+        l->v[l->n].failed_run = 0;
         l->n++;
     }
     for (uint32_t i = 0; i < p->num_bufs; i++) {

@@ -2,10 +2,12 @@
  * and groups, which reserve all their targets and launch together. */
 #include "base/err.h"
 #include "base/fault.h"
+#include "base/log.h"
 #include "orch_int.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static uint32_t in_flight(const struct orch_endpoint *ep)
 {
@@ -60,6 +62,14 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
     ep->ring_slot[ep->mbx->h.head % MBX_RING] = t->slot;
     t->state = TASK_RUNNING;
     mbx_post(ep->mbx);
+    if (ep->notify_fd >= 0) {
+        uint64_t one = 1;
+
+        /* A remote node's connection thread sends what was posted. */
+        if (write(ep->notify_fd, &one, sizeof(one)) < 0)
+            LOG_WARN("cannot notify %s %d", orch_ep_kind_name(ep->kind),
+                     ep->id);
+    }
 }
 
 /* A group member's dependencies are settled: once all are, the group is

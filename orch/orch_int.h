@@ -48,8 +48,8 @@ struct orch_task {
     void *blob; /* encoded args */
     uint32_t blob_len;
     uint32_t blob_cap;
-    uint32_t op;          /* control op */
-    uint64_t op_arg;      /* control operands */
+    uint32_t op;     /* control op */
+    uint64_t op_arg; /* control operands */
     uint64_t op_arg2;
     struct orch_ctl *ctl; /* control request with replies, or NULL */
     uint32_t next;        /* queue link */
@@ -140,7 +140,6 @@ struct orch_sched {
     struct adopted *adopted;
     uint32_t num_adopted;
     uint32_t cap_adopted;
-    bool comm_ready;
     /* thread */
     struct pollfd *pfd; /* doorbell, then one pidfd per endpoint */
     pthread_t thread;
@@ -165,6 +164,11 @@ strata_err orch_deps_plan(struct orch_sched *s, const strata_args *a,
 void orch_deps_commit(struct orch_sched *s, struct dep_plan *p,
                       const strata_args *a, struct orch_task *t);
 void orch_deps_plan_free(struct orch_sched *s, struct dep_plan *p);
+/* t failed in run run_id: its write records outlive it until that run's
+ * fence, so later readers in the run are poisoned. */
+void orch_deps_mark_failed(struct orch_task *t, uint64_t run_id);
+/* Finishes poisoned tasks queued on the work list, then dispatches. */
+void orch_settle(struct orch_sched *s);
 
 /* dispatch.c */
 void orch_make_ready(struct orch_sched *s, struct orch_task *t);

@@ -7,12 +7,21 @@
 
 #include <string.h>
 
+/* ep: the target endpoint, or -1 for the sub queue. */
 static strata_err check_callable(const struct orch_sched *s, strata_callable c,
-                                 uint32_t want)
+                                 uint32_t want, int ep)
 {
     const struct chip_callable *e = chip_registry_find(c.digest);
     char hex[65];
 
+    /* A remote node runs its own modules' callables and answers for an
+     * unknown digest itself; here only the kind can be checked. */
+    if (ep >= 0 && s->eps[ep].notify_fd >= 0) {
+        if (c.kind != want)
+            return base_fail(STRATA_EINVAL, "callable kind %u is not a %s",
+                             c.kind, chip_callable_kind_name(want));
+        return STRATA_OK;
+    }
     if (!e)
         return base_fail(STRATA_EINVAL,
                          "callable %s is not registered in this process",
@@ -39,6 +48,12 @@ static strata_err check_args(const struct orch_sched *s, const strata_args *a)
                              "tensor %u: its buffer belongs to another worker",
                              i);
     return STRATA_OK;
+}
+
+/* What the directed targets of this worker are called. */
+static const char *target_name(const struct orch_sched *s)
+{
+    return s->directed_kind == STRATA_CALLABLE_KERNEL ? "chip" : "node";
 }
 
 static strata_err check_orch(strata_orch *o)
@@ -97,20 +112,10 @@ static void commit_task(struct orch_sched *s, struct orch_task *t,
         r->scopes[i].active++;
     r->active++;
     s->unfinished++;
-    if (t->fanin == 0)
+    if (t->fanin == 0 && t->poisoned && !t->group)
+        s->work[s->num_work++] = t->slot; /* fails at settle, never runs */
+    else if (t->fanin == 0)
         orch_make_ready(s, t);
-}
-
-/* Poisoned group members found at submit finish now. */
-static void settle(struct orch_sched *s)
-{
-    if (s->num_work > 0) {
-        struct orch_task *t = s->slots[s->work[--s->num_work]];
-
-        orch_complete(s, t, t->poison_err,
-                      "not run: it depends on a task that failed");
-    }
-    orch_dispatch(s);
 }
 
 static strata_err submit_one(strata_orch *o, strata_callable c,
@@ -121,7 +126,7 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
     struct orch_task *t;
     strata_err err;
 
-    err = check_callable(s, c, kind);
+    err = check_callable(s, c, kind, ep);
     if (!err)
         err = check_args(s, a);
     if (err)
@@ -130,7 +135,7 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
     err = prepare_task(s, o, c, a, ep, &t, &plan);
     if (!err) {
         commit_task(s, t, plan, a);
-        settle(s);
+        orch_settle(s);
     }
     pthread_mutex_unlock(&s->mu);
     return err;
@@ -146,7 +151,8 @@ strata_err strata_orch_submit_next_level(strata_orch *o, strata_callable c,
         return err;
     ep = orch_chip_index(o->sched, worker_id);
     if (ep < 0)
-        return base_fail(STRATA_EINVAL, "the worker has no chip %d", worker_id);
+        return base_fail(STRATA_EINVAL, "the worker has no %s %d",
+                         target_name(o->sched), worker_id);
     return submit_one(o, c, a, ep, o->sched->directed_kind);
 }
 
@@ -166,23 +172,25 @@ static strata_err check_group(struct orch_sched *s, strata_callable c,
                               const strata_args *const *a,
                               const int *worker_ids, size_t n)
 {
-    strata_err err;
+    strata_err err = STRATA_OK;
 
     if (!worker_ids || !a || n == 0)
         return base_fail(STRATA_EINVAL,
                          "a group needs n >= 1 worker ids and args lists");
-    err = check_callable(s, c, s->directed_kind);
     for (size_t i = 0; !err && i < n; i++) {
         if (orch_chip_index(s, worker_ids[i]) < 0)
-            return base_fail(STRATA_EINVAL, "group member %zu: no chip %d", i,
-                             worker_ids[i]);
+            return base_fail(STRATA_EINVAL, "group member %zu: no %s %d", i,
+                             target_name(s), worker_ids[i]);
         for (size_t j = 0; j < i; j++)
             if (worker_ids[j] == worker_ids[i])
                 return base_fail(STRATA_EINVAL,
                                  "group members %zu and %zu both target "
-                                 "chip %d",
-                                 j, i, worker_ids[i]);
-        err = check_args(s, a[i]);
+                                 "%s %d",
+                                 j, i, target_name(s), worker_ids[i]);
+        err = check_callable(s, c, s->directed_kind,
+                             orch_chip_index(s, worker_ids[i]));
+        if (!err)
+            err = check_args(s, a[i]);
     }
     return err;
 }
@@ -236,7 +244,7 @@ strata_err strata_orch_submit_next_level_group(strata_orch *o,
         for (size_t i = 0; i < n; i++)
             commit_task(s, tasks[i], plans[i], a[i]);
         g = NULL; /* owned by its members now */
-        settle(s);
+        orch_settle(s);
     }
     pthread_mutex_unlock(&s->mu);
 out:

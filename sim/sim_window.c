@@ -16,6 +16,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* device_ctx = tag | allocation id: allocation ids are never reused, so a
+ * freed domain's context answers NULL rather than a newer domain's. */
+#define SIM_CTX_TAG (1ull << 63)
+
 struct sim_window {
     uint64_t alloc_id;
     uint32_t rank;
@@ -56,6 +60,11 @@ static strata_err map_name(const char *name, size_t size, bool create,
     strata_err err = STRATA_OK;
     void *p;
 
+    /* The name carries this live worker's pid and an allocation id it has
+     * never used: an existing segment is the leftover of a dead process
+     * whose pid was reused. */
+    if (fd < 0 && create && errno == EEXIST && shm_unlink(name) == 0)
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0)
         return base_fail_errno(errno, "shm_open %s", name);
     /* A freshly truncated segment reads as zeros, so the window is zero
@@ -175,7 +184,7 @@ strata_err sim_window_import(void *state, uint64_t alloc_id,
     w->ctx->rank = w->rank;
     w->ctx->rank_count = n;
     w->ctx->window_size = w->mapping_size;
-    out->device_ctx = (uint64_t)(uintptr_t)w->ctx;
+    out->device_ctx = SIM_CTX_TAG | w->alloc_id;
     out->local_base = (uint64_t)(uintptr_t)w->own;
     return STRATA_OK;
 fail:
@@ -236,7 +245,7 @@ const strata_comm_context *sim_comm_context(void *state, uint64_t device_ctx)
     /* A typed lookup: a stale or foreign value answers NULL, never a
      * dangling pointer. */
     for (struct sim_window *w = s->windows; w; w = w->next)
-        if (w->ctx && (uint64_t)(uintptr_t)w->ctx == device_ctx)
+        if (w->ctx && (SIM_CTX_TAG | w->alloc_id) == device_ctx)
             return w->ctx;
     return NULL;
 }

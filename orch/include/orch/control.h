@@ -57,8 +57,9 @@ strata_err orch_run_on_fence(strata_orch *o, orch_fence_fn fn, void *arg);
 /* Frees obj with free_fn when the scheduler is destroyed. */
 strata_err orch_sched_adopt(struct orch_sched *s, void *obj,
                             void (*free_fn)(void *));
-/* The worker-lifetime base communicator: true once initialized. */
-bool orch_comm_ready(const struct orch_sched *s);
-void orch_comm_set_ready(struct orch_sched *s);
+/* The worker-lifetime base communicator of chip index ep: true once it
+ * was initialized (under the lock). */
+bool orch_comm_ready(const struct orch_sched *s, int ep);
+void orch_comm_set_ready(struct orch_sched *s, int ep);
 
 #endif

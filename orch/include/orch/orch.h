@@ -21,7 +21,10 @@ struct orch_endpoint {
     int kind; /* enum orch_ep_kind */
     int id;   /* chip id, or sub index */
     pid_t pid;
-    int pidfd; /* -1 where pidfd_open is unavailable */
+    int pidfd;        /* -1 where pidfd_open is unavailable; for a remote node,
+                         an eventfd its connection thread writes when it is lost */
+    int notify_fd;    /* remote node: eventfd written after each post */
+    const char *lost; /* remote node: why it was lost, set before pidfd */
     struct mbx *mbx;
     /* Scheduler state (under the scheduler lock). */
     bool dead;
@@ -32,6 +35,7 @@ struct orch_endpoint {
     uint32_t fifo_head;
     uint32_t fifo_tail;
     struct orch_group *reserved;
+    bool comm_ready; /* COMM_INIT done (domains) */
 };
 
 struct orch_sched_cfg {
