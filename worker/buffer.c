@@ -65,6 +65,10 @@ static strata_err map_segment(strata_buffer *b)
     int fd = shm_open(b->name, O_CREAT | O_EXCL | O_RDWR, 0600);
     strata_err err = STRATA_OK;
 
+    /* Our pid and a never-used id: an existing segment is a dead
+     * process's leftover under a reused pid. */
+    if (fd < 0 && errno == EEXIST && shm_unlink(b->name) == 0)
+        fd = shm_open(b->name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0)
         return base_fail_errno(errno, "shm_open %s", b->name);
     /* A fresh segment reads as zeros: no wipe is needed. */
@@ -206,6 +210,12 @@ strata_err strata_buffer_release(strata_buffer *b)
     untrack(w, b);
     unmap_free(b);
     return STRATA_OK;
+}
+
+void worker_buffers_forget_inherited(strata_worker *w)
+{
+    for (size_t i = 0; i < w->num_bufs; i++)
+        munmap(w->bufs[i]->data, w->bufs[i]->size);
 }
 
 void worker_buffers_free_all(strata_worker *w)

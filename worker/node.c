@@ -101,6 +101,8 @@ static void forget_parent(strata_worker *parent, size_t index)
             continue;
         if (parent->eps[j].pidfd >= 0)
             close(parent->eps[j].pidfd);
+        if (parent->eps[j].notify_fd >= 0)
+            close(parent->eps[j].notify_fd);
         mbx_destroy(parent->eps[j].mbx);
     }
 }
@@ -108,7 +110,7 @@ static void forget_parent(strata_worker *parent, size_t index)
 _Noreturn void worker_node_main(strata_worker *parent, size_t index,
                                 uint64_t deadline)
 {
-    strata_worker *w = parent->nodes[index];
+    strata_worker *w = parent->nodes[index].local;
     struct mbx *m = parent->eps[index].mbx;
     struct mbx_shared *shared = parent->shared;
     int doorbell = parent->doorbell_fd;
@@ -123,6 +125,7 @@ _Noreturn void worker_node_main(strata_worker *parent, size_t index,
     base_fault_after_fork();
     base_log_set_role("l%d[%zu]", w->level, index);
     forget_parent(parent, index);
+    worker_buffers_forget_inherited(parent);
     /* This process is the node now: its buffers carry its pid. */
     w->creator = getpid();
     w->owned = false;

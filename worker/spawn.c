@@ -54,9 +54,12 @@ static strata_err make_endpoints(strata_worker *w)
                  : w->level == 3 ? w->chip_ids[i]
                                  : (int)i;
         ep->pidfd = -1;
+        ep->notify_fd = -1;
     }
     for (size_t i = 0; i < n; i++) {
         err = mbx_create(&w->eps[i].mbx);
+        if (!err && w->eps[i].kind == ORCH_EP_NODE && w->nodes[i].remote)
+            err = remote_endpoint_init(w, i);
         if (err)
             return err;
     }
@@ -88,8 +91,11 @@ _Noreturn static void become_child(strata_worker *w, size_t i)
             continue;
         if (w->eps[j].pidfd >= 0)
             close(w->eps[j].pidfd);
+        if (w->eps[j].notify_fd >= 0)
+            close(w->eps[j].notify_fd);
         mbx_destroy(w->eps[j].mbx);
     }
+    worker_buffers_forget_inherited(w);
     chip_child_main(&cfg);
 }
 
@@ -213,7 +219,11 @@ strata_err worker_spawn(strata_worker *w, uint64_t deadline)
     /* Anything buffered now would be printed again by every child. */
     fflush(NULL);
     for (size_t i = 0; !err && i < worker_num_directed(w) + w->num_subs; i++)
-        err = fork_child(w, i, deadline);
+        if (w->eps[i].kind != ORCH_EP_NODE || !w->nodes[i].remote)
+            err = fork_child(w, i, deadline);
+    /* Threads only after every fork. */
+    if (!err)
+        err = remote_start(w, deadline);
     if (!err)
         err = wait_ready(w, deadline);
     if (!err)
@@ -222,6 +232,7 @@ strata_err worker_spawn(strata_worker *w, uint64_t deadline)
         char msg[STRATA_ERRMSG_MAX];
 
         snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+        remote_stop(w);
         if (w->sched) {
             orch_sched_stop(w->sched);
             orch_sched_destroy(w->sched);

@@ -102,6 +102,8 @@ void worker_teardown_children(strata_worker *w)
         for (size_t i = 0; i < n; i++) {
             if (w->eps[i].pidfd >= 0)
                 close(w->eps[i].pidfd);
+            if (w->eps[i].notify_fd >= 0)
+                close(w->eps[i].notify_fd);
             mbx_destroy(w->eps[i].mbx);
         }
         base_free(w->eps);

@@ -128,6 +128,9 @@ strata_err strata_worker_init(strata_worker *w)
 strata_err strata_worker_add_worker(strata_worker *parent, strata_worker *child,
                                     int *worker_id_out)
 {
+    struct worker_node *slot;
+    strata_err err;
+
     if (!parent || !child || !worker_id_out || parent == child)
         return base_fail(STRATA_EINVAL,
                          "strata_worker_add_worker: bad argument");
@@ -142,18 +145,28 @@ strata_err strata_worker_add_worker(strata_worker *parent, strata_worker *child,
                          "un-started workers");
     if (child->owned)
         return base_fail(STRATA_ESTATE, "worker already has a parent");
-    if (parent->num_nodes == parent->cap_nodes) {
-        size_t cap = parent->cap_nodes ? 2 * parent->cap_nodes : 4;
-        void *p = base_realloc(parent->nodes, cap * sizeof(*parent->nodes));
+    err = worker_node_slot(parent, &slot);
+    if (err)
+        return err;
+    slot->local = child;
+    child->owned = true;
+    *worker_id_out = (int)parent->num_nodes - 1;
+    return STRATA_OK;
+}
+
+strata_err worker_node_slot(strata_worker *w, struct worker_node **slot_out)
+{
+    if (w->num_nodes == w->cap_nodes) {
+        size_t cap = w->cap_nodes ? 2 * w->cap_nodes : 4;
+        void *p = base_realloc(w->nodes, cap * sizeof(*w->nodes));
 
         if (!p)
-            return base_fail(STRATA_ENOMEM, "out of memory adding a worker");
-        parent->nodes = p;
-        parent->cap_nodes = cap;
+            return base_fail(STRATA_ENOMEM, "out of memory adding a node");
+        w->nodes = p;
+        w->cap_nodes = cap;
     }
-    parent->nodes[parent->num_nodes] = child;
-    child->owned = true;
-    *worker_id_out = (int)parent->num_nodes++;
+    *slot_out = &w->nodes[w->num_nodes++];
+    memset(*slot_out, 0, sizeof(**slot_out));
     return STRATA_OK;
 }
 
@@ -195,8 +208,11 @@ strata_err strata_worker_run(strata_worker *w, strata_orch_fn fn,
 
 void worker_free(strata_worker *w)
 {
-    for (size_t i = 0; i < w->num_nodes; i++)
-        worker_free(w->nodes[i]);
+    for (size_t i = 0; i < w->num_nodes; i++) {
+        if (w->nodes[i].local)
+            worker_free(w->nodes[i].local);
+        remote_node_free(w->nodes[i].remote);
+    }
     base_free(w->nodes);
     worker_buffers_free_all(w);
     pthread_mutex_destroy(&w->buf_mu);
@@ -215,6 +231,7 @@ strata_err strata_worker_destroy(strata_worker *w)
         orch_drain(w->sched);
         orch_sched_stop(w->sched);
     }
+    remote_stop(w);
     worker_teardown_children(w);
     orch_sched_destroy(w->sched);
     worker_free(w);

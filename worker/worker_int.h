@@ -12,6 +12,14 @@ enum worker_state {
     WORKER_READY = 1,
 };
 
+struct remote_node;
+struct net;
+
+struct worker_node {
+    strata_worker *local;       /* forked at init */
+    struct remote_node *remote; /* or connected at init */
+};
+
 struct strata_worker {
     int level;
     char platform[32];
@@ -28,11 +36,13 @@ struct strata_worker {
     struct mbx_shared *shared;
     int doorbell_fd;
     struct orch_sched *sched;
-    /* level >= 4: the L(level-1) workers below, owned */
-    strata_worker **nodes;
+    /* level >= 4: the L(level-1) nodes below, owned: forked (local) or
+     * reached over TCP (remote) */
+    struct worker_node *nodes;
     size_t num_nodes;
     size_t cap_nodes;
-    bool owned; /* added to a parent, which destroys it */
+    bool owned;      /* added to a parent, which destroys it */
+    struct net *net; /* the connection thread of remote nodes */
     /* buffers */
     pthread_mutex_t buf_mu;
     strata_buffer **bufs;
@@ -53,10 +63,26 @@ _Noreturn void worker_node_main(strata_worker *parent, size_t index,
                                 uint64_t deadline);
 /* Frees a worker that never started (a node's object in its parent). */
 void worker_free(strata_worker *w);
+/* Grows w->nodes by one slot; *slot_out is zeroed. */
+strata_err worker_node_slot(strata_worker *w, struct worker_node **slot_out);
+
+/* remote.c: remote nodes of an L4. */
+void remote_node_free(struct remote_node *r);
+/* Fills the endpoint of remote node index (eventfds, private mailbox). */
+strata_err remote_endpoint_init(strata_worker *w, size_t index);
+/* Starts the connection thread and every remote node's connection; the
+ * nodes report ready through their mailboxes like forked children. */
+strata_err remote_start(strata_worker *w, uint64_t deadline);
+/* Says GOODBYE to every remote node and stops the thread. Idempotent. */
+void remote_stop(strata_worker *w);
 /* teardown.c: stops and reaps every child by deadline; frees mailboxes. */
 void worker_teardown_children(strata_worker *w);
 /* buffer.c */
 void worker_buffers_free_all(strata_worker *w);
+/* In a new child: drops the mappings of w's buffers it inherited through
+ * fork, so a release (which unmaps what the child mapped by id) leaves
+ * nothing mapped. */
+void worker_buffers_forget_inherited(strata_worker *w);
 /* The buffer (creator, id) as mapped here: a proxy of a buffer created
  * above, mapped by name on first use, never unlinked here. */
 strata_err worker_buffer_import(strata_worker *w, int creator, uint64_t id,

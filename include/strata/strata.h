@@ -175,6 +175,11 @@ STRATA_API STRATA_MUST_CHECK strata_err
 strata_register_orch(const char *name, strata_orch_fn fn, strata_callable *out);
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_register_sub(const char *name, strata_sub_fn fn, strata_callable *out);
+/* The callable kind:name names anywhere in a tree, registered here or not:
+ * how an L4 names a callable that only a remote node's module has.
+ * STRATA_EINVAL for a bad kind or name. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_callable_by_name(
+    strata_callable_kind kind, const char *name, strata_callable *out);
 /* Name a callable was registered under, or NULL if unknown here. */
 STRATA_API const char *strata_callable_name(strata_callable c);
 /* Lower-case hex of the digest into buf (65 bytes); returns buf. */
@@ -263,6 +268,27 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_worker_destroy(strata_worker *w);
  * child already has a parent. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_add_worker(
     strata_worker *parent, strata_worker *child, int *worker_id_out);
+/* A remote L3 node: a strata-node daemon the parent connects to at init. */
+typedef struct strata_remote_spec {
+    const char *endpoint;    /* "host:port", "[v6]:port" */
+    const char *secret_file; /* cluster PSK, or cert_file/key_file/ca_file */
+    const char *cert_file, *key_file, *ca_file;
+    bool insecure;        /* plaintext; loopback only */
+    const char *platform; /* "sim" when NULL */
+    const int *chip_ids;  /* the node's chips */
+    size_t num_chips;
+    size_t num_sub_workers;
+    const char *comm_profile;       /* "sim" when NULL */
+    const int *global_device_ranks; /* optional, one per chip */
+} strata_remote_spec;
+
+/* Adds a remote node under parent (level 4+, not started); spec is copied.
+ * Its id shares the space of strata_worker_add_worker. The connection is
+ * made, authenticated and sized at strata_worker_init, under the tree's
+ * start-up deadline. STRATA_EINVAL for a bad spec (insecure off loopback,
+ * no or two authentication modes, a bad endpoint). */
+STRATA_API STRATA_MUST_CHECK strata_err strata_worker_add_remote_worker(
+    strata_worker *parent, const strata_remote_spec *spec, int *worker_id_out);
 /* Nodes added with strata_worker_add_worker. */
 STRATA_API size_t strata_worker_num_nodes(const strata_worker *w);
 /* Process id of node node_id (or -1). */

@@ -1,0 +1,241 @@
+/* Framed connections over libevent bufferevents, TLS through
+ * bufferevent_openssl. The read side parses a header as soon as 12 bytes
+ * are there and refuses a bad one before any body is buffered; the body is
+ * capped by wire_frame_max_body(type). */
+#include "wire/conn.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "wire/msg.h"
+#include "wire/tls.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <stdio.h>
+#include <string.h>
+
+struct wire_conn {
+    struct bufferevent *bev;
+    struct wire_conn_cbs cbs;
+    char peer[96];
+    bool up;
+    bool failed;
+    bool goodbye_seen; /* the peer closed in order */
+    bool closing;      /* we sent GOODBYE: close once flushed */
+    uint64_t last_rx_ns;
+};
+
+const char *wire_conn_peer(const struct wire_conn *c)
+{
+    return c->peer;
+}
+
+double wire_conn_idle_s(const struct wire_conn *c)
+{
+    return (double)(base_now_ns() - c->last_rx_ns) / 1e9;
+}
+
+static void fail(struct wire_conn *c, strata_err err, const char *why)
+{
+    if (c->failed)
+        return;
+    c->failed = true;
+    bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    if (c->cbs.on_state)
+        c->cbs.on_state(c, err, why, c->cbs.arg);
+}
+
+/* Delivers every whole frame in the input buffer. */
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct wire_conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    struct wire_frame_header h;
+    uint8_t head[WIRE_FRAME_HEADER_SIZE];
+    char why[STRATA_ERRMSG_MAX + 64];
+
+    c->last_rx_ns = base_now_ns();
+    while (!c->failed && evbuffer_get_length(in) >= WIRE_FRAME_HEADER_SIZE) {
+        evbuffer_copyout(in, head, sizeof(head));
+        if (wire_frame_header_unpack(head, sizeof(head), &h) != STRATA_OK) {
+            snprintf(why, sizeof(why), "bad frame from %s: %s", c->peer,
+                     strata_errmsg());
+            fail(c, STRATA_EPROTO, why);
+            return;
+        }
+        if (evbuffer_get_length(in) < sizeof(head) + h.body_len)
+            return; /* the body is still on its way */
+        evbuffer_drain(in, sizeof(head));
+        {
+            const uint8_t *body = evbuffer_pullup(in, h.body_len);
+
+            if (h.type == WIRE_MSG_GOODBYE)
+                c->goodbye_seen = true;
+            if (c->cbs.on_msg)
+                c->cbs.on_msg(c, h.type, body, h.body_len, c->cbs.arg);
+        }
+        evbuffer_drain(in, h.body_len);
+    }
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct wire_conn *c = arg;
+
+    (void)bev;
+    if (c->closing)
+        fail(c, STRATA_OK, "closed");
+}
+
+static void describe_error(struct wire_conn *c, short what, char *buf,
+                           size_t cap)
+{
+    unsigned long e = bufferevent_get_openssl_error(c->bev);
+    char tls[256] = "";
+
+    if (e)
+        ERR_error_string_n(e, tls, sizeof(tls));
+    if (what & BEV_EVENT_EOF)
+        snprintf(buf, cap, "%s closed the connection without GOODBYE", c->peer);
+    else if (tls[0])
+        snprintf(buf, cap, "TLS error with %s: %s%s", c->peer, tls,
+                 c->up ? "" : " (authentication failed?)");
+    else
+        snprintf(buf, cap, "connection to %s failed: %s", c->peer,
+                 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct wire_conn *c = arg;
+    char why[256];
+
+    (void)bev;
+    if (what & BEV_EVENT_CONNECTED) {
+        c->up = true;
+        c->last_rx_ns = base_now_ns();
+        if (c->cbs.on_state)
+            c->cbs.on_state(c, STRATA_OK, "connected", c->cbs.arg);
+        return;
+    }
+    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+        return;
+    if ((what & BEV_EVENT_EOF) && c->goodbye_seen) {
+        fail(c, STRATA_OK, "closed by peer");
+        return;
+    }
+    describe_error(c, what, why, sizeof(why));
+    fail(c, c->up ? STRATA_EPEER : STRATA_EAUTH, why);
+}
+
+static strata_err wrap(struct event_base *base, SSL_CTX *ctx, int fd,
+                       bool accept, const char *peer,
+                       const struct wire_conn_cbs *cbs, struct wire_conn **out)
+{
+    int opts =
+        BEV_OPT_CLOSE_ON_FREE | BEV_OPT_THREADSAFE | BEV_OPT_DEFER_CALLBACKS;
+    struct wire_conn *c = base_calloc(1, sizeof(*c));
+    SSL *ssl = NULL;
+
+    if (!c)
+        return base_fail(STRATA_ENOMEM, "out of memory for a connection");
+    snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    c->cbs = *cbs;
+    if (ctx) {
+        ssl = SSL_new(ctx);
+        if (!ssl) {
+            base_free(c);
+            return base_fail(STRATA_ENOMEM, "SSL_new failed");
+        }
+        c->bev = bufferevent_openssl_socket_new(
+            base, fd, ssl,
+            accept ? BUFFEREVENT_SSL_ACCEPTING : BUFFEREVENT_SSL_CONNECTING,
+            opts);
+    } else {
+        c->bev = bufferevent_socket_new(base, fd, opts);
+    }
+    if (!c->bev) {
+        SSL_free(ssl);
+        base_free(c);
+        return base_fail(STRATA_ENOMEM, "cannot create a bufferevent");
+    }
+    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    c->last_rx_ns = base_now_ns();
+    *out = c;
+    return STRATA_OK;
+}
+
+strata_err wire_conn_connect(struct event_base *base, SSL_CTX *ctx,
+                             const struct sockaddr *addr, int addrlen,
+                             const char *peer_name,
+                             const struct wire_conn_cbs *cbs,
+                             struct wire_conn **out)
+{
+    struct wire_conn *c;
+    strata_err err = wrap(base, ctx, -1, false, peer_name, cbs, &c);
+
+    if (err)
+        return err;
+    if (bufferevent_socket_connect(c->bev, addr, addrlen) != 0) {
+        wire_conn_free(c);
+        return base_fail(STRATA_EPEER, "cannot connect to %s", peer_name);
+    }
+    *out = c;
+    return STRATA_OK;
+}
+
+strata_err wire_conn_accept(struct event_base *base, SSL_CTX *ctx, int fd,
+                            const char *peer_name,
+                            const struct wire_conn_cbs *cbs,
+                            struct wire_conn **out)
+{
+    struct wire_conn *c;
+    strata_err err = wrap(base, ctx, fd, true, peer_name, cbs, &c);
+
+    if (err)
+        return err;
+    /* A plaintext accept is up at once; TLS reports CONNECTED later. */
+    if (!ctx)
+        c->up = true;
+    *out = c;
+    return STRATA_OK;
+}
+
+strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len)
+{
+    if (c->failed || c->closing)
+        return base_fail(STRATA_EPEER, "connection to %s is closed", c->peer);
+    if (bufferevent_write(c->bev, frames, len) != 0)
+        return base_fail(STRATA_ENOMEM, "cannot queue %zu bytes to %s", len,
+                         c->peer);
+    return STRATA_OK;
+}
+
+void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg)
+{
+    struct wire_goodbye g = {.reason = (strata_err)reason,
+                             .message = msg ? msg : ""};
+    struct wire_buf b;
+
+    if (c->failed || c->closing)
+        return;
+    wire_buf_init(&b);
+    if (wire_goodbye_pack(&g, &b) == STRATA_OK &&
+        bufferevent_write(c->bev, b.data, b.len) == 0)
+        c->closing = true;
+    else
+        fail(c, STRATA_OK, "closed");
+    wire_buf_fini(&b);
+}
+
+void wire_conn_free(struct wire_conn *c)
+{
+    if (!c)
+        return;
+    if (c->bev)
+        bufferevent_free(c->bev);
+    base_free(c);
+}

@@ -1,0 +1,52 @@
+/* A framed message connection over TCP, with TLS unless insecure, driven by
+ * a libevent loop. Every frame's header is checked, and its length capped
+ * per type, before its body is buffered. A peer that closes without a
+ * GOODBYE, sends a bad frame or stays silent past the heartbeat limit is a
+ * failed peer. */
+#ifndef WIRE_CONN_H
+#define WIRE_CONN_H
+
+#include "wire/frame.h"
+
+#include <event2/event.h>
+#include <openssl/ssl.h>
+
+struct wire_conn;
+
+/* A whole message arrived (body is valid during the call). */
+typedef void (*wire_conn_msg_fn)(struct wire_conn *c, unsigned type,
+                                 const uint8_t *body, size_t len, void *arg);
+/* The connection is up (err == STRATA_OK, once) or has failed or closed
+ * (err != STRATA_OK, once, with a reason). Not called after free. */
+typedef void (*wire_conn_state_fn)(struct wire_conn *c, strata_err err,
+                                   const char *why, void *arg);
+
+struct wire_conn_cbs {
+    wire_conn_msg_fn on_msg;
+    wire_conn_state_fn on_state;
+    void *arg;
+};
+
+/* Starts connecting to host:port (numeric or resolved by the caller into
+ * addr). ctx NULL = plaintext. */
+strata_err wire_conn_connect(struct event_base *base, SSL_CTX *ctx,
+                             const struct sockaddr *addr, int addrlen,
+                             const char *peer_name,
+                             const struct wire_conn_cbs *cbs,
+                             struct wire_conn **out);
+/* Wraps an accepted socket (the handshake runs in the loop). */
+strata_err wire_conn_accept(struct event_base *base, SSL_CTX *ctx, int fd,
+                            const char *peer_name,
+                            const struct wire_conn_cbs *cbs,
+                            struct wire_conn **out);
+/* Queues whole frames (as the wire_*_pack functions append them).
+ * Thread-safe: the connection's bufferevent is locked. */
+strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len);
+/* Sends GOODBYE and closes once it is flushed. */
+void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg);
+void wire_conn_free(struct wire_conn *c);
+const char *wire_conn_peer(const struct wire_conn *c);
+/* Seconds since the last byte arrived. */
+double wire_conn_idle_s(const struct wire_conn *c);
+
+#endif

@@ -1,0 +1,634 @@
+/* Remote nodes of an L4. Each looks to the scheduler like a forked child:
+ * it has a mailbox ring (private to this process) and a "pidfd" (an
+ * eventfd written when the node is lost). One connection thread, a libevent
+ * loop, sends each posted frame as a TASK (with its input bytes as
+ * DATA_CHUNKs) or CONTROL, writes the answers back into the ring, and rings
+ * the scheduler's doorbell, so the scheduler code is the same for both. */
+#include "remote.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+
+#include <event2/thread.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define HEARTBEAT_S 1
+#define PEER_SILENT_S 10.0
+
+static char *dup_or_null(const char *s, bool *fail)
+{
+    char *d;
+
+    if (!s)
+        return NULL;
+    d = base_strdup(s);
+    if (!d)
+        *fail = true;
+    return d;
+}
+
+void remote_node_free(struct remote_node *r)
+{
+    if (!r)
+        return;
+    for (unsigned i = 0; i < MBX_RING; i++)
+        strata_args_destroy(r->args[i]);
+    wire_conn_free(r->conn);
+    wire_tls_ctx_free(r->ctx);
+    base_free(r->endpoint);
+    base_free(r->secret_file);
+    base_free(r->cert_file);
+    base_free(r->key_file);
+    base_free(r->ca_file);
+    base_free(r->platform);
+    base_free(r->comm_profile);
+    base_free(r->chip_ids);
+    base_free(r->ranks);
+    base_free(r);
+}
+
+static strata_err split_endpoint(struct remote_node *r)
+{
+    const char *e = r->endpoint;
+    const char *colon;
+    size_t hl;
+
+    if (e[0] == '[') {
+        const char *end = strchr(e, ']');
+
+        if (!end || end[1] != ':')
+            goto bad;
+        hl = (size_t)(end - e - 1);
+        colon = end + 1;
+        e++;
+    } else {
+        colon = strrchr(e, ':');
+        if (!colon)
+            goto bad;
+        hl = (size_t)(colon - e);
+    }
+    if (hl == 0 || hl >= sizeof(r->host) || strlen(colon + 1) == 0 ||
+        strlen(colon + 1) >= sizeof(r->port))
+        goto bad;
+    memcpy(r->host, e, hl);
+    r->host[hl] = '\0';
+    snprintf(r->port, sizeof(r->port), "%s", colon + 1);
+    return STRATA_OK;
+bad:
+    return base_fail(STRATA_EINVAL,
+                     "remote endpoint '%s': expected host:port or [v6]:port",
+                     r->endpoint);
+}
+
+static strata_err copy_spec(struct remote_node *r, const strata_remote_spec *s)
+{
+    bool fail = false;
+    size_t n = s->num_chips ? s->num_chips : 1;
+
+    r->endpoint = dup_or_null(s->endpoint, &fail);
+    r->secret_file = dup_or_null(s->secret_file, &fail);
+    r->cert_file = dup_or_null(s->cert_file, &fail);
+    r->key_file = dup_or_null(s->key_file, &fail);
+    r->ca_file = dup_or_null(s->ca_file, &fail);
+    r->platform = dup_or_null(s->platform ? s->platform : "sim", &fail);
+    r->comm_profile =
+        dup_or_null(s->comm_profile ? s->comm_profile : "sim", &fail);
+    r->chip_ids = base_calloc(n, sizeof(*r->chip_ids));
+    r->ranks =
+        s->global_device_ranks ? base_calloc(n, sizeof(*r->ranks)) : NULL;
+    if (fail || !r->chip_ids || (s->global_device_ranks && !r->ranks))
+        return base_fail(STRATA_ENOMEM, "out of memory copying a remote spec");
+    for (size_t i = 0; i < s->num_chips; i++) {
+        if (s->chip_ids[i] < 0)
+            return base_fail(STRATA_EINVAL, "remote chip_ids[%zu] < 0", i);
+        r->chip_ids[i] = (uint32_t)s->chip_ids[i];
+        if (r->ranks)
+            r->ranks[i] = (uint32_t)s->global_device_ranks[i];
+    }
+    r->num_chips = s->num_chips;
+    r->num_subs = s->num_sub_workers;
+    r->insecure = s->insecure;
+    return STRATA_OK;
+}
+
+static strata_err check_spec(struct remote_node *r)
+{
+    struct wire_tls_cfg tls = {r->secret_file, r->cert_file, r->key_file,
+                               r->ca_file, r->insecure};
+    strata_err err;
+
+    if (!r->endpoint)
+        return base_fail(STRATA_EINVAL, "a remote node needs an endpoint");
+    err = split_endpoint(r);
+    if (err)
+        return err;
+    if (r->insecure && !wire_addr_is_loopback(r->host))
+        return base_fail(STRATA_EINVAL,
+                         "remote %s: insecure (plaintext) is allowed on "
+                         "loopback only",
+                         r->endpoint);
+    if (r->num_chips > 0 && !r->chip_ids)
+        return base_fail(STRATA_EINVAL, "remote %s: chip_ids is NULL",
+                         r->endpoint);
+    return wire_tls_ctx_create(&tls, false, &r->ctx);
+}
+
+strata_err strata_worker_add_remote_worker(strata_worker *parent,
+                                           const strata_remote_spec *spec,
+                                           int *worker_id_out)
+{
+    struct worker_node *slot;
+    struct remote_node *r;
+    strata_err err;
+
+    if (!parent || !spec || !worker_id_out)
+        return base_fail(STRATA_EINVAL,
+                         "strata_worker_add_remote_worker: NULL argument");
+    if (parent->level < 4)
+        return base_fail(STRATA_EINVAL,
+                         "remote nodes belong to a level-4 (or higher) "
+                         "worker, not level %d",
+                         parent->level);
+    if (parent->state != WORKER_CREATED)
+        return base_fail(STRATA_ESTATE, "add remote nodes before init");
+    if (spec->num_chips > 0 && !spec->chip_ids)
+        return base_fail(STRATA_EINVAL, "remote spec: chip_ids is NULL");
+    r = base_calloc(1, sizeof(*r));
+    if (!r)
+        return base_fail(STRATA_ENOMEM, "out of memory for a remote node");
+    err = copy_spec(r, spec);
+    if (!err)
+        err = check_spec(r);
+    if (!err)
+        err = worker_node_slot(parent, &slot);
+    if (err) {
+        remote_node_free(r);
+        return err;
+    }
+    slot->remote = r;
+    r->w = parent;
+    r->index = parent->num_nodes - 1;
+    *worker_id_out = (int)r->index;
+    return STRATA_OK;
+}
+
+strata_err remote_endpoint_init(strata_worker *w, size_t index)
+{
+    struct orch_endpoint *ep = &w->eps[index];
+    struct remote_node *r = w->nodes[index].remote;
+
+    r->ep = ep;
+    ep->pid = 0;
+    ep->pidfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ep->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ep->pidfd < 0 || ep->notify_fd < 0)
+        return base_fail_errno(errno, "eventfd for remote node %zu", index);
+    for (unsigned i = 0; i < MBX_RING; i++) {
+        strata_err err =
+            r->args[i] ? STRATA_OK : strata_args_create(&r->args[i]);
+
+        if (err)
+            return err;
+    }
+    return STRATA_OK;
+}
+
+/* ---- on the connection thread ---------------------------------------- */
+
+static void ring_doorbell(strata_worker *w)
+{
+    uint64_t one = 1;
+
+    if (write(w->doorbell_fd, &one, sizeof(one)) < 0)
+        LOG_DEBUG("doorbell: %s", strerror(errno));
+}
+
+/* The node is gone: before init it failed to start, after it is lost. */
+static void lose(struct remote_node *r, strata_err err, const char *why)
+{
+    uint64_t one = 1;
+
+    if (r->lost)
+        return;
+    r->lost = true;
+    snprintf(r->why, sizeof(r->why), "remote %s: %s", r->endpoint, why);
+    LOG_WARN("%s", r->why);
+    if (!r->ready) {
+        mbx_child_init_done(r->ep->mbx, err ? err : STRATA_EPEER, r->why);
+        ring_doorbell(r->w);
+        return;
+    }
+    __atomic_store_n(&r->ep->lost, r->why, __ATOMIC_RELEASE);
+    if (write(r->ep->pidfd, &one, sizeof(one)) < 0)
+        LOG_ERROR("cannot report the loss of %s", r->endpoint);
+}
+
+static void send_msg(struct remote_node *r, const struct wire_msg *m)
+{
+    struct wire_buf b;
+
+    wire_buf_init(&b);
+    if (wire_msg_pack(m, &b) != STRATA_OK ||
+        wire_conn_send(r->conn, b.data, b.len) != STRATA_OK)
+        lose(r, STRATA_EPEER, strata_errmsg());
+    wire_buf_fini(&b);
+}
+
+static void send_hello(struct remote_node *r)
+{
+    struct wire_msg m = {.type = WIRE_MSG_HELLO};
+    struct wire_hello *h = &m.u.hello;
+    char host[WIRE_NAME_MAX + 1] = "strata";
+    uint64_t now = base_now_ns();
+
+    if (gethostname(host, sizeof(host)) != 0)
+        snprintf(host, sizeof(host), "strata");
+    host[sizeof(host) - 1] = '\0';
+    h->proto_min = WIRE_PROTO_MIN;
+    h->proto_max = WIRE_PROTO_MAX;
+    h->capabilities = WIRE_CAP_DATA_CHUNKS;
+    h->node_name = host;
+    h->pid = (uint32_t)getpid();
+    h->platform = r->platform;
+    h->chip_ids = r->chip_ids;
+    h->num_chips = r->num_chips;
+    h->num_sub_workers = (uint32_t)r->num_subs;
+    h->comm_profile = r->comm_profile;
+    h->global_device_ranks = r->ranks;
+    /* What is left of the tree's one deadline, never a fresh budget. */
+    h->startup_budget_ms =
+        r->deadline > now ? (r->deadline - now) / 1000000 + 1 : 1;
+    send_msg(r, &m);
+}
+
+static bool sends_input(uint8_t tag)
+{
+    return tag != STRATA_OUT && tag != STRATA_OUT_EXISTING;
+}
+
+static void send_chunks(struct remote_node *r, uint64_t req,
+                        const strata_args *a, uint32_t i)
+{
+    const struct wire_tensor *t = &a->tensors[i];
+    strata_buffer *b = worker_buffer_find(r->w, t->creator, t->buffer_id);
+    struct wire_msg m = {.type = WIRE_MSG_DATA_CHUNK};
+    const uint8_t *p;
+    size_t off = 0;
+
+    if (!b) {
+        lose(r, STRATA_EPROTO, "a task names a buffer this worker lacks");
+        return;
+    }
+    p = (const uint8_t *)b->data + t->offset;
+    do {
+        size_t len =
+            t->nbytes - off < WIRE_CHUNK_MAX ? t->nbytes - off : WIRE_CHUNK_MAX;
+
+        memset(&m.u.data_chunk, 0, sizeof(m.u.data_chunk));
+        m.u.data_chunk.request_id = req;
+        m.u.data_chunk.tensor = i;
+        m.u.data_chunk.offset = off;
+        m.u.data_chunk.data = p + off;
+        m.u.data_chunk.len = len;
+        m.u.data_chunk.last = off + len == t->nbytes;
+        send_msg(r, &m);
+        off += len;
+    } while (off < t->nbytes);
+}
+
+static void send_task(struct remote_node *r, unsigned pos,
+                      const struct mbx_frame *f)
+{
+    struct wire_msg m = {.type = WIRE_MSG_TASK};
+    struct wire_task *t = &m.u.task;
+    strata_args *a = r->args[pos];
+    uint32_t ins[STRATA_MAX_TENSORS];
+    size_t nin = 0;
+
+    if (wire_args_decode(f->args, f->args_len, a) != STRATA_OK) {
+        lose(r, STRATA_EPROTO, strata_errmsg());
+        return;
+    }
+    for (uint32_t i = 0; i < a->num_tensors; i++)
+        if (sends_input(a->tensors[i].tag))
+            ins[nin++] = i;
+    t->request_id = r->req[pos];
+    t->run_id = f->run_id;
+    memcpy(t->digest, f->digest, sizeof(t->digest));
+    t->args = f->args;
+    t->args_len = f->args_len;
+    t->target = WIRE_TARGET_WORKER;
+    t->data_tensors = ins;
+    t->num_data_tensors = nin;
+    send_msg(r, &m);
+    for (size_t k = 0; k < nin && !r->lost; k++)
+        send_chunks(r, t->request_id, a, ins[k]);
+}
+
+static void send_control(struct remote_node *r, unsigned pos,
+                         const struct mbx_frame *f)
+{
+    struct wire_msg m = {.type = WIRE_MSG_CONTROL};
+    struct wire_control *c = &m.u.control;
+
+    c->request_id = r->req[pos];
+    if (f->op == MBX_CTL_UNMAP_BUFFER) {
+        c->op = WIRE_CTRL_BUFFER_RELEASE;
+        c->operands.present = WIRE_OPND_BIT(WIRE_OPND_BUFFER_ID);
+        c->operands.buffer_id = f->arg[0];
+    } else {
+        c->op = WIRE_CTRL_PING;
+    }
+    send_msg(r, &m);
+}
+
+static void on_notify(evutil_socket_t fd, short what, void *arg)
+{
+    struct remote_node *r = arg;
+    struct mbx *mb = r->ep->mbx;
+    uint64_t v;
+
+    (void)what;
+    if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        LOG_DEBUG("notify read: %s", strerror(errno));
+    while (!r->lost &&
+           r->sent != __atomic_load_n(&mb->h.head, __ATOMIC_ACQUIRE)) {
+        unsigned pos = r->sent % MBX_RING;
+        const struct mbx_frame *f = &mb->ring[pos];
+
+        r->req[pos] = ++r->next_req;
+        r->done[pos] = false;
+        if (f->kind == MBX_TASK)
+            send_task(r, pos, f);
+        else
+            send_control(r, pos, f);
+        r->sent++;
+    }
+}
+
+/* Frames complete in any order; the ring's tail advances in order. */
+static void complete(struct remote_node *r, uint64_t req, strata_err err,
+                     const char *msg)
+{
+    struct mbx *mb = r->ep->mbx;
+    uint32_t tail = mb->h.tail;
+    bool moved = false;
+
+    for (uint32_t k = tail; k != r->sent; k++) {
+        unsigned pos = k % MBX_RING;
+
+        if (r->req[pos] != req || r->done[pos])
+            continue;
+        mb->ring[pos].result = (int32_t)err;
+        snprintf(mb->ring[pos].msg, sizeof(mb->ring[pos].msg), "%s",
+                 msg ? msg : "");
+        r->done[pos] = true;
+        break;
+    }
+    while (tail != r->sent && r->done[tail % MBX_RING]) {
+        r->done[tail % MBX_RING] = false;
+        tail++;
+        moved = true;
+        if (mbx_child_complete(mb, r->w->shared))
+            ring_doorbell(r->w);
+    }
+    (void)moved;
+}
+
+static strata_args *args_of(struct remote_node *r, uint64_t req)
+{
+    for (uint32_t k = r->ep->mbx->h.tail; k != r->sent; k++)
+        if (r->req[k % MBX_RING] == req)
+            return r->args[k % MBX_RING];
+    return NULL;
+}
+
+/* Output bytes land straight in the parent's buffer. */
+static void on_chunk(struct remote_node *r, const struct wire_data_chunk *c)
+{
+    const strata_args *a = args_of(r, c->request_id);
+    const struct wire_tensor *t;
+    strata_buffer *b;
+
+    if (!a || c->tensor >= a->num_tensors) {
+        lose(r, STRATA_EPROTO, "data for an unknown request or tensor");
+        return;
+    }
+    t = &a->tensors[c->tensor];
+    b = worker_buffer_find(r->w, t->creator, t->buffer_id);
+    if (!b || c->offset > t->nbytes || c->len > t->nbytes - c->offset) {
+        lose(r, STRATA_EPROTO, "data outside its tensor");
+        return;
+    }
+    memcpy((uint8_t *)b->data + t->offset + c->offset, c->data, c->len);
+}
+
+static void on_reply(struct remote_node *r, const struct wire_hello_reply *h)
+{
+    if (h->error) {
+        char why[STRATA_ERRMSG_MAX];
+
+        snprintf(why, sizeof(why), "refused: %s", h->message);
+        lose(r, h->error, why);
+        return;
+    }
+    r->ready = true;
+    LOG_INFO("remote %s ready (session pid %u)", r->endpoint, h->pid);
+    mbx_child_init_done(r->ep->mbx, STRATA_OK, "");
+    ring_doorbell(r->w);
+}
+
+static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
+                   size_t len, void *arg)
+{
+    struct remote_node *r = arg;
+    struct wire_msg m;
+
+    (void)c;
+    if (wire_msg_unpack(type, body, len, &m) != STRATA_OK) {
+        lose(r, STRATA_EPROTO, strata_errmsg());
+        return;
+    }
+    if (!r->ready && type != WIRE_MSG_HELLO_REPLY && type != WIRE_MSG_GOODBYE)
+        lose(r, STRATA_EPROTO, "a message before HELLO_REPLY");
+    else if (type == WIRE_MSG_HELLO_REPLY)
+        on_reply(r, &m.u.hello_reply);
+    else if (type == WIRE_MSG_DATA_CHUNK)
+        on_chunk(r, &m.u.data_chunk);
+    else if (type == WIRE_MSG_COMPLETION)
+        complete(r, m.u.completion.request_id, m.u.completion.error,
+                 m.u.completion.message);
+    else if (type == WIRE_MSG_CONTROL_REPLY)
+        complete(r, m.u.control_reply.request_id, m.u.control_reply.error,
+                 m.u.control_reply.message);
+    else if (type == WIRE_MSG_GOODBYE)
+        lose(r, STRATA_EPEER,
+             m.u.goodbye.message[0] ? m.u.goodbye.message
+                                    : "the node said goodbye");
+    wire_msg_free(&m);
+}
+
+static void on_state(struct wire_conn *c, strata_err err, const char *why,
+                     void *arg)
+{
+    struct remote_node *r = arg;
+
+    (void)c;
+    if (err == STRATA_OK && strcmp(why, "connected") == 0) {
+        send_hello(r);
+        return;
+    }
+    if (err == STRATA_OK && r->closed)
+        return; /* our own orderly close */
+    lose(r, err ? err : STRATA_EPEER, why);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    strata_worker *w = arg;
+
+    (void)fd;
+    (void)what;
+    for (size_t i = 0; i < w->num_nodes; i++) {
+        struct remote_node *r = w->nodes[i].remote;
+        struct wire_msg m = {.type = WIRE_MSG_HEARTBEAT};
+
+        if (!r || r->lost || r->closed || !r->conn)
+            continue;
+        if (!r->ready && base_now_ns() > r->deadline) {
+            lose(r, STRATA_ETIMEDOUT,
+                 "no HELLO_REPLY within the start-up "
+                 "deadline");
+            continue;
+        }
+        if (wire_conn_idle_s(r->conn) > PEER_SILENT_S) {
+            lose(r, STRATA_EPEER, "silent for 10 s (no heartbeat)");
+            continue;
+        }
+        m.u.heartbeat.seq = ++r->hb_seq;
+        m.u.heartbeat.time_ns = base_now_ns();
+        send_msg(r, &m);
+    }
+}
+
+static strata_err connect_node(struct net *net, struct remote_node *r)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    struct wire_conn_cbs cbs = {on_msg, on_state, r};
+    strata_err err;
+    int rc;
+
+    rc = getaddrinfo(r->host, r->port, &hints, &res);
+    if (rc != 0)
+        return base_fail(STRATA_EPEER, "remote %s: cannot resolve %s: %s",
+                         r->endpoint, r->host, gai_strerror(rc));
+    err = wire_conn_connect(net->base, r->ctx, res->ai_addr,
+                            (int)res->ai_addrlen, r->endpoint, &cbs, &r->conn);
+    freeaddrinfo(res);
+    if (err)
+        return err;
+    r->notify_ev = event_new(net->base, r->ep->notify_fd, EV_READ | EV_PERSIST,
+                             on_notify, r);
+    if (!r->notify_ev || event_add(r->notify_ev, NULL) != 0)
+        return base_fail(STRATA_ENOMEM, "remote %s: cannot watch its ring",
+                         r->endpoint);
+    return STRATA_OK;
+}
+
+static void *net_main(void *arg)
+{
+    struct net *net = arg;
+
+    event_base_loop(net->base, EVLOOP_NO_EXIT_ON_EMPTY);
+    return NULL;
+}
+
+strata_err remote_start(strata_worker *w, uint64_t deadline)
+{
+    static const struct timeval tick = {HEARTBEAT_S, 0};
+    struct net *net;
+    strata_err err = STRATA_OK;
+    bool any = false;
+
+    for (size_t i = 0; i < w->num_nodes; i++)
+        any |= w->nodes[i].remote != NULL;
+    if (!any)
+        return STRATA_OK;
+    net = base_calloc(1, sizeof(*net));
+    if (!net)
+        return base_fail(STRATA_ENOMEM, "out of memory for connections");
+    w->net = net;
+    evthread_use_pthreads();
+    net->base = event_base_new();
+    net->timer =
+        net->base ? event_new(net->base, -1, EV_PERSIST, on_timer, w) : NULL;
+    if (!net->timer || event_add(net->timer, &tick) != 0)
+        return base_fail(STRATA_ENOMEM, "cannot create the event loop");
+    for (size_t i = 0; !err && i < w->num_nodes; i++) {
+        struct remote_node *r = w->nodes[i].remote;
+
+        if (!r)
+            continue;
+        r->deadline = deadline;
+        err = connect_node(net, r);
+    }
+    if (err)
+        return err;
+    if (pthread_create(&net->thread, NULL, net_main, net) != 0)
+        return base_fail(STRATA_ESYS, "cannot start the connection thread");
+    net->started = true;
+    return STRATA_OK;
+}
+
+/* On the loop: say GOODBYE everywhere, then leave once flushed. */
+static void close_all(evutil_socket_t fd, short what, void *arg)
+{
+    strata_worker *w = arg;
+
+    (void)fd;
+    (void)what;
+    for (size_t i = 0; i < w->num_nodes; i++) {
+        struct remote_node *r = w->nodes[i].remote;
+
+        if (r && r->conn && !r->lost && !r->closed) {
+            r->closed = true;
+            wire_conn_close(r->conn, STRATA_OK, "parent closing");
+        }
+    }
+    event_base_loopexit(w->net->base, &(struct timeval){0, 200000});
+}
+
+void remote_stop(strata_worker *w)
+{
+    struct net *net = w->net;
+
+    if (!net)
+        return;
+    if (net->started) {
+        event_base_once(net->base, -1, EV_TIMEOUT, close_all, w, NULL);
+        pthread_join(net->thread, NULL);
+    }
+    for (size_t i = 0; i < w->num_nodes; i++) {
+        struct remote_node *r = w->nodes[i].remote;
+
+        if (!r)
+            continue;
+        if (r->notify_ev)
+            event_free(r->notify_ev);
+        r->notify_ev = NULL;
+        wire_conn_free(r->conn);
+        r->conn = NULL;
+    }
+    if (net->timer)
+        event_free(net->timer);
+    if (net->base)
+        event_base_free(net->base);
+    base_free(net);
+    w->net = NULL;
+}

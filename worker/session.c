@@ -1,0 +1,547 @@
+/* The session process. Nothing is parsed before TLS has authenticated the
+ * peer; the first message must be HELLO, which sizes the L3 worker. Each
+ * TASK waits for its input bytes (DATA_CHUNK), then runs on its own thread
+ * as a run of the L3 worker; its output bytes and COMPLETION go back on
+ * the same connection, so several tasks are in flight at once and control
+ * messages never wait behind them. The parent's buffers live here as
+ * shadow buffers, kept across tasks. */
+#include "worker/session.h"
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "chip/registry.h"
+#include "wire/conn.h"
+#include "wire/msg.h"
+#include "worker_int.h"
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HELLO_TIMEOUT_S 10.0
+#define HEARTBEAT_S 1.0
+#define PEER_SILENT_S 10.0
+
+struct shadow {
+    uint64_t id;
+    strata_buffer *buf;
+};
+
+struct stask {
+    struct wire_task task;
+    strata_args *args; /* decoded tensors, for shapes and tags */
+    uint32_t waiting;  /* data tensors whose last chunk is missing */
+    struct session *s;
+    struct stask *next;
+};
+
+struct session {
+    struct event_base *base;
+    struct wire_conn *conn;
+    strata_worker *w;
+    bool hello_done;
+    uint32_t peer_pid;
+    pthread_mutex_t mu; /* shadows, tasks, running */
+    pthread_cond_t idle;
+    struct shadow *shadows;
+    size_t num_shadows;
+    size_t cap_shadows;
+    struct stask *waiting; /* tasks still receiving input */
+    uint32_t running;
+    struct event *timer;
+    uint64_t hb_seq;
+    double started;
+    int status;
+};
+
+static void send_msg(struct session *s, const struct wire_msg *m)
+{
+    struct wire_buf b;
+
+    wire_buf_init(&b);
+    if (wire_msg_pack(m, &b) != STRATA_OK ||
+        wire_conn_send(s->conn, b.data, b.len) != STRATA_OK)
+        LOG_WARN("cannot send %s: %s", wire_msg_name(m->type), strata_errmsg());
+    wire_buf_fini(&b);
+}
+
+static void stop(struct session *s, int status, const char *why)
+{
+    LOG_INFO("session ends: %s", why);
+    s->status = status;
+    event_base_loopexit(s->base, NULL);
+}
+
+/* ---- shadows ------------------------------------------------------- */
+
+static strata_buffer *shadow_get(struct session *s, uint64_t id, size_t size,
+                                 strata_err *err)
+{
+    strata_buffer *b = NULL;
+
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->num_shadows && !b; i++)
+        if (s->shadows[i].id == id)
+            b = s->shadows[i].buf;
+    if (b && strata_buffer_size(b) != size) {
+        *err = base_fail(STRATA_EPROTO, "buffer %llu changed size",
+                         (unsigned long long)id);
+        b = NULL;
+    } else if (!b) {
+        if (s->num_shadows == s->cap_shadows) {
+            size_t cap = s->cap_shadows ? 2 * s->cap_shadows : 8;
+            void *p = base_realloc(s->shadows, cap * sizeof(*s->shadows));
+
+            if (!p) {
+                *err = base_fail(STRATA_ENOMEM, "out of memory");
+                goto out;
+            }
+            s->shadows = p;
+            s->cap_shadows = cap;
+        }
+        *err = strata_worker_create_buffer(s->w, size, &b);
+        if (!*err) {
+            s->shadows[s->num_shadows].id = id;
+            s->shadows[s->num_shadows].buf = b;
+            s->num_shadows++;
+        }
+    }
+out:
+    pthread_mutex_unlock(&s->mu);
+    return b;
+}
+
+static strata_err shadow_release(struct session *s, uint64_t id)
+{
+    strata_err err = STRATA_OK;
+
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->num_shadows; i++) {
+        if (s->shadows[i].id == id) {
+            err = strata_buffer_release(s->shadows[i].buf);
+            if (!err)
+                s->shadows[i] = s->shadows[--s->num_shadows];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+/* ---- tasks ---------------------------------------------------------- */
+
+static bool tag_returns(uint8_t tag)
+{
+    return tag != STRATA_IN;
+}
+
+static void send_outputs(struct session *s, struct stask *t)
+{
+    const strata_args *a = t->args;
+    struct wire_msg m = {.type = WIRE_MSG_DATA_CHUNK};
+
+    for (uint32_t i = 0; i < a->num_tensors; i++) {
+        const uint8_t *p = strata_args_tensor_data(a, i);
+        size_t n = strata_args_tensor_nbytes(a, i);
+        size_t off = 0;
+
+        if (!tag_returns(a->tensors[i].tag))
+            continue;
+        do {
+            size_t len = n - off < WIRE_CHUNK_MAX ? n - off : WIRE_CHUNK_MAX;
+
+            memset(&m.u.data_chunk, 0, sizeof(m.u.data_chunk));
+            m.u.data_chunk.request_id = t->task.request_id;
+            m.u.data_chunk.tensor = i;
+            m.u.data_chunk.offset = off;
+            m.u.data_chunk.data = p + off;
+            m.u.data_chunk.len = len;
+            m.u.data_chunk.last = off + len == n;
+            send_msg(s, &m);
+            off += len;
+        } while (off < n);
+    }
+}
+
+static void *task_thread(void *arg)
+{
+    struct stask *t = arg;
+    struct session *s = t->s;
+    const struct chip_callable *c = chip_registry_find(t->task.digest);
+    struct wire_msg m = {.type = WIRE_MSG_COMPLETION};
+    uint32_t outs[STRATA_MAX_TENSORS];
+    size_t nout = 0;
+    strata_orch_fn fn;
+    strata_err err;
+
+    if (!c || c->kind != STRATA_CALLABLE_ORCH) {
+        char hex[65];
+        strata_callable tmp = {0};
+
+        memcpy(tmp.digest, t->task.digest, 32);
+        err = base_fail(STRATA_ENOENT,
+                        "node has no orch callable with digest %s (modules "
+                        "are loaded with strata-node --module)",
+                        strata_callable_digest_hex(tmp, hex));
+    } else {
+        memcpy(&fn, &c->fn, sizeof(fn));
+        err = strata_worker_run(s->w, fn, t->args, NULL);
+    }
+    if (!err) {
+        send_outputs(s, t);
+        for (uint32_t i = 0; i < t->args->num_tensors; i++)
+            if (tag_returns(t->args->tensors[i].tag))
+                outs[nout++] = i;
+    }
+    m.u.completion.request_id = t->task.request_id;
+    m.u.completion.error = err;
+    m.u.completion.message = err ? strata_errmsg() : "";
+    m.u.completion.data_tensors = outs;
+    m.u.completion.num_data_tensors = nout;
+    send_msg(s, &m);
+    wire_task_free(&t->task);
+    strata_args_destroy(t->args);
+    base_free(t);
+    pthread_mutex_lock(&s->mu);
+    if (--s->running == 0)
+        pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void start_task(struct session *s, struct stask *t)
+{
+    pthread_attr_t attr;
+    pthread_t th;
+
+    pthread_mutex_lock(&s->mu);
+    s->running++;
+    pthread_mutex_unlock(&s->mu);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &attr, task_thread, t) != 0) {
+        LOG_ERROR("cannot start a task thread");
+        stop(s, 1, "out of threads");
+    }
+    pthread_attr_destroy(&attr);
+}
+
+/* Maps the task's tensors onto shadow buffers. */
+static strata_err bind_args(struct session *s, struct stask *t)
+{
+    strata_args *wa;
+    strata_err err = strata_args_create(&wa);
+
+    if (!err)
+        err = strata_args_create(&t->args);
+    if (!err)
+        err = wire_args_decode(t->task.args, t->task.args_len, wa);
+    for (uint32_t i = 0; !err && i < wa->num_tensors; i++) {
+        const struct wire_tensor *x = &wa->tensors[i];
+        size_t shape[STRATA_MAX_DIMS];
+        strata_buffer *b = shadow_get(s, x->buffer_id, x->buffer_size, &err);
+
+        for (unsigned d = 0; d < x->ndims; d++)
+            shape[d] = (size_t)x->shape[d];
+        if (b)
+            err = strata_args_add_tensor(t->args, b, x->offset,
+                                         (strata_dtype)x->dtype, x->ndims,
+                                         shape, (strata_tag)x->tag);
+    }
+    for (uint32_t i = 0; !err && i < wa->num_scalars; i++)
+        err = strata_args_add_scalar(t->args, wa->scalars[i]);
+    strata_args_destroy(wa);
+    return err;
+}
+
+static void fail_request(struct session *s, uint64_t id, strata_err err,
+                         const char *msg)
+{
+    struct wire_msg m = {.type = WIRE_MSG_COMPLETION};
+
+    m.u.completion.request_id = id;
+    m.u.completion.error = err;
+    m.u.completion.message = msg;
+    send_msg(s, &m);
+}
+
+static void on_task(struct session *s, struct wire_msg *m)
+{
+    struct stask *t = base_calloc(1, sizeof(*t));
+    strata_err err;
+
+    if (!t) {
+        fail_request(s, m->u.task.request_id, STRATA_ENOMEM, "out of memory");
+        wire_msg_free(m);
+        return;
+    }
+    t->task = m->u.task; /* takes the decoded memory */
+    t->s = s;
+    t->waiting = (uint32_t)t->task.num_data_tensors;
+    err = bind_args(s, t);
+    if (err) {
+        fail_request(s, t->task.request_id, err, strata_errmsg());
+        wire_task_free(&t->task);
+        strata_args_destroy(t->args);
+        base_free(t);
+        return;
+    }
+    if (t->waiting == 0) {
+        start_task(s, t);
+        return;
+    }
+    t->next = s->waiting;
+    s->waiting = t;
+}
+
+static void on_chunk(struct session *s, const struct wire_data_chunk *c)
+{
+    struct stask **pp = &s->waiting;
+    struct stask *t;
+    uint8_t *dst;
+    size_t n;
+
+    while (*pp && (*pp)->task.request_id != c->request_id)
+        pp = &(*pp)->next;
+    t = *pp;
+    if (!t || c->tensor >= t->args->num_tensors) {
+        stop(s, 1, "data chunk for an unknown request or tensor");
+        return;
+    }
+    dst = strata_args_tensor_data(t->args, c->tensor);
+    n = strata_args_tensor_nbytes(t->args, c->tensor);
+    if (c->offset > n || c->len > n - c->offset) {
+        stop(s, 1, "data chunk outside its tensor");
+        return;
+    }
+    memcpy(dst + c->offset, c->data, c->len);
+    if (c->last && --t->waiting == 0) {
+        *pp = t->next;
+        start_task(s, t);
+    }
+}
+
+static void on_control(struct session *s, const struct wire_control *c)
+{
+    struct wire_msg m = {.type = WIRE_MSG_CONTROL_REPLY};
+    strata_err err = STRATA_OK;
+
+    switch (c->op) {
+    case WIRE_CTRL_PING:
+        break;
+    case WIRE_CTRL_BUFFER_RELEASE:
+        err = shadow_release(s, c->operands.buffer_id);
+        break;
+    default:
+        err = base_fail(STRATA_ENOTSUP, "control op %s is not supported",
+                        wire_ctrl_op_name(c->op));
+    }
+    m.u.control_reply.request_id = c->request_id;
+    m.u.control_reply.op = c->op;
+    m.u.control_reply.error = err;
+    m.u.control_reply.message = err ? strata_errmsg() : "";
+    send_msg(s, &m);
+}
+
+/* ---- HELLO ---------------------------------------------------------- */
+
+static strata_err start_worker(struct session *s, const struct wire_hello *h)
+{
+    strata_worker_config cfg;
+    int *ids = base_calloc(h->num_chips ? h->num_chips : 1, sizeof(int));
+    strata_err err;
+
+    if (!ids)
+        return base_fail(STRATA_ENOMEM, "out of memory");
+    for (size_t i = 0; i < h->num_chips; i++)
+        ids[i] = (int)h->chip_ids[i];
+    strata_worker_config_init(&cfg, 3);
+    cfg.platform = h->platform;
+    cfg.comm_profile = h->comm_profile;
+    cfg.chip_ids = ids;
+    cfg.num_chips = h->num_chips;
+    cfg.num_sub_workers = h->num_sub_workers;
+    /* The tree's remaining start-up budget, not a fresh one. */
+    if (h->startup_budget_ms)
+        cfg.startup_timeout_s = (double)h->startup_budget_ms / 1e3;
+    err = strata_worker_create(&cfg, &s->w);
+    base_free(ids);
+    if (!err) {
+        err = strata_worker_init(s->w);
+        if (err) {
+            char msg[STRATA_ERRMSG_MAX];
+
+            snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+            if (strata_worker_destroy(s->w) != STRATA_OK)
+                LOG_WARN("destroy after a failed init: %s", strata_errmsg());
+            s->w = NULL;
+            err = base_fail(err, "%s", msg);
+        }
+    }
+    return err;
+}
+
+static void on_hello(struct session *s, const struct wire_hello *h)
+{
+    struct wire_msg m = {.type = WIRE_MSG_HELLO_REPLY};
+    struct wire_hello_reply *r = &m.u.hello_reply;
+    char host[WIRE_NAME_MAX + 1];
+    uint16_t version = 0;
+    strata_err err;
+
+    err = wire_proto_choose(WIRE_PROTO_MIN, WIRE_PROTO_MAX, h->proto_min,
+                            h->proto_max, &version);
+    if (!err)
+        err = start_worker(s, h);
+    if (gethostname(host, sizeof(host)) != 0)
+        snprintf(host, sizeof(host), "strata-node");
+    host[sizeof(host) - 1] = '\0';
+    r->version = err ? 0 : version;
+    r->error = err;
+    r->message = err ? strata_errmsg() : "";
+    r->capabilities = err ? 0 : h->capabilities & WIRE_CAP_DATA_CHUNKS;
+    r->node_name = host;
+    r->pid = (uint32_t)getpid();
+    send_msg(s, &m);
+    if (err) {
+        LOG_WARN("refused HELLO: %s", strata_errmsg());
+        wire_conn_close(s->conn, (uint32_t)err, "HELLO refused");
+        return;
+    }
+    s->hello_done = true;
+    s->peer_pid = h->pid;
+    LOG_INFO("session for %s (pid %u): %zu chips, %u sub workers", h->node_name,
+             h->pid, h->num_chips, h->num_sub_workers);
+}
+
+/* ---- the connection ------------------------------------------------- */
+
+static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
+                   size_t len, void *arg)
+{
+    struct session *s = arg;
+    struct wire_msg m;
+
+    (void)c;
+    if (wire_msg_unpack(type, body, len, &m) != STRATA_OK) {
+        LOG_WARN("dropping the session: %s", strata_errmsg());
+        stop(s, 1, "malformed message");
+        return;
+    }
+    if (!s->hello_done && type != WIRE_MSG_HELLO) {
+        stop(s, 1, "a message before HELLO");
+    } else if (type == WIRE_MSG_HELLO) {
+        if (s->hello_done)
+            stop(s, 1, "a second HELLO");
+        else
+            on_hello(s, &m.u.hello);
+    } else if (type == WIRE_MSG_TASK) {
+        on_task(s, &m); /* takes the message's memory */
+        return;
+    } else if (type == WIRE_MSG_DATA_CHUNK) {
+        on_chunk(s, &m.u.data_chunk);
+    } else if (type == WIRE_MSG_CONTROL) {
+        on_control(s, &m.u.control);
+    } else if (type == WIRE_MSG_GOODBYE) {
+        stop(s, 0, "the parent said goodbye");
+    } else if (type != WIRE_MSG_HEARTBEAT) {
+        stop(s, 1, "an unexpected message type");
+    }
+    wire_msg_free(&m);
+}
+
+static void on_state(struct wire_conn *c, strata_err err, const char *why,
+                     void *arg)
+{
+    struct session *s = arg;
+
+    (void)c;
+    if (err != STRATA_OK || strcmp(why, "connected") != 0)
+        stop(s, err ? 1 : 0, why);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct session *s = arg;
+    struct wire_msg m = {.type = WIRE_MSG_HEARTBEAT};
+
+    (void)fd;
+    (void)what;
+    if (!s->hello_done && wire_conn_idle_s(s->conn) > HELLO_TIMEOUT_S) {
+        stop(s, 1, "no HELLO in time");
+        return;
+    }
+    if (wire_conn_idle_s(s->conn) > PEER_SILENT_S) {
+        stop(s, 1, "the parent went silent");
+        return;
+    }
+    if (!s->hello_done)
+        return;
+    m.u.heartbeat.seq = ++s->hb_seq;
+    m.u.heartbeat.time_ns = 0;
+    send_msg(s, &m);
+}
+
+static void on_sigterm(evutil_socket_t fd, short what, void *arg)
+{
+    struct session *s = arg;
+
+    (void)fd;
+    (void)what;
+    wire_conn_close(s->conn, STRATA_OK, "strata-node is shutting down");
+    stop(s, 0, "SIGTERM");
+}
+
+static void finish(struct session *s)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->running > 0)
+        pthread_cond_wait(&s->idle, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    while (s->waiting) {
+        struct stask *t = s->waiting;
+
+        s->waiting = t->next;
+        wire_task_free(&t->task);
+        strata_args_destroy(t->args);
+        base_free(t);
+    }
+    if (s->w && strata_worker_destroy(s->w) != STRATA_OK)
+        LOG_WARN("worker teardown: %s", strata_errmsg());
+    base_free(s->shadows);
+}
+
+int worker_session_main(int fd, SSL_CTX *ctx, const char *peer)
+{
+    static const struct timeval tick = {1, 0};
+    struct session s;
+    struct wire_conn_cbs cbs = {on_msg, on_state, &s};
+    struct event *sig = NULL;
+
+    memset(&s, 0, sizeof(s));
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.idle, NULL);
+    base_log_set_role("session");
+    evthread_use_pthreads();
+    s.base = event_base_new();
+    if (!s.base ||
+        wire_conn_accept(s.base, ctx, fd, peer, &cbs, &s.conn) != STRATA_OK)
+        return 1;
+    s.timer = event_new(s.base, -1, EV_PERSIST, on_timer, &s);
+    sig = evsignal_new(s.base, SIGTERM, on_sigterm, &s);
+    if (!s.timer || !sig || event_add(s.timer, &tick) != 0 ||
+        event_add(sig, NULL) != 0)
+        return 1;
+    s.status = 1;
+    event_base_dispatch(s.base);
+    finish(&s);
+    event_free(s.timer);
+    event_free(sig);
+    wire_conn_free(s.conn);
+    event_base_free(s.base);
+    return s.status;
+}
