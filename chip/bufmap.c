@@ -56,8 +56,8 @@ static strata_err map_new(struct bufmap *m, pid_t creator, uint64_t id,
     return STRATA_OK;
 }
 
-strata_err bufmap_get(struct bufmap *m, pid_t creator, uint64_t id,
-                      size_t size, void **base_out)
+strata_err bufmap_get(struct bufmap *m, pid_t creator, uint64_t id, size_t size,
+                      void **base_out)
 {
     for (size_t i = 0; i < m->count; i++) {
         if (m->entries[i].id == id && m->entries[i].creator == creator) {

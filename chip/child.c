@@ -41,8 +41,8 @@ strata_err chip_resolve_args(strata_chip *chip, const struct mbx_frame *f)
         const struct wire_tensor *t = &chip->args.tensors[i];
         void *base;
 
-        err = bufmap_get(&chip->map, t->creator, t->buffer_id,
-                         t->buffer_size, &base);
+        err = bufmap_get(&chip->map, t->creator, t->buffer_id, t->buffer_size,
+                         &base);
         if (err)
             return err;
         chip->args.data[i] = (char *)base + t->offset;
