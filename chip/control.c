@@ -90,6 +90,33 @@ static strata_err copy(strata_chip *chip, struct mbx_frame *f, bool to)
     return STRATA_OK;
 }
 
+/* Staged bytes into a window, or window bytes back into staging. */
+static strata_err staged_copy(strata_chip *chip, struct mbx_frame *f,
+                              bool write)
+{
+    const struct chip_backend_ops *ops = chip->cfg->ops;
+    size_t size = 0;
+    char *win;
+    strata_err err = need(chip, ops->window_local != NULL, "windows");
+
+    if (err)
+        return err;
+    win = ops->window_local(chip->state, f->arg[0], &size);
+    if (!win)
+        return base_fail(STRATA_ENOENT, "chip %d has no window %llu",
+                         chip->cfg->id, (unsigned long long)f->arg[0]);
+    if (f->arg[1] > size || f->arg[2] > size - f->arg[1] ||
+        f->arg[2] > MBX_STAGING_SIZE || (write && f->staged_len != f->arg[2]))
+        return base_fail(STRATA_EPROTO, "window copy out of range");
+    if (write) {
+        memcpy(win + f->arg[1], chip->cfg->mbx->staging, f->arg[2]);
+    } else {
+        memcpy(chip->cfg->mbx->staging, win + f->arg[1], f->arg[2]);
+        f->staged_len = f->arg[2];
+    }
+    return STRATA_OK;
+}
+
 strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)
 {
     const struct chip_backend_ops *ops = chip->cfg->ops;
@@ -120,6 +147,10 @@ strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)
         return copy(chip, f, true);
     case MBX_CTL_COPY_FROM_WINDOW:
         return copy(chip, f, false);
+    case MBX_CTL_WINDOW_WRITE:
+        return staged_copy(chip, f, true);
+    case MBX_CTL_WINDOW_READ:
+        return staged_copy(chip, f, false);
     }
     return base_fail(STRATA_EPROTO, "unknown control op %u", f->op);
 }

@@ -136,6 +136,14 @@ static bool harvest_one(struct orch_sched *s, struct orch_endpoint *ep)
                 memcpy(t->ctl->reply, f->args, f->args_len);
                 t->ctl->reply_len = f->args_len;
             }
+            /* Frames using the staging area are alone in the ring, so it
+             * holds this frame's reply. */
+            t->ctl->staged_reply_len = 0;
+            if (t->ctl->staged_reply && !err &&
+                f->staged_len <= t->ctl->staged_reply_cap) {
+                memcpy(t->ctl->staged_reply, ep->mbx->staging, f->staged_len);
+                t->ctl->staged_reply_len = (uint32_t)f->staged_len;
+            }
         }
         if (f->slot != t->slot || f->gen != t->gen) {
             LOG_ERROR("%s %d returned frame (slot %u gen %u), expected "

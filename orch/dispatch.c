@@ -188,7 +188,8 @@ static void dispatch_directed(struct orch_sched *s)
                (ep->dead || in_flight(ep) < MBX_RING)) {
             const struct orch_task *head = s->slots[ep->fifo_head];
 
-            if (!ep->dead && head->ctl && head->ctl->staged_len &&
+            if (!ep->dead && head->ctl &&
+                (head->ctl->staged_len || head->ctl->staged_reply) &&
                 in_flight(ep) > 0)
                 break;
             post(s, ep, orch_queue_pop(s, &ep->fifo_head, &ep->fifo_tail));

@@ -60,7 +60,30 @@ static strata_err run_orch(strata_worker *w, const struct mbx_frame *f)
     return strata_worker_run(w, fn, &node_args, NULL);
 }
 
-static strata_err control(strata_worker *w, const struct mbx_frame *f)
+static struct mbx *node_mbx; /* this node's mailbox from its parent */
+
+/* A domain command in the staging area; its reply goes back there. */
+static strata_err node_cmd(strata_worker *w, struct mbx_frame *f)
+{
+    struct wire_buf reply;
+    strata_err err;
+
+    if (f->staged_len > MBX_STAGING_SIZE)
+        return base_fail(STRATA_EPROTO, "node command of %llu bytes",
+                         (unsigned long long)f->staged_len);
+    wire_buf_init(&reply);
+    err = gnode_handle(w, node_mbx->staging, f->staged_len, &reply);
+    if (!err && reply.len > MBX_STAGING_SIZE)
+        err = base_fail(STRATA_EPROTO, "node reply too large");
+    if (!err) {
+        memcpy(node_mbx->staging, reply.data, reply.len);
+        f->staged_len = reply.len;
+    }
+    wire_buf_fini(&reply);
+    return err;
+}
+
+static strata_err control(strata_worker *w, struct mbx_frame *f)
 {
     strata_buffer *b;
 
@@ -70,6 +93,18 @@ static strata_err control(strata_worker *w, const struct mbx_frame *f)
     case MBX_CTL_UNMAP_BUFFER:
         b = worker_buffer_find(w, (int)f->arg[1], f->arg[0]);
         return b ? strata_buffer_release(b) : STRATA_OK;
+    case MBX_CTL_NODE_CMD:
+        return node_cmd(w, f);
+    case MBX_CTL_WINDOW_WRITE:
+    case MBX_CTL_WINDOW_READ:
+        if (f->arg[2] > MBX_STAGING_SIZE ||
+            (f->op == MBX_CTL_WINDOW_WRITE && f->staged_len != f->arg[2]))
+            return base_fail(STRATA_EPROTO, "window copy of %llu bytes",
+                             (unsigned long long)f->arg[2]);
+        f->staged_len = f->op == MBX_CTL_WINDOW_READ ? f->arg[2] : 0;
+        return gnode_window_copy(w, f->arg[0], (uint32_t)f->arg[3], f->arg[1],
+                                 node_mbx->staging, f->arg[2],
+                                 f->op == MBX_CTL_WINDOW_WRITE);
     }
     return base_fail(STRATA_ENOTSUP, "a node does not handle control op %u",
                      f->op);
@@ -112,6 +147,8 @@ _Noreturn void worker_node_main(strata_worker *parent, size_t index,
 {
     strata_worker *w = parent->nodes[index].local;
     struct mbx *m = parent->eps[index].mbx;
+
+    node_mbx = m;
     struct mbx_shared *shared = parent->shared;
     int doorbell = parent->doorbell_fd;
     strata_err err;

@@ -336,6 +336,14 @@ static void send_control(struct remote_node *r, unsigned pos,
     struct wire_msg m = {.type = WIRE_MSG_CONTROL};
     struct wire_control *c = &m.u.control;
 
+    if (f->op == MBX_CTL_NODE_CMD) {
+        /* A packed command: it goes as it is, under its own request id. */
+        r->req[pos] = f->arg[1];
+        if (f->staged_len > MBX_STAGING_SIZE ||
+            wire_conn_send(r->conn, r->ep->mbx->staging, f->staged_len))
+            lose(r, STRATA_EPEER, "cannot send a domain command");
+        return;
+    }
     c->request_id = r->req[pos];
     if (f->op == MBX_CTL_UNMAP_BUFFER) {
         c->op = WIRE_CTRL_BUFFER_RELEASE;
@@ -443,6 +451,31 @@ static void on_reply(struct remote_node *r, const struct wire_hello_reply *h)
     ring_doorbell(r->w);
 }
 
+/* A node command's reply, packed again into the ring's staging area where
+ * the scheduler expects it. */
+static bool stage_reply(struct remote_node *r, uint64_t req, unsigned type,
+                        const uint8_t *body, size_t len)
+{
+    struct mbx *mb = r->ep->mbx;
+    struct wire_frame_header h = {WIRE_FRAME_VERSION, (uint8_t)type, 0,
+                                  (uint32_t)len};
+
+    for (uint32_t k = mb->h.tail; k != r->sent; k++) {
+        struct mbx_frame *f = &mb->ring[k % MBX_RING];
+
+        if (r->req[k % MBX_RING] != req || f->kind != MBX_CONTROL ||
+            f->op != MBX_CTL_NODE_CMD)
+            continue;
+        if (len + WIRE_FRAME_HEADER_SIZE > MBX_STAGING_SIZE)
+            return false;
+        wire_frame_header_pack(&h, mb->staging);
+        memcpy(mb->staging + WIRE_FRAME_HEADER_SIZE, body, len);
+        f->staged_len = WIRE_FRAME_HEADER_SIZE + len;
+        return true;
+    }
+    return false;
+}
+
 static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
                    size_t len, void *arg)
 {
@@ -463,10 +496,20 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
     else if (type == WIRE_MSG_COMPLETION)
         complete(r, m.u.completion.request_id, m.u.completion.error,
                  m.u.completion.message);
-    else if (type == WIRE_MSG_CONTROL_REPLY)
-        complete(r, m.u.control_reply.request_id, m.u.control_reply.error,
-                 m.u.control_reply.message);
-    else if (type == WIRE_MSG_GOODBYE)
+    else if (type == WIRE_MSG_CONTROL_REPLY) {
+        /* A staged COMM_INIT reply carries its outcome itself. */
+        if (stage_reply(r, m.u.control_reply.request_id, type, body, len))
+            complete(r, m.u.control_reply.request_id, STRATA_OK, "");
+        else
+            complete(r, m.u.control_reply.request_id, m.u.control_reply.error,
+                     m.u.control_reply.message);
+    } else if (type == WIRE_MSG_DOMAIN_REPLY) {
+        /* The reply carries the outcome; the frame itself succeeded. */
+        if (!stage_reply(r, m.u.domain_reply.request_id, type, body, len))
+            lose(r, STRATA_EPROTO, "a domain reply nobody asked for");
+        else
+            complete(r, m.u.domain_reply.request_id, STRATA_OK, "");
+    } else if (type == WIRE_MSG_GOODBYE)
         lose(r, STRATA_EPEER,
              m.u.goodbye.message[0] ? m.u.goodbye.message
                                     : "the node said goodbye");

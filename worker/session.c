@@ -225,6 +225,12 @@ static void start_task(struct session *s, struct stask *t)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&th, &attr, task_thread, t) != 0) {
         LOG_ERROR("cannot start a task thread");
+        pthread_mutex_lock(&s->mu);
+        s->running--;
+        pthread_mutex_unlock(&s->mu);
+        wire_task_free(&t->task);
+        strata_args_destroy(t->args);
+        base_free(t);
         stop(s, 1, "out of threads");
     }
     pthread_attr_destroy(&attr);
@@ -347,6 +353,66 @@ static void on_control(struct session *s, const struct wire_control *c)
     send_msg(s, &m);
 }
 
+/* ---- global domain commands ------------------------------------------ */
+
+struct scmd {
+    struct session *s;
+    size_t len;
+    uint8_t frame[]; /* header + body */
+};
+
+/* Drives the chips, which waits: off the loop, like a task. */
+static void *cmd_thread(void *arg)
+{
+    struct scmd *c = arg;
+    struct session *s = c->s;
+    struct wire_buf reply;
+
+    wire_buf_init(&reply);
+    if (gnode_handle(s->w, c->frame, c->len, &reply) != STRATA_OK ||
+        wire_conn_send(s->conn, reply.data, reply.len) != STRATA_OK)
+        LOG_WARN("domain command: %s", strata_errmsg());
+    wire_buf_fini(&reply);
+    base_free(c);
+    pthread_mutex_lock(&s->mu);
+    if (--s->running == 0)
+        pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void on_domain(struct session *s, unsigned type, const uint8_t *body,
+                      size_t len)
+{
+    struct scmd *c = base_malloc(sizeof(*c) + WIRE_FRAME_HEADER_SIZE + len);
+    struct wire_frame_header h = {WIRE_FRAME_VERSION, (uint8_t)type, 0,
+                                  (uint32_t)len};
+    pthread_attr_t attr;
+    pthread_t th;
+
+    if (!c) {
+        stop(s, 1, "out of memory");
+        return;
+    }
+    c->s = s;
+    c->len = WIRE_FRAME_HEADER_SIZE + len;
+    wire_frame_header_pack(&h, c->frame);
+    memcpy(c->frame + WIRE_FRAME_HEADER_SIZE, body, len);
+    pthread_mutex_lock(&s->mu);
+    s->running++;
+    pthread_mutex_unlock(&s->mu);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &attr, cmd_thread, c) != 0) {
+        base_free(c);
+        pthread_mutex_lock(&s->mu);
+        s->running--;
+        pthread_mutex_unlock(&s->mu);
+        stop(s, 1, "out of threads");
+    }
+    pthread_attr_destroy(&attr);
+}
+
 /* ---- HELLO ---------------------------------------------------------- */
 
 static strata_err start_worker(struct session *s, const struct wire_hello *h)
@@ -446,6 +512,8 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
         on_chunk(s, &m.u.data_chunk);
     } else if (type == WIRE_MSG_CONTROL) {
         on_control(s, &m.u.control);
+    } else if (type == WIRE_MSG_DOMAIN_CMD || type == WIRE_MSG_COMM_INIT) {
+        on_domain(s, type, body, len);
     } else if (type == WIRE_MSG_GOODBYE) {
         stop(s, 0, "the parent said goodbye");
     } else if (type != WIRE_MSG_HEARTBEAT) {

@@ -106,6 +106,8 @@ strata_err strata_worker_create(const strata_worker_config *cfg,
     w->ops = chip_backend_find(platform);
     w->doorbell_fd = -1;
     pthread_mutex_init(&w->buf_mu, NULL);
+    pthread_mutex_init(&w->gv_mu, NULL);
+    w->node_id = -1;
     *out = w;
     return STRATA_OK;
 }
@@ -177,6 +179,10 @@ static strata_err check_ready(const strata_worker *w, bool have_fn)
     if (w->state != WORKER_READY)
         return base_fail(STRATA_ESTATE, "worker is not initialized (call "
                                         "strata_worker_init)");
+    if (w->poisoned)
+        return base_fail(STRATA_ESTATE,
+                         "worker is poisoned: a global domain's ABORT "
+                         "failed; destroy it");
     return STRATA_OK;
 }
 
@@ -214,7 +220,10 @@ void worker_free(strata_worker *w)
         remote_node_free(w->nodes[i].remote);
     }
     base_free(w->nodes);
+    gnode_free_all(w);
+    gdomain_free_all(w);
     worker_buffers_free_all(w);
+    pthread_mutex_destroy(&w->gv_mu);
     pthread_mutex_destroy(&w->buf_mu);
     base_free(w->chip_ids);
     base_free(w);

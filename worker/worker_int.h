@@ -4,6 +4,7 @@
 
 #include "orch/orch.h"
 #include "wire/chip_backend.h"
+#include "wire/frame.h"
 
 #include <pthread.h>
 
@@ -18,6 +19,7 @@ struct net;
 struct worker_node {
     strata_worker *local;       /* forked at init */
     struct remote_node *remote; /* or connected at init */
+    bool comm_inited;           /* COMM_INIT answered (global domains) */
 };
 
 struct strata_worker {
@@ -43,6 +45,13 @@ struct strata_worker {
     size_t cap_nodes;
     bool owned;      /* added to a parent, which destroys it */
     struct net *net; /* the connection thread of remote nodes */
+    /* global domains, node side: views by domain id (gv_mu) */
+    pthread_mutex_t gv_mu;
+    struct strata_global_view *gviews;
+    int node_id; /* this node's id in its L4, from COMM_INIT; -1 before */
+    /* global domains, L4 side */
+    struct strata_global_domain *gdomains;
+    bool poisoned; /* a failed ABORT: runs are refused */
     /* buffers */
     pthread_mutex_t buf_mu;
     strata_buffer **bufs;
@@ -65,6 +74,20 @@ _Noreturn void worker_node_main(strata_worker *parent, size_t index,
 void worker_free(strata_worker *w);
 /* Grows w->nodes by one slot; *slot_out is zeroed. */
 strata_err worker_node_slot(strata_worker *w, struct worker_node **slot_out);
+
+/* gnode.c: a node's side of the global domain transaction. Decodes one
+ * packed DOMAIN_CMD or COMM_INIT frame and packs the reply (errors
+ * included) into reply; fails only when no reply can be built. */
+strata_err gnode_handle(strata_worker *w, const void *frame, size_t len,
+                        struct wire_buf *reply);
+/* Frees every view (at worker destroy). */
+void gnode_free_all(strata_worker *w);
+/* A window copy on behalf of the L4 (staged data, at most 1 MiB). */
+strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
+                             uint32_t rank, uint64_t offset, void *data,
+                             size_t n, bool write);
+/* gdomain.c: the L4 side; frees every domain at destroy. */
+void gdomain_free_all(strata_worker *w);
 
 /* remote.c: remote nodes of an L4. */
 void remote_node_free(struct remote_node *r);

@@ -96,6 +96,101 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_orch_copy_from(
     strata_orch *o, const strata_domain *d, int chip, const char *buffer,
     size_t offset, strata_buffer *dst, size_t dst_offset, size_t nbytes);
 
+/* ------------------------------------------------------------------ */
+/* Global domains: windows across the nodes of an L4 (or above)        */
+/* ------------------------------------------------------------------ */
+
+typedef struct strata_global_domain strata_global_domain;
+typedef struct strata_global_view strata_global_view;
+
+/* A member: a chip of a node, by the L4's node id and the node's chip id. */
+typedef struct strata_global_member {
+    int node_worker_id;
+    int local_chip;
+} strata_global_member;
+
+typedef enum strata_address_space {
+    STRATA_SPACE_HOST = 1,
+    STRATA_SPACE_DEVICE = 2,
+} strata_address_space;
+
+typedef enum strata_attach_role {
+    STRATA_ROLE_PROVIDER = 1,
+    STRATA_ROLE_CONSUMER = 2,
+} strata_attach_role;
+
+typedef enum strata_adapter_kind {
+    STRATA_ADAPTER_NONE = 0,
+    STRATA_ADAPTER_DIRECT_MAP = 1,
+    STRATA_ADAPTER_DEVICE_PEER = 2,
+    STRATA_ADAPTER_OWNER_DELEGATED_COPY = 3,
+    STRATA_ADAPTER_EXPLICIT_TRANSFER = 4,
+    STRATA_ADAPTER_COLLECTIVE = 5,
+} strata_adapter_kind;
+
+/* One entry of the attachment matrix: how receiving_node reaches member
+ * rank's window. Entries not given default to an explicit host-consumer
+ * record with no adapter (or a host direct map of its own members). */
+typedef struct strata_attachment {
+    int receiving_node;          /* a node that owns members */
+    uint32_t member_rank;        /* domain rank */
+    uint32_t address_space;      /* strata_address_space */
+    uint32_t role;               /* strata_attach_role */
+    uint32_t adapter;            /* strata_adapter_kind */
+    const char *adapter_profile; /* "" or NULL for STRATA_ADAPTER_NONE */
+} strata_attachment;
+
+typedef struct strata_global_domain_spec {
+    const char *name;
+    const strata_global_member *members; /* dense rank order */
+    size_t num_members;
+    size_t window_size;
+    const strata_comm_buffer_spec *buffers;
+    size_t num_buffers;
+    bool retain_after_run; /* keep it past the run's fence until released */
+    const strata_attachment *attachments; /* optional */
+    size_t num_attachments;
+} strata_global_domain_spec;
+
+/* Allocates a domain across nodes (forked and remote alike) inside an L4
+ * orch fn, as a PREPARE_EXPORT / IMPORT / COMMIT transaction fanned out to
+ * the member nodes in parallel. The spec is checked first (STRATA_EINVAL
+ * naming the problem, nothing sent). Any failure before COMMIT sends ABORT
+ * to every node that prepared; if an ABORT fails the worker is poisoned
+ * (new runs get STRATA_ESTATE; destroy still works). The handle is the
+ * worker's until it is destroyed. The sim profile needs every node on one
+ * host (forked, or remote on a loopback address). */
+STRATA_API STRATA_MUST_CHECK strata_err strata_orch_allocate_global_domain(
+    strata_orch *o, const strata_global_domain_spec *spec,
+    strata_global_domain **out);
+/* Releases the domain: freed at the fence of the run it was allocated in
+ * (or, once retained past it, at the next fence, or at once when no run is
+ * active). Releasing twice is a no-op. */
+STRATA_API STRATA_MUST_CHECK strata_err
+strata_global_domain_release(strata_global_domain *g);
+/* Unique per worker: nodes find the committed domain by it. */
+STRATA_API uint64_t strata_global_domain_id(const strata_global_domain *g);
+STRATA_API bool strata_global_domain_released(const strata_global_domain *g);
+STRATA_API bool strata_global_domain_freed(const strata_global_domain *g);
+/* Bounded control-plane copies into / out of member rank's window, at
+ * offset within the named buffer (NULL buffer: the whole window). At most
+ * 1 MiB a call; STRATA_EINVAL for a range outside. Forked nodes only in
+ * this version (STRATA_ENOTSUP for remote ones). */
+STRATA_API STRATA_MUST_CHECK strata_err strata_orch_copy_to_global_domain(
+    strata_orch *o, strata_global_domain *g, uint32_t rank, const char *buffer,
+    size_t offset, const void *src, size_t n);
+STRATA_API STRATA_MUST_CHECK strata_err strata_orch_copy_from_global_domain(
+    strata_orch *o, strata_global_domain *g, uint32_t rank, const char *buffer,
+    size_t offset, void *dst, size_t n);
+/* Node side (an orch fn on an L3 node): the committed domain domain_id.
+ * STRATA_ENOENT before COMMIT or after release. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_orch_get_global_domain(
+    strata_orch *o, uint64_t domain_id, strata_global_view **out);
+/* The same context local domains give, for a member chip of this node;
+ * kernels use it exactly as for a local domain. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_global_view_context(
+    const strata_global_view *v, int local_chip, strata_chip_domain_ctx *out);
+
 /* Kernel side: the context behind device_ctx on this chip, or NULL if it
  * is not a live domain of this chip. */
 STRATA_API const strata_comm_context *

@@ -22,6 +22,10 @@ struct orch_ctl {
     uint32_t reply_len;
     uint8_t reply[ORCH_CTL_REPLY_MAX];
     char msg[STRATA_ERRMSG_MAX];
+    /* Optional: the child's staged reply lands here (up to reply_cap). */
+    void *staged_reply;
+    uint32_t staged_reply_cap;
+    uint32_t staged_reply_len;
     /* Called under the scheduler lock when done (may be NULL). */
     void (*on_done)(struct orch_ctl *c, void *arg);
     void *on_done_arg;

@@ -44,6 +44,14 @@ enum mbx_control_op {
      * source (TO) or destination (FROM) in a host buffer. */
     MBX_CTL_COPY_TO_WINDOW = 7,
     MBX_CTL_COPY_FROM_WINDOW = 8,
+    /* To a node: the staging area holds a packed DOMAIN_CMD or COMM_INIT
+     * frame, arg[1] its request id; the packed reply comes back in the
+     * staging area (staged_len). */
+    MBX_CTL_NODE_CMD = 9,
+    /* arg = alloc id (node: domain id), offset, nbytes, (node: rank):
+     * staged bytes into a window / window bytes back into staging. */
+    MBX_CTL_WINDOW_WRITE = 10,
+    MBX_CTL_WINDOW_READ = 11,
 };
 
 /* One unit of work. Identity (run, slot, generation) lets the parent match

@@ -1,0 +1,825 @@
+/* Global domains, the L4 side: validation, COMM_INIT once per node, then
+ * PREPARE_EXPORT, IMPORT and COMMIT fanned out to the member nodes in
+ * parallel as msgpack commands (a forked node gets them through its
+ * mailbox, a remote one over its connection), ABORT on any failure before
+ * COMMIT, and the release after the run fence. */
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "orch/control.h"
+#include "remote.h"
+#include "wire/msg.h"
+#include "worker_int.h"
+
+#include <stdio.h>
+#include <strata/domain.h>
+#include <string.h>
+#include <unistd.h>
+
+#define REPLY_CAP (64u << 10)
+
+struct strata_global_domain {
+    uint64_t id;
+    uint64_t generation;
+    char name[STRATA_DOMAIN_NAME_MAX];
+    strata_worker *w;
+    strata_run *run; /* the allocating run */
+    uint32_t n;
+    struct wire_domain_member *members;
+    size_t window_size;
+    size_t num_buffers;
+    struct wire_domain_buffer *buffers;
+    char (*names)[STRATA_DOMAIN_NAME_MAX];
+    struct wire_attach_row *rows;
+    struct wire_attach_entry *entries;
+    size_t num_rows;
+    bool retain;
+    uint32_t num_nodes; /* distinct member nodes */
+    int *nodes;
+    bool *prepared;
+    struct orch_ctl *ctls;
+    struct orch_ctl **ptrs;
+    struct wire_buf *cmds;
+    uint8_t *replies; /* num_nodes x REPLY_CAP */
+    struct wire_descriptor *table;
+    char (*handles)[WIRE_NAME_MAX + 1];
+    uint64_t *release_req;
+        /* request ids of the packed ABORTs */ /* pre-packed: the fence never
+                                                  allocates */
+    bool committed;
+    bool fence_passed; /* retained past its run's fence */
+    bool released;
+    bool freed;
+    uint32_t pending;
+    struct strata_global_domain *next;
+};
+
+static uint64_t next_request = 1;
+
+static uint64_t request_id(void)
+{
+    return (1ull << 63) |
+           __atomic_fetch_add(&next_request, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- what the L4 knows of its nodes ------------------------------- */
+
+struct node_info {
+    const int *chips;
+    size_t num_chips;
+    const char *profile;
+    bool remote;
+    const char *host;
+};
+
+static void node_info(const strata_worker *w, int id, struct node_info *ni)
+{
+    const struct worker_node *nd = &w->nodes[id];
+
+    memset(ni, 0, sizeof(*ni));
+    if (nd->local) {
+        ni->chips = nd->local->chip_ids;
+        ni->num_chips = nd->local->num_chips;
+        ni->profile = nd->local->comm_profile;
+    } else {
+        ni->chips = (const int *)nd->remote->chip_ids;
+        ni->num_chips = nd->remote->num_chips;
+        ni->profile = nd->remote->comm_profile;
+        ni->remote = true;
+        ni->host = nd->remote->host;
+    }
+}
+
+static bool has_chip(const struct node_info *ni, int chip)
+{
+    for (size_t i = 0; i < ni->num_chips; i++)
+        if (ni->chips[i] == chip)
+            return true;
+    return false;
+}
+
+static strata_err check_member(const strata_worker *w,
+                               const strata_global_domain_spec *s, size_t i)
+{
+    const strata_global_member *m = &s->members[i];
+    struct node_info ni;
+
+    if (m->node_worker_id < 0 || (size_t)m->node_worker_id >= w->num_nodes)
+        return base_fail(STRATA_EINVAL,
+                         "global domain '%s': members[%zu] names node %d, "
+                         "which does not exist",
+                         s->name, i, m->node_worker_id);
+    node_info(w, m->node_worker_id, &ni);
+    if (!has_chip(&ni, m->local_chip))
+        return base_fail(STRATA_EINVAL,
+                         "global domain '%s': members[%zu]: node %d has no "
+                         "chip %d",
+                         s->name, i, m->node_worker_id, m->local_chip);
+    for (size_t j = 0; j < i; j++)
+        if (s->members[j].node_worker_id == m->node_worker_id &&
+            s->members[j].local_chip == m->local_chip)
+            return base_fail(STRATA_EINVAL,
+                             "global domain '%s': members %zu and %zu are "
+                             "both chip %d of node %d",
+                             s->name, j, i, m->local_chip, m->node_worker_id);
+    if (strcmp(ni.profile, "sim") != 0)
+        return base_fail(STRATA_EINVAL,
+                         "global domain '%s': node %d uses comm profile "
+                         "'%s'; only 'sim' is supported",
+                         s->name, m->node_worker_id, ni.profile);
+    if (ni.remote && !wire_addr_is_loopback(ni.host))
+        return base_fail(STRATA_EINVAL,
+                         "global domain '%s': the sim profile needs every "
+                         "node on one host, and node %d is at %s",
+                         s->name, m->node_worker_id, ni.host);
+    return STRATA_OK;
+}
+
+static strata_err check_buffers(const strata_global_domain_spec *s)
+{
+    size_t total = 0;
+
+    if (s->num_buffers && !s->buffers)
+        return base_fail(STRATA_EINVAL, "global domain '%s': buffers NULL",
+                         s->name);
+    for (size_t i = 0; i < s->num_buffers; i++) {
+        const strata_comm_buffer_spec *b = &s->buffers[i];
+        size_t es = strata_dtype_size(b->dtype);
+
+        if (!b->name || !b->name[0] ||
+            strlen(b->name) >= STRATA_DOMAIN_NAME_MAX)
+            return base_fail(STRATA_EINVAL,
+                             "global domain '%s': buffers[%zu] needs a name",
+                             s->name, i);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s->buffers[j].name, b->name) == 0)
+                return base_fail(STRATA_EINVAL,
+                                 "global domain '%s': buffer '%s' twice",
+                                 s->name, b->name);
+        if (!es || b->count > SIZE_MAX / es || b->count * es != b->nbytes ||
+            !b->nbytes)
+            return base_fail(STRATA_EINVAL,
+                             "global domain '%s': buffer '%s': count x dtype "
+                             "size != nbytes (or a bad dtype)",
+                             s->name, b->name);
+        total += b->nbytes;
+    }
+    if (total > s->window_size)
+        return base_fail(STRATA_EINVAL,
+                         "global domain '%s': buffers need %zu bytes, more "
+                         "than window_size %zu",
+                         s->name, total, s->window_size);
+    return STRATA_OK;
+}
+
+static strata_err check_attachments(const strata_worker *w,
+                                    const strata_global_domain_spec *s)
+{
+    for (size_t i = 0; i < s->num_attachments; i++) {
+        const strata_attachment *a = &s->attachments[i];
+        bool owner = false;
+
+        for (size_t m = 0; m < s->num_members; m++)
+            owner |= s->members[m].node_worker_id == a->receiving_node;
+        if (a->receiving_node < 0 ||
+            (size_t)a->receiving_node >= w->num_nodes || !owner)
+            return base_fail(STRATA_EINVAL,
+                             "attachments[%zu]: receiving_node %d owns no "
+                             "member",
+                             i, a->receiving_node);
+        if (a->member_rank >= s->num_members)
+            return base_fail(STRATA_EINVAL,
+                             "attachments[%zu]: member_rank %u >= %zu", i,
+                             a->member_rank, s->num_members);
+        if (a->address_space < STRATA_SPACE_HOST ||
+            a->address_space > STRATA_SPACE_DEVICE)
+            return base_fail(STRATA_EINVAL,
+                             "attachments[%zu]: unknown address_space %u", i,
+                             a->address_space);
+        if (a->role < STRATA_ROLE_PROVIDER || a->role > STRATA_ROLE_CONSUMER)
+            return base_fail(STRATA_EINVAL, "attachments[%zu]: unknown role %u",
+                             i, a->role);
+        if (a->adapter > STRATA_ADAPTER_COLLECTIVE)
+            return base_fail(STRATA_EINVAL,
+                             "attachments[%zu]: unknown adapter %u", i,
+                             a->adapter);
+        if ((a->adapter == STRATA_ADAPTER_NONE) !=
+            (!a->adapter_profile || !a->adapter_profile[0]))
+            return base_fail(STRATA_EINVAL,
+                             "attachments[%zu]: an adapter needs a profile "
+                             "and NONE takes none",
+                             i);
+    }
+    return STRATA_OK;
+}
+
+static strata_err validate(const strata_worker *w,
+                           const strata_global_domain_spec *s)
+{
+    strata_err err = STRATA_OK;
+
+    if (!s->name || !s->name[0] || strlen(s->name) >= STRATA_DOMAIN_NAME_MAX)
+        return base_fail(STRATA_EINVAL,
+                         "a global domain needs a name of 1..%d bytes",
+                         STRATA_DOMAIN_NAME_MAX - 1);
+    if (!s->members || s->num_members == 0)
+        return base_fail(STRATA_EINVAL, "global domain '%s': no members",
+                         s->name);
+    if (s->window_size == 0)
+        return base_fail(STRATA_EINVAL, "global domain '%s': window_size 0",
+                         s->name);
+    for (size_t i = 0; !err && i < s->num_members; i++)
+        err = check_member(w, s, i);
+    if (!err)
+        err = check_buffers(s);
+    if (!err)
+        err = check_attachments(w, s);
+    return err;
+}
+
+/* ---- the domain object ---------------------------------------------- */
+
+static void gd_free(struct strata_global_domain *g)
+{
+    if (!g)
+        return;
+    for (uint32_t i = 0; g->cmds && i < g->num_nodes; i++)
+        wire_buf_fini(&g->cmds[i]);
+    base_free(g->members);
+    base_free(g->buffers);
+    base_free(g->names);
+    base_free(g->rows);
+    base_free(g->entries);
+    base_free(g->nodes);
+    base_free(g->prepared);
+    base_free(g->ctls);
+    base_free(g->ptrs);
+    base_free(g->cmds);
+    base_free(g->replies);
+    base_free(g->table);
+    base_free(g->handles);
+    base_free(g->release_req);
+    base_free(g);
+}
+
+void gdomain_free_all(strata_worker *w)
+{
+    while (w->gdomains) {
+        struct strata_global_domain *g = w->gdomains;
+
+        w->gdomains = g->next;
+        gd_free(g);
+    }
+}
+
+static int node_slot(const struct strata_global_domain *g, uint32_t node)
+{
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        if ((uint32_t)g->nodes[i] == node)
+            return (int)i;
+    return -1;
+}
+
+/* Every entry of every member node's row: the spec's, or by default a host
+ * direct map of its own members and an explicit host-consumer record with
+ * no adapter for the others. */
+static void fill_attachments(struct strata_global_domain *g,
+                             const strata_global_domain_spec *s)
+{
+    for (uint32_t r = 0; r < g->num_nodes; r++) {
+        g->rows[r].node_worker_id = (uint32_t)g->nodes[r];
+        g->rows[r].entries = &g->entries[(size_t)r * g->n];
+        for (uint32_t m = 0; m < g->n; m++) {
+            struct wire_attach_entry *e = &g->entries[(size_t)r * g->n + m];
+            bool own = g->members[m].node_worker_id == (uint32_t)g->nodes[r];
+
+            e->address_space = WIRE_SPACE_HOST;
+            e->role = own ? WIRE_ROLE_PROVIDER : WIRE_ROLE_CONSUMER;
+            e->adapter = own ? WIRE_ADAPTER_DIRECT_MAP : WIRE_ADAPTER_NONE;
+            e->adapter_profile = own ? "sim" : "";
+        }
+    }
+    for (size_t i = 0; i < s->num_attachments; i++) {
+        const strata_attachment *a = &s->attachments[i];
+        int r = node_slot(g, (uint32_t)a->receiving_node);
+        struct wire_attach_entry *e =
+            &g->entries[(size_t)r * g->n + a->member_rank];
+
+        e->address_space = (uint8_t)a->address_space;
+        e->role = (uint8_t)a->role;
+        e->adapter = (uint8_t)a->adapter;
+        e->adapter_profile = a->adapter_profile ? a->adapter_profile : "";
+    }
+    g->num_rows = g->num_nodes;
+}
+
+static strata_err create(strata_worker *w, const strata_global_domain_spec *s,
+                         struct strata_global_domain **out)
+{
+    struct strata_global_domain *g = base_calloc(1, sizeof(*g));
+    size_t n = s->num_members;
+
+    if (!g)
+        return base_fail(STRATA_ENOMEM, "out of memory for a global domain");
+    g->members = base_calloc(n, sizeof(*g->members));
+    g->nodes = base_calloc(n, sizeof(*g->nodes));
+    g->buffers = base_calloc(s->num_buffers + 1, sizeof(*g->buffers));
+    g->names = base_calloc(s->num_buffers + 1, sizeof(*g->names));
+    g->table = base_calloc(n, sizeof(*g->table));
+    g->handles = base_calloc(n, sizeof(*g->handles));
+    if (!g->members || !g->nodes || !g->buffers || !g->names || !g->table ||
+        !g->handles)
+        goto nomem;
+    snprintf(g->name, sizeof(g->name), "%s", s->name);
+    g->w = w;
+    g->n = (uint32_t)n;
+    g->window_size = s->window_size;
+    g->retain = s->retain_after_run;
+    for (size_t i = 0; i < n; i++) {
+        g->members[i].node_worker_id = (uint32_t)s->members[i].node_worker_id;
+        g->members[i].local_worker_id = (uint32_t)s->members[i].local_chip;
+        g->members[i].global_device_rank = (uint32_t)i;
+        g->members[i].domain_rank = (uint32_t)i;
+        if (node_slot(g, g->members[i].node_worker_id) < 0)
+            g->nodes[g->num_nodes++] = s->members[i].node_worker_id;
+    }
+    g->num_buffers = s->num_buffers;
+    for (size_t i = 0; i < s->num_buffers; i++) {
+        snprintf(g->names[i], sizeof(g->names[i]), "%s", s->buffers[i].name);
+        g->buffers[i].name = g->names[i];
+        g->buffers[i].dtype = (uint8_t)s->buffers[i].dtype;
+        g->buffers[i].count = s->buffers[i].count;
+        g->buffers[i].nbytes = s->buffers[i].nbytes;
+    }
+    g->prepared = base_calloc(g->num_nodes, sizeof(*g->prepared));
+    g->ctls = base_calloc(g->num_nodes, sizeof(*g->ctls));
+    g->ptrs = base_calloc(g->num_nodes, sizeof(*g->ptrs));
+    g->cmds = base_calloc(g->num_nodes, sizeof(*g->cmds));
+    g->replies = base_calloc(g->num_nodes, REPLY_CAP);
+    g->release_req = base_calloc(g->num_nodes, sizeof(*g->release_req));
+    g->rows = base_calloc(g->num_nodes, sizeof(*g->rows));
+    g->entries = base_calloc((size_t)g->num_nodes * n, sizeof(*g->entries));
+    if (!g->prepared || !g->ctls || !g->ptrs || !g->cmds || !g->replies ||
+        !g->rows || !g->entries || !g->release_req)
+        goto nomem;
+    fill_attachments(g, s);
+    *out = g;
+    return STRATA_OK;
+nomem:
+    gd_free(g);
+    return base_fail(STRATA_ENOMEM, "out of memory for a global domain");
+}
+
+/* ---- commands --------------------------------------------------------- */
+
+static void cmd_init(const struct strata_global_domain *g,
+                     struct wire_domain_cmd *c, uint8_t phase)
+{
+    memset(c, 0, sizeof(*c));
+    c->request_id = request_id();
+    c->version = WIRE_DOMAIN_CMD_VERSION;
+    c->phase = phase;
+    c->domain_id = g->id;
+    c->generation = g->generation;
+    c->window_size = g->window_size;
+    c->name = g->name;
+    c->profile = "sim";
+    c->members = g->members;
+    c->num_members = g->n;
+    c->buffers = g->buffers;
+    c->num_buffers = g->num_buffers;
+    if (phase == WIRE_PHASE_PREPARE_EXPORT) {
+        c->attach_rows = g->rows;
+        c->num_attach_rows = g->num_rows;
+    }
+    if (phase == WIRE_PHASE_IMPORT || phase == WIRE_PHASE_COMMIT) {
+        c->descriptors = g->table;
+        c->num_descriptors = g->n;
+    }
+}
+
+static void ctl_for(struct orch_ctl *c, const struct wire_buf *cmd,
+                    uint64_t req, void *reply)
+{
+    memset(c, 0, sizeof(*c));
+    c->op = MBX_CTL_NODE_CMD;
+    c->arg[1] = req;
+    c->staged = cmd->data;
+    c->staged_len = (uint32_t)cmd->len;
+    c->staged_reply = reply;
+    c->staged_reply_cap = REPLY_CAP;
+}
+
+/* Sends one command per node in mask (NULL: all) and waits for all. */
+static strata_err fan_out(struct strata_global_domain *g, strata_orch *o,
+                          uint8_t phase, const bool *mask)
+{
+    struct orch_sched *s = g->w->sched;
+    struct wire_domain_cmd c;
+    strata_err err = STRATA_OK;
+    uint32_t posted = 0;
+
+    for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
+        if (mask && !mask[i])
+            continue;
+        cmd_init(g, &c, phase);
+        wire_buf_reset(&g->cmds[i]);
+        err = wire_domain_cmd_pack(&c, &g->cmds[i]);
+        if (err)
+            break;
+        ctl_for(&g->ctls[i], &g->cmds[i], c.request_id,
+                g->replies + (size_t)i * REPLY_CAP);
+        err = orch_control_post(s, o, g->nodes[i], &g->ctls[i], NULL);
+        if (!err) {
+            g->ptrs[posted++] = &g->ctls[i];
+            if (phase == WIRE_PHASE_PREPARE_EXPORT)
+                g->prepared[i] = true;
+        }
+    }
+    {
+        strata_err werr = orch_control_wait(s, g->ptrs, posted);
+
+        return err ? err : werr;
+    }
+}
+
+/* Decodes node i's reply to phase; PREPARE replies fill the table. */
+static strata_err check_reply(struct strata_global_domain *g, uint32_t i,
+                              uint8_t phase)
+{
+    const struct orch_ctl *c = &g->ctls[i];
+    struct wire_msg m;
+    strata_err err;
+
+    if (c->err)
+        return base_fail(c->err, "node %d: %s", g->nodes[i], c->msg);
+    err = wire_frame_unpack(g->replies + (size_t)i * REPLY_CAP,
+                            c->staged_reply_len, &m);
+    if (err)
+        return base_fail(STRATA_EPROTO, "node %d's reply: %s", g->nodes[i],
+                         strata_errmsg());
+    if (m.type != WIRE_MSG_DOMAIN_REPLY || m.u.domain_reply.phase != phase ||
+        m.u.domain_reply.domain_id != g->id) {
+        err = base_fail(STRATA_EPROTO, "node %d answered out of turn",
+                        g->nodes[i]);
+    } else if (m.u.domain_reply.error) {
+        err = base_fail(m.u.domain_reply.error, "node %d: %s", g->nodes[i],
+                        m.u.domain_reply.message);
+    } else {
+        for (size_t k = 0; k < m.u.domain_reply.num_descriptors; k++) {
+            const struct wire_descriptor *d = &m.u.domain_reply.descriptors[k];
+
+            if (d->domain_rank >= g->n ||
+                g->members[d->domain_rank].node_worker_id !=
+                    (uint32_t)g->nodes[i]) {
+                err = base_fail(STRATA_EPROTO,
+                                "node %d exported rank %u, not its own",
+                                g->nodes[i], d->domain_rank);
+                break;
+            }
+            g->table[d->domain_rank] = *d;
+            snprintf(g->handles[d->domain_rank], sizeof(g->handles[0]), "%s",
+                     d->handle);
+            g->table[d->domain_rank].handle = g->handles[d->domain_rank];
+            g->table[d->domain_rank].profile = "sim";
+        }
+    }
+    wire_msg_free(&m);
+    return err;
+}
+
+static strata_err phase(struct strata_global_domain *g, strata_orch *o,
+                        uint8_t ph)
+{
+    strata_err err = fan_out(g, o, ph, NULL);
+
+    for (uint32_t i = 0; i < g->num_nodes && !err; i++)
+        err = check_reply(g, i, ph);
+    return err;
+}
+
+/* COMM_INIT once per node for the worker's life. */
+static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
+{
+    strata_worker *w = g->w;
+    struct orch_sched *s = w->sched;
+    struct wire_comm_init ci;
+    uint32_t ranks[WIRE_MAX_CHIPS];
+    strata_err err = STRATA_OK;
+    uint32_t posted = 0;
+    uint32_t base = 0;
+
+    for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
+        struct node_info ni;
+        int id = g->nodes[i];
+
+        if (w->nodes[id].comm_inited)
+            continue;
+        node_info(w, id, &ni);
+        memset(&ci, 0, sizeof(ci));
+        ci.request_id = request_id();
+        ci.version = WIRE_COMM_INIT_VERSION;
+        ci.cluster_id = ((uint64_t)getpid() << 32) | (uint64_t)w->creator;
+        ci.node_rank = (uint32_t)id;
+        ci.node_count = (uint32_t)w->num_nodes;
+        for (size_t k = 0; k < ni.num_chips && k < WIRE_MAX_CHIPS; k++)
+            ranks[k] = base + (uint32_t)k;
+        base += (uint32_t)ni.num_chips;
+        ci.global_device_ranks = ranks;
+        ci.num_ranks = ni.num_chips;
+        ci.profile = "sim";
+        wire_buf_reset(&g->cmds[i]);
+        err = wire_comm_init_pack(&ci, &g->cmds[i]);
+        if (err)
+            break;
+        ctl_for(&g->ctls[i], &g->cmds[i], ci.request_id,
+                g->replies + (size_t)i * REPLY_CAP);
+        err = orch_control_post(s, o, id, &g->ctls[i], NULL);
+        if (!err)
+            g->ptrs[posted++] = &g->ctls[i];
+    }
+    {
+        strata_err werr = orch_control_wait(s, g->ptrs, posted);
+
+        err = err ? err : werr;
+    }
+    for (uint32_t k = 0; k < posted && !err; k++) {
+        struct orch_ctl *c = g->ptrs[k];
+        uint32_t i = (uint32_t)(c - g->ctls);
+        struct wire_msg m;
+
+        err = wire_frame_unpack(g->replies + (size_t)i * REPLY_CAP,
+                                c->staged_reply_len, &m);
+        if (err)
+            break;
+        if (m.type != WIRE_MSG_CONTROL_REPLY || m.u.control_reply.error)
+            err = base_fail(
+                m.type == WIRE_MSG_CONTROL_REPLY ? m.u.control_reply.error
+                                                 : STRATA_EPROTO,
+                "COMM_INIT of node %d: %s", g->nodes[i],
+                m.type == WIRE_MSG_CONTROL_REPLY ? m.u.control_reply.message
+                                                 : "unexpected reply");
+        else
+            w->nodes[g->nodes[i]].comm_inited = true;
+        wire_msg_free(&m);
+    }
+    return err;
+}
+
+/* ABORT to every node that prepared; a failed ABORT poisons the worker. */
+static void abort_all(struct strata_global_domain *g, strata_orch *o)
+{
+    strata_err err = fan_out(g, o, WIRE_PHASE_ABORT, g->prepared);
+
+    /* A dead node's windows died with its chips: not a failed ABORT. */
+    for (uint32_t i = 0; i < g->num_nodes && !err; i++)
+        if (g->prepared[i] && g->ctls[i].err != STRATA_EPEER)
+            err = check_reply(g, i, WIRE_PHASE_ABORT);
+    if (err == STRATA_EPEER)
+        err = STRATA_OK;
+    if (err) {
+        LOG_ERROR("global domain '%s': ABORT failed, the worker is "
+                  "poisoned: %s",
+                  g->name, strata_errmsg());
+        g->w->poisoned = true;
+    }
+    memset(g->prepared, 0, g->num_nodes * sizeof(*g->prepared));
+    g->freed = true;
+}
+
+/* ---- lifetime --------------------------------------------------------- */
+
+static void release_done(struct orch_ctl *c, void *arg)
+{
+    struct strata_global_domain *g = arg;
+
+    (void)c;
+    if (--g->pending == 0)
+        __atomic_store_n(&g->freed, true, __ATOMIC_RELEASE);
+}
+
+/* Under the scheduler lock: post the pre-packed ABORTs; no waiting. */
+static void release_locked(struct strata_global_domain *g)
+{
+    struct orch_sched *s = g->w->sched;
+
+    if (g->freed || g->pending || !g->committed)
+        return;
+    g->pending = 1;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        struct orch_ctl *c = &g->ctls[i];
+
+        ctl_for(c, &g->cmds[i], g->release_req[i],
+                g->replies + (size_t)i * REPLY_CAP);
+        c->on_done = release_done;
+        c->on_done_arg = g;
+        g->pending++;
+        if (orch_control_post_locked(s, g->fence_passed ? NULL : g->run,
+                                     g->nodes[i], c) != STRATA_OK) {
+            LOG_WARN("global domain '%s': cannot release on node %d: %s",
+                     g->name, g->nodes[i], strata_errmsg());
+            g->pending--;
+        }
+    }
+    release_done(NULL, g);
+}
+
+static void fence_hook(struct orch_sched *s, void *arg)
+{
+    struct strata_global_domain *g = arg;
+
+    (void)s;
+    if (!g->committed || g->freed)
+        return;
+    if (g->retain && !g->released) {
+        g->fence_passed = true;
+        return;
+    }
+    __atomic_store_n(&g->released, true, __ATOMIC_RELEASE);
+    release_locked(g);
+}
+
+/* The ABORT each node will get at release, packed now. */
+static strata_err pack_release(struct strata_global_domain *g)
+{
+    struct wire_domain_cmd c;
+    strata_err err = STRATA_OK;
+
+    for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
+        cmd_init(g, &c, WIRE_PHASE_ABORT);
+        g->release_req[i] = c.request_id;
+        wire_buf_reset(&g->cmds[i]);
+        err = wire_domain_cmd_pack(&c, &g->cmds[i]);
+    }
+    return err;
+}
+
+strata_err
+strata_orch_allocate_global_domain(strata_orch *o,
+                                   const strata_global_domain_spec *spec,
+                                   strata_global_domain **out)
+{
+    static uint64_t next_id;
+    strata_worker *w = o ? strata_orch_worker(o) : NULL;
+    struct strata_global_domain *g = NULL;
+    strata_err err;
+
+    if (!w || !spec || !out)
+        return base_fail(STRATA_EINVAL,
+                         "strata_orch_allocate_global_domain: NULL argument");
+    if (w->level < 4)
+        return base_fail(STRATA_EINVAL,
+                         "global domains span nodes: allocate them from a "
+                         "level-4 worker's orch fn");
+    err = validate(w, spec);
+    if (!err)
+        err = create(w, spec, &g);
+    if (err || !g)
+        return err ? err : STRATA_ENOMEM;
+    g->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
+    g->generation = 1;
+    g->run = orch_run_of(o);
+    err = orch_run_on_fence(o, fence_hook, g);
+    if (err) {
+        gd_free(g);
+        return err;
+    }
+    /* The hook holds g now: it lives until the worker is destroyed. */
+    g->next = w->gdomains;
+    w->gdomains = g;
+    err = comm_init(g, o);
+    if (!err)
+        err = phase(g, o, WIRE_PHASE_PREPARE_EXPORT);
+    if (!err)
+        err =
+            wire_descriptor_table_check(g->table, g->n, "sim", g->window_size);
+    if (!err)
+        err = phase(g, o, WIRE_PHASE_IMPORT);
+    if (!err)
+        err = phase(g, o, WIRE_PHASE_COMMIT);
+    if (!err)
+        err = pack_release(g);
+    if (err) {
+        char msg[STRATA_ERRMSG_MAX];
+
+        snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+        abort_all(g, o);
+        g->released = true;
+        return base_fail(err, "global domain '%s': %s", g->name, msg);
+    }
+    orch_lock(w->sched);
+    g->committed = true;
+    orch_unlock(w->sched);
+    *out = g;
+    return STRATA_OK;
+}
+
+strata_err strata_global_domain_release(strata_global_domain *g)
+{
+    if (!g)
+        return STRATA_OK;
+    orch_lock(g->w->sched);
+    if (!g->released) {
+        g->released = true;
+        /* Past its run's fence nothing else will free it. */
+        if (g->fence_passed)
+            release_locked(g);
+    }
+    orch_unlock(g->w->sched);
+    return STRATA_OK;
+}
+
+uint64_t strata_global_domain_id(const strata_global_domain *g)
+{
+    return g ? g->id : 0;
+}
+
+bool strata_global_domain_released(const strata_global_domain *g)
+{
+    return g && __atomic_load_n(&g->released, __ATOMIC_ACQUIRE);
+}
+
+bool strata_global_domain_freed(const strata_global_domain *g)
+{
+    return g && __atomic_load_n(&g->freed, __ATOMIC_ACQUIRE);
+}
+
+/* ---- copies ----------------------------------------------------------- */
+
+static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
+                       const char *buffer, size_t offset, void *data, size_t n,
+                       bool write)
+{
+    const struct wire_domain_member *m;
+    size_t base = 0;
+    size_t limit;
+    struct orch_ctl c;
+    struct orch_ctl *cp = &c;
+
+    if (!o || !g || !data)
+        return base_fail(STRATA_EINVAL, "global window copy: NULL argument");
+    if (g->released || !g->committed)
+        return base_fail(STRATA_ESTATE, "global domain '%s' is released",
+                         g->name);
+    if (rank >= g->n)
+        return base_fail(STRATA_EINVAL, "global domain '%s' has no rank %u",
+                         g->name, rank);
+    limit = g->window_size;
+    if (buffer) {
+        size_t i;
+
+        for (i = 0; i < g->num_buffers && strcmp(g->names[i], buffer); i++)
+            base += g->buffers[i].nbytes;
+        if (i == g->num_buffers)
+            return base_fail(STRATA_EINVAL,
+                             "global domain '%s' has no buffer '%s'", g->name,
+                             buffer);
+        limit = g->buffers[i].nbytes;
+    }
+    if (n == 0 || n > MBX_STAGING_SIZE || offset > limit || n > limit - offset)
+        return base_fail(STRATA_EINVAL,
+                         "global domain '%s': bytes [%zu, %zu) outside the "
+                         "%zu-byte target (or over 1 MiB)",
+                         g->name, offset, offset + n, limit);
+    m = &g->members[rank];
+    if (g->w->nodes[m->node_worker_id].remote)
+        return base_fail(STRATA_ENOTSUP,
+                         "copies to windows on remote nodes are not "
+                         "supported yet; use a task on the node");
+    memset(&c, 0, sizeof(c));
+    c.op = write ? MBX_CTL_WINDOW_WRITE : MBX_CTL_WINDOW_READ;
+    c.arg[0] = g->id;
+    c.arg[1] = base + offset;
+    c.arg[2] = n;
+    c.arg[3] = rank;
+    if (write) {
+        c.staged = data;
+        c.staged_len = (uint32_t)n;
+    } else {
+        c.staged_reply = data;
+        c.staged_reply_cap = (uint32_t)n;
+    }
+    {
+        strata_err err =
+            orch_control_post(g->w->sched, o, (int)m->node_worker_id, &c, NULL);
+
+        return err ? err : orch_control_wait(g->w->sched, &cp, 1);
+    }
+}
+
+strata_err strata_orch_copy_to_global_domain(strata_orch *o,
+                                             strata_global_domain *g,
+                                             uint32_t rank, const char *buffer,
+                                             size_t offset, const void *src,
+                                             size_t n)
+{
+    return copy(o, g, rank, buffer, offset, (void *)(uintptr_t)src, n, true);
+}
+
+strata_err
+strata_orch_copy_from_global_domain(strata_orch *o, strata_global_domain *g,
+                                    uint32_t rank, const char *buffer,
+                                    size_t offset, void *dst, size_t n)
+{
+    return copy(o, g, rank, buffer, offset, dst, n, false);
+}

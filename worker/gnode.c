@@ -1,0 +1,529 @@
+/* The node side of global domains: each command from the L4 drives this
+ * node's member chips (in parallel) with the same control frames a local
+ * domain uses, and the committed result becomes a view the node's orch fns
+ * can look up by domain id. */
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "orch/control.h"
+#include "wire/chip_backend.h"
+#include "wire/msg.h"
+#include "worker_int.h"
+
+#include <stdio.h>
+#include <strata/domain.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* Window ids of global domains never meet a local domain's. */
+#define GLOBAL_ALLOC_TAG (1ull << 62)
+
+enum view_state { VIEW_PREPARED = 1, VIEW_IMPORTED, VIEW_COMMITTED };
+
+struct strata_global_view {
+    uint64_t domain_id;
+    uint64_t generation;
+    char name[STRATA_DOMAIN_NAME_MAX];
+    uint32_t n; /* ranks in the domain */
+    size_t window_size;
+    size_t mapping_size;
+    uint32_t nlocal; /* members on this node */
+    int *chips;      /* local chip ids, with ... */
+    uint32_t *ranks; /* ... their domain ranks */
+    int *eps;
+    uint64_t *device_ctx;
+    uint64_t *local_base;
+    size_t num_buffers;
+    strata_comm_buffer_info *buffers;
+    char (*names)[STRATA_DOMAIN_NAME_MAX];
+    struct wire_attach_entry *attach;        /* this node's row, or NULL */
+    char (*handles)[CHIP_WINDOW_HANDLE_MAX]; /* local members' names */
+    int state;
+    struct orch_ctl *ctls;
+    struct orch_ctl **ptrs;
+    struct strata_global_view *next;
+};
+
+static void view_free(struct strata_global_view *v)
+{
+    if (!v)
+        return;
+    base_free(v->chips);
+    base_free(v->ranks);
+    base_free(v->eps);
+    base_free(v->device_ctx);
+    base_free(v->local_base);
+    base_free(v->buffers);
+    base_free(v->names);
+    base_free(v->attach);
+    base_free(v->handles);
+    base_free(v->ctls);
+    base_free(v->ptrs);
+    base_free(v);
+}
+
+static struct strata_global_view *find(strata_worker *w, uint64_t id)
+{
+    for (struct strata_global_view *v = w->gviews; v; v = v->next)
+        if (v->domain_id == id)
+            return v;
+    return NULL;
+}
+
+static void unlink_view(strata_worker *w, struct strata_global_view *v)
+{
+    for (struct strata_global_view **pp = &w->gviews; *pp; pp = &(*pp)->next) {
+        if (*pp == v) {
+            *pp = v->next;
+            return;
+        }
+    }
+}
+
+void gnode_free_all(strata_worker *w)
+{
+    while (w->gviews) {
+        struct strata_global_view *v = w->gviews;
+
+        w->gviews = v->next;
+        view_free(v);
+    }
+}
+
+/* Posts one frame per local member (op, arg[1] = the member's rank) and
+ * waits for all; staged may be NULL. */
+static strata_err fan_out(strata_worker *w, struct strata_global_view *v,
+                          uint32_t op, const void *staged, uint32_t len)
+{
+    strata_err err = STRATA_OK;
+    uint32_t posted = 0;
+
+    for (uint32_t i = 0; i < v->nlocal && !err; i++) {
+        struct orch_ctl *c = &v->ctls[i];
+
+        memset(c, 0, sizeof(*c));
+        c->op = op;
+        c->arg[0] = GLOBAL_ALLOC_TAG | v->domain_id;
+        c->arg[1] = v->ranks[i];
+        c->arg[2] = v->n;
+        c->arg[3] = v->window_size;
+        c->staged = staged;
+        c->staged_len = len;
+        err = orch_control_post(w->sched, NULL, v->eps[i], c, NULL);
+        if (!err)
+            v->ptrs[posted++] = c;
+    }
+    {
+        strata_err werr = orch_control_wait(w->sched, v->ptrs, posted);
+
+        return err ? err : werr;
+    }
+}
+
+static strata_err comm_init(strata_worker *w, const struct wire_comm_init *c)
+{
+    struct orch_sched *s = w->sched;
+    size_t n = orch_num_chips(s);
+    struct orch_ctl *ctls = base_calloc(n ? n : 1, sizeof(*ctls));
+    struct orch_ctl **ptrs = base_calloc(n ? n : 1, sizeof(*ptrs));
+    strata_err err = STRATA_OK;
+    size_t posted = 0;
+
+    if (!ctls || !ptrs) {
+        err = base_fail(STRATA_ENOMEM, "out of memory for COMM_INIT");
+        goto out;
+    }
+    if (strcmp(c->profile, "sim") != 0) {
+        err = base_fail(STRATA_ENOTSUP,
+                        "comm profile '%s' is not supported "
+                        "by this node",
+                        c->profile);
+        goto out;
+    }
+    w->node_id = (int)c->node_rank;
+    for (size_t i = 0; i < n && !err; i++) {
+        bool ready;
+
+        orch_lock(s);
+        ready = orch_comm_ready(s, (int)i);
+        orch_unlock(s);
+        if (ready)
+            continue;
+        ctls[i].op = MBX_CTL_COMM_INIT;
+        ctls[i].arg[0] = i;
+        ctls[i].arg[1] = n;
+        err = orch_control_post(s, NULL, (int)i, &ctls[i], NULL);
+        if (!err)
+            ptrs[posted++] = &ctls[i];
+    }
+    {
+        strata_err werr = orch_control_wait(s, ptrs, posted);
+
+        err = err ? err : werr;
+    }
+    orch_lock(s);
+    for (size_t i = 0; i < n; i++)
+        if (ctls[i].op && ctls[i].done && !ctls[i].err)
+            orch_comm_set_ready(s, (int)i);
+    orch_unlock(s);
+out:
+    base_free(ctls);
+    base_free(ptrs);
+    return err;
+}
+
+/* A new view for cmd's members on this node (PREPARE_EXPORT). */
+static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
+                              struct strata_global_view **out)
+{
+    struct strata_global_view *v = base_calloc(1, sizeof(*v));
+    uint32_t k = 0;
+    size_t off = 0;
+
+    if (!v)
+        return base_fail(STRATA_ENOMEM, "out of memory for a view");
+    for (size_t i = 0; i < c->num_members; i++)
+        k += c->members[i].node_worker_id == (uint32_t)w->node_id;
+    v->chips = base_calloc(k + 1, sizeof(*v->chips));
+    v->ranks = base_calloc(k + 1, sizeof(*v->ranks));
+    v->eps = base_calloc(k + 1, sizeof(*v->eps));
+    v->device_ctx = base_calloc(k + 1, sizeof(*v->device_ctx));
+    v->local_base = base_calloc(k + 1, sizeof(*v->local_base));
+    v->ctls = base_calloc(k + 1, sizeof(*v->ctls));
+    v->ptrs = base_calloc(k + 1, sizeof(*v->ptrs));
+    v->handles = base_calloc(k + 1, sizeof(*v->handles));
+    v->buffers = base_calloc(c->num_buffers + 1, sizeof(*v->buffers));
+    v->names = base_calloc(c->num_buffers + 1, sizeof(*v->names));
+    if (!v->chips || !v->ranks || !v->eps || !v->device_ctx || !v->local_base ||
+        !v->ctls || !v->ptrs || !v->buffers || !v->names || !v->handles) {
+        view_free(v);
+        return base_fail(STRATA_ENOMEM, "out of memory for a view");
+    }
+    v->domain_id = c->domain_id;
+    v->generation = c->generation;
+    snprintf(v->name, sizeof(v->name), "%s", c->name);
+    v->n = (uint32_t)c->num_members;
+    v->window_size = c->window_size;
+    for (size_t i = 0; i < c->num_members; i++) {
+        const struct wire_domain_member *m = &c->members[i];
+
+        if (m->node_worker_id != (uint32_t)w->node_id)
+            continue;
+        v->eps[v->nlocal] = orch_chip_index(w->sched, (int)m->local_worker_id);
+        if (v->eps[v->nlocal] < 0) {
+            view_free(v);
+            return base_fail(STRATA_EINVAL, "node %d has no chip %u",
+                             w->node_id, m->local_worker_id);
+        }
+        v->chips[v->nlocal] = (int)m->local_worker_id;
+        v->ranks[v->nlocal++] = m->domain_rank;
+    }
+    v->num_buffers = c->num_buffers;
+    for (size_t i = 0; i < c->num_buffers; i++) {
+        snprintf(v->names[i], sizeof(v->names[i]), "%s", c->buffers[i].name);
+        v->buffers[i].name = v->names[i];
+        v->buffers[i].offset = off;
+        v->buffers[i].nbytes = c->buffers[i].nbytes;
+        v->buffers[i].dtype = (strata_dtype)c->buffers[i].dtype;
+        v->buffers[i].count = c->buffers[i].count;
+        off += c->buffers[i].nbytes;
+    }
+    /* Keep this node's row of the attachment matrix. */
+    for (size_t r = 0; r < c->num_attach_rows; r++) {
+        if (c->attach_rows[r].node_worker_id != (uint32_t)w->node_id)
+            continue;
+        v->attach = base_calloc(c->num_members, sizeof(*v->attach));
+        if (!v->attach) {
+            view_free(v);
+            return base_fail(STRATA_ENOMEM, "out of memory for attachments");
+        }
+        for (size_t i = 0; i < c->num_members; i++) {
+            v->attach[i] = c->attach_rows[r].entries[i];
+            v->attach[i].adapter_profile = NULL; /* not kept: not owned */
+        }
+    }
+    *out = v;
+    return STRATA_OK;
+}
+
+static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
+                          struct wire_descriptor *descs,
+                          char (*handles)[CHIP_WINDOW_HANDLE_MAX],
+                          size_t *ndesc)
+{
+    struct strata_global_view *v = NULL;
+    strata_err err;
+
+    if (w->node_id < 0)
+        return base_fail(STRATA_ESTATE, "PREPARE_EXPORT before COMM_INIT");
+    if (find(w, c->domain_id))
+        return base_fail(STRATA_EEXIST, "domain %llu is already here",
+                         (unsigned long long)c->domain_id);
+    err = view_create(w, c, &v);
+    if (err)
+        return err;
+    err = fan_out(w, v, MBX_CTL_WINDOW_PREPARE, NULL, 0);
+    for (uint32_t i = 0; !err && i < v->nlocal; i++) {
+        struct chip_window_desc d;
+
+        memcpy(&d, v->ctls[i].reply, sizeof(d));
+        v->mapping_size = d.mapping_size;
+        memcpy(handles[i], d.handle, sizeof(handles[i]));
+        memcpy(v->handles[i], d.handle, sizeof(v->handles[i]));
+        descs[i].version = WIRE_DESCRIPTOR_VERSION;
+        descs[i].profile = "sim";
+        descs[i].domain_rank = v->ranks[i];
+        descs[i].rank_count = v->n;
+        descs[i].mapping_size = d.mapping_size;
+        descs[i].handle = handles[i];
+    }
+    /* Kept even when a member failed: ABORT releases what was made. */
+    v->state = VIEW_PREPARED;
+    v->next = w->gviews;
+    w->gviews = v;
+    *ndesc = err ? 0 : v->nlocal;
+    return err;
+}
+
+static strata_err import(strata_worker *w, const struct wire_domain_cmd *c)
+{
+    struct strata_global_view *v = find(w, c->domain_id);
+    struct chip_window_desc *t;
+    strata_err err;
+
+    if (!v || v->state != VIEW_PREPARED || c->num_descriptors != v->n)
+        return base_fail(STRATA_ESTATE, "IMPORT of domain %llu out of order",
+                         (unsigned long long)c->domain_id);
+    t = base_calloc(v->n, sizeof(*t));
+    if (!t)
+        return base_fail(STRATA_ENOMEM, "out of memory for %u descriptors",
+                         v->n);
+    for (uint32_t r = 0; r < v->n; r++) {
+        const struct wire_descriptor *d = &c->descriptors[r];
+
+        t[r].version = CHIP_WINDOW_DESC_VERSION;
+        t[r].rank = d->domain_rank;
+        t[r].rank_count = d->rank_count;
+        t[r].mapping_size = d->mapping_size;
+        snprintf(t[r].profile, sizeof(t[r].profile), "%s", d->profile);
+        snprintf(t[r].handle, sizeof(t[r].handle), "%s", d->handle);
+    }
+    err =
+        fan_out(w, v, MBX_CTL_WINDOW_IMPORT, t, (uint32_t)(v->n * sizeof(*t)));
+    base_free(t);
+    for (uint32_t i = 0; !err && i < v->nlocal; i++) {
+        v->device_ctx[i] = v->ctls[i].out[0];
+        v->local_base[i] = v->ctls[i].out[1];
+        v->mapping_size = c->descriptors[v->ranks[i]].mapping_size;
+    }
+    if (!err)
+        v->state = VIEW_IMPORTED;
+    return err;
+}
+
+/* Once every member has mapped (COMMIT) or given up (ABORT), the names
+ * are not needed: unlinking them leaves nothing a crash could leak. */
+static void unlink_names(const struct strata_global_view *v)
+{
+    for (uint32_t i = 0; i < v->nlocal; i++)
+        if (v->handles[i][0])
+            shm_unlink(v->handles[i]);
+}
+
+static strata_err abort_view(strata_worker *w, uint64_t id)
+{
+    struct strata_global_view *v = find(w, id);
+    strata_err err;
+
+    if (!v)
+        return STRATA_OK; /* never prepared here, or already gone */
+    unlink_view(w, v);
+    unlink_names(v);
+    err = fan_out(w, v, MBX_CTL_WINDOW_RELEASE, NULL, 0);
+    view_free(v);
+    return err;
+}
+
+static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
+                             struct wire_domain_reply *r,
+                             struct wire_descriptor *descs,
+                             char (*handles)[CHIP_WINDOW_HANDLE_MAX])
+{
+    struct strata_global_view *v;
+    strata_err err = STRATA_OK;
+
+    pthread_mutex_lock(&w->gv_mu);
+    switch (c->phase) {
+    case WIRE_PHASE_PREPARE_EXPORT:
+        err = prepare(w, c, descs, handles, &r->num_descriptors);
+        r->descriptors = descs;
+        break;
+    case WIRE_PHASE_IMPORT:
+        err = import(w, c);
+        break;
+    case WIRE_PHASE_COMMIT:
+        v = find(w, c->domain_id);
+        if (!v || v->state != VIEW_IMPORTED)
+            err = base_fail(STRATA_ESTATE,
+                            "COMMIT of domain %llu before "
+                            "IMPORT",
+                            (unsigned long long)c->domain_id);
+        else {
+            v->state = VIEW_COMMITTED;
+            unlink_names(v);
+        }
+        break;
+    case WIRE_PHASE_ABORT:
+        err = abort_view(w, c->domain_id);
+        break;
+    }
+    pthread_mutex_unlock(&w->gv_mu);
+    return err;
+}
+
+strata_err gnode_handle(strata_worker *w, const void *frame, size_t len,
+                        struct wire_buf *reply)
+{
+    struct wire_descriptor *descs = NULL;
+    char(*handles)[CHIP_WINDOW_HANDLE_MAX] = NULL;
+    struct wire_msg m;
+    struct wire_msg out;
+    strata_err err = wire_frame_unpack(frame, len, &m);
+
+    if (err)
+        return err;
+    memset(&out, 0, sizeof(out));
+    if (m.type == WIRE_MSG_COMM_INIT) {
+        out.type = WIRE_MSG_CONTROL_REPLY;
+        out.u.control_reply.request_id = m.u.comm_init.request_id;
+        err = comm_init(w, &m.u.comm_init);
+        out.u.control_reply.error = err;
+        out.u.control_reply.message = err ? strata_errmsg() : "";
+    } else if (m.type == WIRE_MSG_DOMAIN_CMD) {
+        const struct wire_domain_cmd *c = &m.u.domain_cmd;
+        struct wire_domain_reply *r = &out.u.domain_reply;
+
+        descs = base_calloc(c->num_members, sizeof(*descs));
+        handles = base_calloc(c->num_members, sizeof(*handles));
+        out.type = WIRE_MSG_DOMAIN_REPLY;
+        r->request_id = c->request_id;
+        r->phase = c->phase;
+        r->domain_id = c->domain_id;
+        r->generation = c->generation;
+        err = descs && handles
+                  ? domain_cmd(w, c, r, descs, handles)
+                  : base_fail(STRATA_ENOMEM, "out of memory for a reply");
+        if (err)
+            r->num_descriptors = 0;
+        r->error = err;
+        r->message = err ? strata_errmsg() : "";
+    } else {
+        wire_msg_free(&m);
+        return base_fail(STRATA_EPROTO,
+                         "a node command must be COMM_INIT or "
+                         "DOMAIN_CMD, not %s",
+                         wire_msg_name(m.type));
+    }
+    err = wire_msg_pack(&out, reply);
+    base_free(descs);
+    base_free(handles);
+    wire_msg_free(&m);
+    return err;
+}
+
+static strata_err locate(struct strata_global_view *v, uint32_t rank,
+                         uint32_t *i_out)
+{
+    for (uint32_t i = 0; i < v->nlocal; i++) {
+        if (v->ranks[i] == rank) {
+            *i_out = i;
+            return STRATA_OK;
+        }
+    }
+    return base_fail(STRATA_ENOENT, "rank %u of domain '%s' is not here", rank,
+                     v->name);
+}
+
+strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
+                             uint32_t rank, uint64_t offset, void *data,
+                             size_t n, bool write)
+{
+    struct strata_global_view *v;
+    struct orch_ctl c;
+    struct orch_ctl *cp = &c;
+    strata_err err;
+    uint32_t i = 0;
+
+    pthread_mutex_lock(&w->gv_mu);
+    v = find(w, domain_id);
+    err = v && v->state == VIEW_COMMITTED
+              ? locate(v, rank, &i)
+              : base_fail(STRATA_ENOENT, "no committed domain %llu here",
+                          (unsigned long long)domain_id);
+    if (!err) {
+        memset(&c, 0, sizeof(c));
+        c.op = write ? MBX_CTL_WINDOW_WRITE : MBX_CTL_WINDOW_READ;
+        c.arg[0] = GLOBAL_ALLOC_TAG | domain_id;
+        c.arg[1] = offset;
+        c.arg[2] = n;
+        if (write) {
+            c.staged = data;
+            c.staged_len = (uint32_t)n;
+        } else {
+            c.staged_reply = data;
+            c.staged_reply_cap = (uint32_t)n;
+        }
+        err = orch_control_post(w->sched, NULL, v->eps[i], &c, NULL);
+        if (!err)
+            err = orch_control_wait(w->sched, &cp, 1);
+    }
+    pthread_mutex_unlock(&w->gv_mu);
+    return err;
+}
+
+strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
+                                         strata_global_view **out)
+{
+    strata_worker *w = strata_orch_worker(o);
+    struct strata_global_view *v;
+
+    if (!w || !out)
+        return base_fail(STRATA_EINVAL,
+                         "strata_orch_get_global_domain: NULL argument");
+    pthread_mutex_lock(&w->gv_mu);
+    v = find(w, domain_id);
+    if (v && v->state != VIEW_COMMITTED)
+        v = NULL;
+    pthread_mutex_unlock(&w->gv_mu);
+    if (!v)
+        return base_fail(STRATA_ENOENT,
+                         "no committed global domain %llu on this node",
+                         (unsigned long long)domain_id);
+    *out = v;
+    return STRATA_OK;
+}
+
+strata_err strata_global_view_context(const strata_global_view *v,
+                                      int local_chip,
+                                      strata_chip_domain_ctx *out)
+{
+    if (!v || !out)
+        return base_fail(STRATA_EINVAL,
+                         "strata_global_view_context: NULL argument");
+    for (uint32_t i = 0; i < v->nlocal; i++) {
+        if (v->chips[i] != local_chip)
+            continue;
+        out->name = v->name;
+        out->domain_rank = v->ranks[i];
+        out->domain_size = v->n;
+        out->device_ctx = v->device_ctx[i];
+        out->local_window_base = v->local_base[i];
+        out->actual_window_size = v->mapping_size;
+        out->num_buffers = v->num_buffers;
+        out->buffers = v->buffers;
+        return STRATA_OK;
+    }
+    return base_fail(STRATA_ENOENT,
+                     "chip %d is not a member of global domain '%s' here",
+                     local_chip, v->name);
+}
