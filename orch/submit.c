@@ -27,7 +27,9 @@ static strata_err check_callable(const struct orch_sched *s, strata_callable c,
                          "callable %s is not registered in this process",
                          strata_callable_digest_hex(c, hex));
     if (e->kind != want || c.kind != want)
-        return base_fail(STRATA_EINVAL, "'%s' is a %s callable, not a %s",
+        return base_fail(STRATA_EINVAL,
+                         "'%s' is a %s callable; this target runs %s "
+                         "callables",
                          e->name, chip_callable_kind_name(e->kind),
                          chip_callable_kind_name(want));
     if (e->seq >= s->registry_count)
