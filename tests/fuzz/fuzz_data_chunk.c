@@ -1,0 +1,7 @@
+/* libFuzzer target: the DATA_CHUNK body decoder. */
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    return fuzz_body(WIRE_MSG_DATA_CHUNK, data, size);
+}
