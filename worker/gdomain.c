@@ -44,8 +44,8 @@ struct strata_global_domain {
     struct wire_descriptor *table;
     char (*handles)[WIRE_NAME_MAX + 1];
     uint64_t *release_req;
-        /* request ids of the packed ABORTs */ /* pre-packed: the fence never
-                                                  allocates */
+    /* request ids of the packed ABORTs */ /* pre-packed: the fence never
+                                              allocates */
     bool committed;
     bool fence_passed; /* retained past its run's fence */
     bool released;

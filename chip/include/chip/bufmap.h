@@ -22,8 +22,8 @@ struct bufmap {
 void bufmap_init(struct bufmap *m);
 /* Base address of buffer id of process creator (size bytes), mapping it
  * if needed. */
-strata_err bufmap_get(struct bufmap *m, pid_t creator, uint64_t id,
-                      size_t size, void **base_out);
+strata_err bufmap_get(struct bufmap *m, pid_t creator, uint64_t id, size_t size,
+                      void **base_out);
 void bufmap_drop(struct bufmap *m, pid_t creator, uint64_t id);
 void bufmap_fini(struct bufmap *m);
 
