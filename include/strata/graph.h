@@ -213,6 +213,154 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_halo_map_derive_paged(
     const char *gfg_path, uint32_t world, uint32_t rank,
     const strata_id_list *peer_requests, strata_halo_map **out);
 
+/* ------------------------------------------------------------------ */
+/* Halo execution over a local communication domain                    */
+/* ------------------------------------------------------------------ */
+
+/* How a row combines the rows of its sources (see docs/halo.md). */
+typedef enum strata_halo_reducer {
+    STRATA_HALO_SUM = 1,  /* out_i = sum over entries j of row i of x_j */
+    STRATA_HALO_MEAN = 2, /* that sum / deg(i) (entries); 0 for deg 0 */
+    STRATA_HALO_EDGE = 3, /* a registered per-edge kernel */
+} strata_halo_reducer;
+
+/* When owned rows are computed relative to the ghost exchange. */
+typedef enum strata_halo_schedule {
+    /* Interior rows (every source owned) while the exchange is in flight,
+     * then boundary rows. The default. */
+    STRATA_HALO_OVERLAPPED = 0,
+    /* The exchange completes first, then every row. */
+    STRATA_HALO_SERIALIZED = 1,
+} strata_halo_schedule;
+
+/* A per-edge kernel for the entry src of row dst. Forward: acc_row is
+ * out[dst] (zeroed before the row's first edge), in_row is x[src]. VJP:
+ * in_row is grad_out[dst] and acc_row accumulates grad_x[src]. Both rows
+ * hold `features` elements of dtype. For the VJP to be the transpose of
+ * the forward, the edge must be linear in its input (acc += w(dst, src) *
+ * in, with the same w both ways). Runs in chip processes. */
+typedef void (*strata_halo_edge_fn)(int64_t dst, int64_t src,
+                                    strata_dtype dtype, size_t features,
+                                    const void *in_row, void *acc_row);
+
+/* Registers a per-edge kernel under name (1..63 bytes) for
+ * STRATA_HALO_EDGE. vjp may be NULL (strata_halo_vjp then answers
+ * STRATA_ENOTSUP). Chips inherit the table when they fork, so register
+ * before strata_worker_init. The same name with the same functions again
+ * is STRATA_OK; other functions under a used name STRATA_EEXIST;
+ * STRATA_EINVAL for a bad name or a NULL forward; STRATA_ENOMEM past 64
+ * kernels. Main thread. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_halo_register_edge(
+    const char *name, strata_halo_edge_fn forward, strata_halo_edge_fn vjp);
+
+/* What to run: a partitioned graph over a list of chips. */
+typedef struct strata_halo_spec {
+    /* The graph, exactly one of: csr (in memory, num_rows ==
+     * num_entities; copied at create) or gfg_path (a .gfg store every
+     * chip opens and reads its own rows from inside its kernel). */
+    const strata_csr_view *csr;
+    const char *gfg_path;
+    /* Chip ids of the worker; chips[r] is rank r of the partition (rows
+     * by strata_owned_range(N, num_chips, r)) and of the domain. */
+    const int *chips;
+    size_t num_chips;
+    size_t features;               /* elements per row, > 0 */
+    strata_dtype dtype;            /* STRATA_F32 or STRATA_F64 */
+    strata_halo_reducer reducer;   /* default STRATA_HALO_SUM */
+    const char *edge_kernel;       /* STRATA_HALO_EDGE: a registered name */
+    strata_halo_schedule schedule; /* default STRATA_HALO_OVERLAPPED */
+    /* When set, every call (re)writes this JSON file, schema
+     * "strata.halo-trace.v1" (docs/halo.md). NULL: no file. */
+    const char *trace_path;
+    double timeout_s; /* bound on each in-kernel wait; <= 0: 60 s */
+} strata_halo_spec;
+
+/* Fills spec with defaults: F32, 1 feature, sum, overlapped, no trace. */
+STRATA_API void strata_halo_spec_init(strata_halo_spec *spec);
+
+/* A prepared halo execution: the checked spec and the per-rank plans
+ * (owned rows, receive_from / send_to lists, window offsets) in a host
+ * buffer of the worker that every chip reads. */
+typedef struct strata_halo strata_halo;
+
+/* Checks spec, derives every rank's halo map (from csr, or from each
+ * rank's rows of the store) and builds the plan buffer on w (after
+ * strata_worker_create; before or after init; not inside a run that uses
+ * the handle). Nothing of spec is retained. STRATA_EINVAL naming the
+ * problem for a NULL argument, neither or both graphs, an invalid CSR,
+ * no chips or a repeated chip, features 0, a dtype other than F32/F64, an
+ * unknown reducer or schedule, STRATA_HALO_EDGE without a registered
+ * edge_kernel, or sizes that overflow; errors of strata_gfg_open and
+ * strata_halo_map_derive_gfg for a store; STRATA_ENOMEM. Chips that the
+ * worker lacks are found at the first call. On STRATA_OK the caller owns
+ * *out. Main thread (the worker's owner). */
+STRATA_API STRATA_MUST_CHECK strata_err strata_halo_create(
+    strata_worker *w, const strata_halo_spec *spec, strata_halo **out);
+
+/* Releases the plan buffer and frees h (NULL is a no-op). Call it outside
+ * any run that used h, before the worker is destroyed. STRATA_ESTATE (h
+ * kept) while an unfinished run names the plan. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_halo_destroy(strata_halo *h);
+
+/* Forward: out_i = reduce over the entries j of row i of x_j, for every
+ * row, as one group of tasks on the spec's chips. x and out are buffers
+ * of the worker holding the N x features field (row-major, from byte 0,
+ * dtype of the spec); rank r reads only x's rows [begin_r, end_r) and
+ * writes only out's rows there: ghost rows travel through a local domain
+ * the call allocates (window sized from the halo maps, zeroed, one flag
+ * word per sender) and releases. Each rank packs its send_to rows into
+ * its window, signals each receiver, computes its interior rows (when
+ * overlapped), waits for each owner it receives from, reads those ghosts
+ * from the owners' windows and computes its boundary rows. Returns once
+ * every rank is done, and writes the trace. Inside an orch fn of the
+ * worker; one call at a time per handle. STRATA_EINVAL for a NULL
+ * argument, x == out or a buffer smaller than the field; STRATA_EBUSY
+ * when another call on h is in progress; domain allocation errors;
+ * STRATA_ETASK when a rank fails (a wait that times out included);
+ * STRATA_EIO when the trace cannot be written. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_halo_forward(strata_orch *o,
+                                                            strata_halo *h,
+                                                            strata_buffer *x,
+                                                            strata_buffer *out);
+
+/* The VJP of strata_halo_forward: grad_x_j = sum over the entries (i, j)
+ * of grad_out_i (divided by deg(i) for mean; the edge kernel's vjp for
+ * STRATA_HALO_EDGE). Each rank accumulates the cotangents of its ghosts in
+ * its own window, signals their owners, adds its local contributions into
+ * its rows of grad_x (overwritten, not accumulated into), then waits for
+ * every peer that holds its rows as ghosts and adds their cotangents from
+ * the peers' windows. Same buffers, rules and errors as the forward, plus
+ * STRATA_ENOTSUP for an edge kernel without a vjp. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_halo_vjp(strata_orch *o,
+                                                        strata_halo *h,
+                                                        strata_buffer *grad_out,
+                                                        strata_buffer *grad_x);
+
+/* One rank's record of the last call (the trace file holds the same). */
+typedef struct strata_halo_rank_trace {
+    uint32_t rank;
+    int chip;
+    uint64_t owned_begin, owned_end; /* rows */
+    uint64_t interior_rows;          /* every source owned */
+    uint64_t boundary_rows;          /* at least one ghost source */
+    uint64_t ghosts;
+    uint64_t edges; /* entries of the owned rows */
+    /* CLOCK_MONOTONIC ns. The exchange runs from the first pack until
+     * the last peer this rank needs signalled (or, without such peers,
+     * until its own signals went out); wait_end is when this rank's last
+     * wait returned; compute runs from the first to the last owned row.
+     * Serialized: compute_start >= wait_end >= exchange_end. */
+    int64_t exchange_start_ns, exchange_end_ns, wait_end_ns;
+    int64_t compute_start_ns, compute_end_ns;
+    int64_t overlap_ns; /* length of the intersection of the two */
+} strata_halo_rank_trace;
+
+/* Copies rank's record of the last completed call into *out.
+ * STRATA_ESTATE before any call completed, STRATA_EINVAL for a NULL
+ * argument or rank >= num_chips. Any thread, between calls. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_halo_last_trace(
+    const strata_halo *h, uint32_t rank, strata_halo_rank_trace *out);
+
 #ifdef __cplusplus
 }
 #endif

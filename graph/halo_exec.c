@@ -1,0 +1,418 @@
+/* Halo execution as tasks: the public API. strata_halo_create builds the
+ * per-rank plans once; every forward or VJP call allocates a fresh local
+ * domain sized from them, submits one kernel per rank as a group, waits
+ * for it, releases the domain and records the trace. */
+#include "base/alloc.h"
+#include "base/err.h"
+#include "halo_exec_int.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+struct strata_halo {
+    strata_worker *w;
+    strata_buffer *plan;
+    uint32_t world;
+    int *chips;
+    uint64_t num_rows;
+    size_t row_bytes;
+    strata_halo_spec spec; /* scalars only; pointers cleared */
+    bool edge_has_vjp;
+    uint64_t max_pack;   /* rows, forward window */
+    uint64_t max_ghosts; /* rows, VJP window */
+    char *trace_path;
+    int busy;
+    bool have_trace;
+    strata_halo_rank_trace *last; /* world records */
+};
+
+/* The halo kernels, registered when the library loads so that chips,
+ * which fork at strata_worker_init, inherit them. */
+static strata_callable forward_kernel;
+static strata_callable vjp_kernel;
+static strata_err kernels_err = STRATA_ESTATE;
+
+__attribute__((constructor)) static void register_kernels(void)
+{
+    kernels_err = strata_register_kernel(HALO_KERNEL_FORWARD,
+                                         halo_kernel_forward, &forward_kernel);
+    if (!kernels_err)
+        kernels_err = strata_register_kernel(HALO_KERNEL_VJP, halo_kernel_vjp,
+                                             &vjp_kernel);
+}
+
+/* ---- per-edge kernels ---- */
+
+static struct halo_edge_entry edges[HALO_EDGE_MAX];
+static size_t num_edges;
+static pthread_mutex_t edges_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const struct halo_edge_entry *halo_edge_find(const char *name)
+{
+    size_t n = __atomic_load_n(&num_edges, __ATOMIC_ACQUIRE);
+
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(edges[i].name, name) == 0)
+            return &edges[i];
+    return NULL;
+}
+
+strata_err strata_halo_register_edge(const char *name,
+                                     strata_halo_edge_fn forward,
+                                     strata_halo_edge_fn vjp)
+{
+    const struct halo_edge_entry *old;
+    strata_err err = STRATA_OK;
+
+    if (!name || !*name || strlen(name) >= HALO_EDGE_NAME_MAX || !forward)
+        return base_fail(STRATA_EINVAL,
+                         "strata_halo_register_edge: needs a name of 1..%d "
+                         "bytes and a forward function",
+                         HALO_EDGE_NAME_MAX - 1);
+    pthread_mutex_lock(&edges_lock);
+    old = halo_edge_find(name);
+    if (old && (old->forward != forward || old->vjp != vjp)) {
+        err = base_fail(STRATA_EEXIST,
+                        "edge kernel '%s' is already registered with other "
+                        "functions",
+                        name);
+    } else if (!old && num_edges == HALO_EDGE_MAX) {
+        err = base_fail(STRATA_ENOMEM, "more than %d edge kernels",
+                        HALO_EDGE_MAX);
+    } else if (!old) {
+        struct halo_edge_entry *e = &edges[num_edges];
+
+        snprintf(e->name, sizeof(e->name), "%s", name);
+        e->forward = forward;
+        e->vjp = vjp;
+        __atomic_store_n(&num_edges, num_edges + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&edges_lock);
+    return err;
+}
+
+/* ---- handles ---- */
+
+void strata_halo_spec_init(strata_halo_spec *spec)
+{
+    if (!spec)
+        return;
+    memset(spec, 0, sizeof(*spec));
+    spec->features = 1;
+    spec->dtype = STRATA_F32;
+    spec->reducer = STRATA_HALO_SUM;
+    spec->schedule = STRATA_HALO_OVERLAPPED;
+}
+
+static strata_err check_chips(const strata_halo_spec *s)
+{
+    if (!s->chips || s->num_chips == 0)
+        return base_fail(STRATA_EINVAL, "halo spec: no chips");
+    if (s->num_chips > UINT32_MAX / 2)
+        return base_fail(STRATA_EINVAL, "halo spec: %zu chips", s->num_chips);
+    for (size_t i = 0; i < s->num_chips; i++) {
+        if (s->chips[i] < 0)
+            return base_fail(STRATA_EINVAL, "halo spec: chips[%zu] = %d", i,
+                             s->chips[i]);
+        for (size_t j = 0; j < i; j++)
+            if (s->chips[j] == s->chips[i])
+                return base_fail(STRATA_EINVAL,
+                                 "halo spec: chip %d listed twice",
+                                 s->chips[i]);
+    }
+    return STRATA_OK;
+}
+
+static strata_err check_spec(const strata_halo_spec *s)
+{
+    if ((s->csr == NULL) == (s->gfg_path == NULL))
+        return base_fail(STRATA_EINVAL,
+                         "halo spec: give exactly one of csr and gfg_path");
+    if (s->gfg_path && (!*s->gfg_path || strlen(s->gfg_path) >= HALO_PATH_MAX))
+        return base_fail(STRATA_EINVAL, "halo spec: gfg_path is empty or "
+                                        "too long");
+    if (s->features == 0)
+        return base_fail(STRATA_EINVAL, "halo spec: features is 0");
+    if (s->dtype != STRATA_F32 && s->dtype != STRATA_F64)
+        return base_fail(STRATA_EINVAL,
+                         "halo spec: dtype %d is not F32 or "
+                         "F64",
+                         (int)s->dtype);
+    if (s->schedule != STRATA_HALO_OVERLAPPED &&
+        s->schedule != STRATA_HALO_SERIALIZED)
+        return base_fail(STRATA_EINVAL, "halo spec: unknown schedule %d",
+                         (int)s->schedule);
+    if (s->reducer == STRATA_HALO_EDGE) {
+        if (!s->edge_kernel || !halo_edge_find(s->edge_kernel))
+            return base_fail(STRATA_EINVAL,
+                             "halo spec: edge kernel '%s' is not registered",
+                             s->edge_kernel ? s->edge_kernel : "(null)");
+    } else if (s->reducer != STRATA_HALO_SUM &&
+               s->reducer != STRATA_HALO_MEAN) {
+        return base_fail(STRATA_EINVAL, "halo spec: unknown reducer %d",
+                         (int)s->reducer);
+    }
+    return check_chips(s);
+}
+
+static strata_err check_sizes(strata_halo *h)
+{
+    size_t isz = strata_dtype_size(h->spec.dtype);
+
+    if (h->spec.features > SIZE_MAX / isz)
+        return base_fail(STRATA_EINVAL, "halo spec: a row overflows");
+    h->row_bytes = h->spec.features * isz;
+    if (h->num_rows > SIZE_MAX / h->row_bytes ||
+        h->max_pack > (SIZE_MAX / 2) / h->row_bytes ||
+        h->max_ghosts > (SIZE_MAX / 2) / h->row_bytes)
+        return base_fail(STRATA_EINVAL, "halo spec: the field overflows");
+    return STRATA_OK;
+}
+
+static void halo_free(strata_halo *h)
+{
+    base_free(h->chips);
+    base_free(h->trace_path);
+    base_free(h->last);
+    base_free(h);
+}
+
+strata_err strata_halo_create(strata_worker *w, const strata_halo_spec *spec,
+                              strata_halo **out)
+{
+    const struct halo_plan_hdr *hdr;
+    strata_halo *h;
+    strata_err err;
+
+    if (!w || !spec || !out)
+        return base_fail(STRATA_EINVAL, "strata_halo_create: NULL argument");
+    if (kernels_err)
+        return base_fail(kernels_err, "halo kernels were not registered at "
+                                      "load time");
+    err = check_spec(spec);
+    if (err)
+        return err;
+    h = base_calloc(1, sizeof(*h));
+    if (!h)
+        return base_fail(STRATA_ENOMEM, "strata_halo_create: out of memory");
+    h->w = w;
+    h->world = (uint32_t)spec->num_chips;
+    h->spec = *spec;
+    h->spec.csr = NULL;
+    h->spec.gfg_path = NULL;
+    h->spec.chips = NULL;
+    h->spec.trace_path = NULL;
+    h->spec.edge_kernel = NULL;
+    if (spec->reducer == STRATA_HALO_EDGE) {
+        const struct halo_edge_entry *e = halo_edge_find(spec->edge_kernel);
+
+        h->edge_has_vjp = e && e->vjp;
+    } else {
+        h->edge_has_vjp = true;
+    }
+    h->chips = base_calloc(spec->num_chips, sizeof(int));
+    h->last = base_calloc(spec->num_chips, sizeof(*h->last));
+    if (spec->trace_path)
+        h->trace_path = base_strdup(spec->trace_path);
+    if (!h->chips || !h->last || (spec->trace_path && !h->trace_path)) {
+        err = base_fail(STRATA_ENOMEM, "strata_halo_create: out of memory");
+        goto err_free;
+    }
+    memcpy(h->chips, spec->chips, spec->num_chips * sizeof(int));
+    err = halo_plan_build(w, spec, &h->plan, &h->max_pack, &h->max_ghosts);
+    if (err)
+        goto err_free;
+    hdr = strata_buffer_data(h->plan);
+    h->num_rows = hdr->num_rows;
+    err = check_sizes(h);
+    if (err)
+        goto err_release;
+    *out = h;
+    return STRATA_OK;
+
+err_release:
+    if (strata_buffer_release(h->plan) != STRATA_OK)
+        base_errmsg_prefix("halo: plan buffer kept");
+err_free:
+    halo_free(h);
+    return err;
+}
+
+strata_err strata_halo_destroy(strata_halo *h)
+{
+    strata_err err;
+
+    if (!h)
+        return STRATA_OK;
+    err = strata_buffer_release(h->plan);
+    if (err)
+        return err;
+    halo_free(h);
+    return STRATA_OK;
+}
+
+strata_err strata_halo_last_trace(const strata_halo *h, uint32_t rank,
+                                  strata_halo_rank_trace *out)
+{
+    if (!h || !out || rank >= h->world)
+        return base_fail(STRATA_EINVAL,
+                         "strata_halo_last_trace: NULL argument or rank out "
+                         "of range");
+    if (!h->have_trace)
+        return base_fail(STRATA_ESTATE, "no halo call has completed yet");
+    *out = h->last[rank];
+    return STRATA_OK;
+}
+
+/* ---- calls ---- */
+
+static strata_err add_rows(strata_args *a, const strata_halo *h,
+                           strata_buffer *buf, uint64_t b, uint64_t e,
+                           strata_tag tag)
+{
+    const size_t shape[2] = {(size_t)(e - b), h->spec.features};
+
+    return strata_args_add_tensor(a, buf, (size_t)b * h->row_bytes,
+                                  h->spec.dtype, 2, shape, tag);
+}
+
+static strata_err rank_args(const strata_halo *h, const strata_domain *d,
+                            uint32_t r, strata_buffer *in, strata_buffer *out,
+                            strata_args *a)
+{
+    const struct halo_plan_hdr *hdr = strata_buffer_data(h->plan);
+    const struct halo_rank_plan *rp =
+        (const struct halo_rank_plan *)((const char *)hdr + hdr->ranks_off) + r;
+    size_t ro_shape[1] = {hdr->ro_size};
+    size_t st_shape[1] = {HALO_STATS_STRIDE};
+    strata_chip_domain_ctx ctx;
+    strata_err err;
+
+    err = strata_domain_context(d, h->chips[r], &ctx);
+    if (!err)
+        err = strata_args_add_tensor(a, h->plan, 0, STRATA_U8, 1, ro_shape,
+                                     STRATA_IN);
+    if (!err)
+        err = strata_args_add_tensor(a, h->plan,
+                                     hdr->stats_off + r * HALO_STATS_STRIDE,
+                                     STRATA_U8, 1, st_shape, STRATA_OUT);
+    if (!err && rp->owned_end > rp->owned_begin)
+        err = add_rows(a, h, in, rp->owned_begin, rp->owned_end, STRATA_IN);
+    if (!err && rp->owned_end > rp->owned_begin)
+        err = add_rows(a, h, out, rp->owned_begin, rp->owned_end, STRATA_OUT);
+    if (!err)
+        err = strata_args_add_scalar(a, ctx.device_ctx);
+    if (!err)
+        err = strata_args_add_scalar(a, halo_data_offset(h->world));
+    if (!err)
+        err = strata_args_add_scalar(a, r);
+    return err;
+}
+
+static strata_err submit(strata_orch *o, strata_halo *h, const strata_domain *d,
+                         bool vjp, strata_buffer *in, strata_buffer *out)
+{
+    strata_args **a = base_calloc(h->world, sizeof(*a));
+    strata_err err = a ? STRATA_OK : STRATA_ENOMEM;
+    strata_err end;
+
+    if (err)
+        return base_fail(err, "halo: out of memory");
+    for (uint32_t r = 0; r < h->world && !err; r++) {
+        err = strata_args_create(&a[r]);
+        if (!err)
+            err = rank_args(h, d, r, in, out, a[r]);
+    }
+    if (!err)
+        err = strata_orch_scope_begin(o);
+    if (!err) {
+        err = strata_orch_submit_next_level_group(
+            o, vjp ? vjp_kernel : forward_kernel, (const strata_args *const *)a,
+            h->chips, h->world);
+        /* The scope must close even when the submit failed. */
+        end = strata_orch_scope_end(o);
+        if (!err)
+            err = end;
+    }
+    for (uint32_t r = 0; r < h->world; r++)
+        strata_args_destroy(a[r]);
+    base_free(a);
+    return err;
+}
+
+static strata_err check_call(strata_orch *o, strata_halo *h, strata_buffer *in,
+                             strata_buffer *out, bool vjp)
+{
+    size_t need;
+
+    if (!o || !h || !in || !out)
+        return base_fail(STRATA_EINVAL, "halo: NULL argument");
+    if (in == out)
+        return base_fail(STRATA_EINVAL,
+                         "halo: input and output are the same buffer");
+    need = (size_t)h->num_rows * h->row_bytes;
+    if (strata_buffer_size(in) < need || strata_buffer_size(out) < need)
+        return base_fail(STRATA_EINVAL,
+                         "halo: buffers of %zu and %zu bytes, the field "
+                         "needs %zu",
+                         strata_buffer_size(in), strata_buffer_size(out), need);
+    if (vjp && !h->edge_has_vjp)
+        return base_fail(STRATA_ENOTSUP, "halo: the edge kernel has no vjp");
+    return STRATA_OK;
+}
+
+static strata_err call(strata_orch *o, strata_halo *h, strata_buffer *in,
+                       strata_buffer *out, bool vjp)
+{
+    static uint64_t seq;
+    char name[STRATA_DOMAIN_NAME_MAX];
+    uint64_t rows = vjp ? h->max_ghosts : h->max_pack;
+    strata_domain_spec ds = {0};
+    strata_domain *d = NULL;
+    strata_err err;
+    strata_err rel;
+    int idle = 0;
+
+    err = check_call(o, h, in, out, vjp);
+    if (err)
+        return err;
+    if (!__atomic_compare_exchange_n(&h->busy, &idle, 1, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return base_fail(STRATA_EBUSY, "halo: another call on this handle "
+                                       "is in progress");
+    snprintf(name, sizeof(name), "strata.halo.%s.%llu", vjp ? "vjp" : "fwd",
+             (unsigned long long)__atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+    ds.name = name;
+    ds.workers = h->chips;
+    ds.num_workers = h->world;
+    ds.window_size = halo_data_offset(h->world) + (size_t)rows * h->row_bytes;
+    err = strata_orch_allocate_domain(o, &ds, &d);
+    if (!err) {
+        err = submit(o, h, d, vjp, in, out);
+        rel = strata_domain_release(d);
+        if (!err)
+            err = rel;
+    }
+    if (!err) {
+        halo_trace_collect(strata_buffer_data(h->plan), h->chips, h->last);
+        h->have_trace = true;
+        if (h->trace_path)
+            err = halo_trace_write(h->trace_path, vjp,
+                                   strata_buffer_data(h->plan), h->last);
+    }
+    __atomic_store_n(&h->busy, 0, __ATOMIC_RELEASE);
+    return err;
+}
+
+strata_err strata_halo_forward(strata_orch *o, strata_halo *h, strata_buffer *x,
+                               strata_buffer *out)
+{
+    return call(o, h, x, out, false);
+}
+
+strata_err strata_halo_vjp(strata_orch *o, strata_halo *h,
+                           strata_buffer *grad_out, strata_buffer *grad_x)
+{
+    return call(o, h, grad_out, grad_x, true);
+}

@@ -1,0 +1,138 @@
+/* Private interfaces of halo execution (halo_exec*.c): the layout of the
+ * plan buffer the orchestrator builds and the chips read, and the helpers
+ * the host side and the chip side share. Offsets only, never pointers: the
+ * plan lives in a host buffer mapped at different addresses in every
+ * process. */
+#ifndef GRAPH_HALO_EXEC_INT_H
+#define GRAPH_HALO_EXEC_INT_H
+
+#include <strata/strata.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HALO_PLAN_MAGIC 0x504c4148u /* "HALP" */
+#define HALO_PLAN_VERSION 1u
+#define HALO_EDGE_NAME_MAX 64
+#define HALO_EDGE_MAX 64
+#define HALO_PATH_MAX 4096
+#define HALO_ALIGN 64
+#define HALO_DEFAULT_TIMEOUT_S 60.0
+
+#define HALO_KERNEL_FORWARD "strata.halo.forward"
+#define HALO_KERNEL_VJP "strata.halo.vjp"
+
+/* Read-only header at offset 0 of the plan buffer. */
+struct halo_plan_hdr {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t world;
+    uint32_t dtype;        /* strata_dtype: F32 or F64 */
+    uint32_t reducer;      /* strata_halo_reducer */
+    uint32_t schedule;     /* strata_halo_schedule */
+    uint64_t num_rows;     /* N; sources share the id space */
+    uint64_t features;     /* elements per row */
+    double timeout_s;      /* bound on each in-kernel signal wait */
+    uint64_t ranks_off;    /* struct halo_rank_plan[world] */
+    uint64_t gfg_path_off; /* NUL-terminated path; 0 when in memory */
+    uint64_t ro_size;      /* bytes of the read-only part */
+    uint64_t stats_off;    /* struct halo_stats[world], kernel-written */
+    char edge_name[HALO_EDGE_NAME_MAX];
+};
+
+/* One rank's plan. Counts are rows; offsets are bytes from the plan. */
+struct halo_rank_plan {
+    uint64_t owned_begin;
+    uint64_t owned_end;
+    uint64_t nnz;         /* entries of the owned rows */
+    uint64_t row_ptr_off; /* int64[rows + 1], rebased; 0 when paged */
+    uint64_t col_off;     /* int64[nnz], global ids; 0 when paged/empty */
+    uint64_t num_ghosts;
+    uint64_t ghost_off; /* int64[num_ghosts], sorted */
+    uint64_t num_recv;
+    uint64_t recv_off; /* struct halo_peer[num_recv], ascending peer */
+    uint64_t num_send;
+    uint64_t send_off;  /* struct halo_peer[num_send], ascending peer */
+    uint64_t pack_rows; /* sum of the send counts */
+};
+
+/* One exchange partner.
+ * receive entry of rank q from owner p: local_start = index of the group
+ *   in q's ghost list; remote_start = row of q's slot in p's pack region.
+ * send entry of rank p to q: local_start = row of q's slot in p's pack
+ *   region; remote_start = index of the group in q's ghost list (the ids
+ *   sent are q's ghosts from there, so they are never stored twice). */
+struct halo_peer {
+    uint64_t peer;
+    uint64_t count;
+    uint64_t local_start;
+    uint64_t remote_start;
+};
+
+/* What a rank's kernel reports; one slot per rank, 64-byte aligned. */
+struct halo_stats {
+    int64_t exchange_start_ns;
+    int64_t exchange_end_ns; /* own sends done and every ghost arrived */
+    int64_t wait_end_ns;     /* when this rank saw the last arrival */
+    int64_t compute_start_ns;
+    int64_t compute_end_ns;
+    uint64_t interior_rows;
+    uint64_t boundary_rows;
+    uint64_t edges;
+    uint64_t done; /* 1 once the fields above are written */
+};
+
+#define HALO_STATS_STRIDE                                                      \
+    ((sizeof(struct halo_stats) + HALO_ALIGN - 1) / HALO_ALIGN * HALO_ALIGN)
+
+/* A registered per-edge kernel (halo_exec_edge.c). */
+struct halo_edge_entry {
+    char name[HALO_EDGE_NAME_MAX];
+    strata_halo_edge_fn forward;
+    strata_halo_edge_fn vjp;
+};
+
+/* Looks name up in this process's edge table (inherited by chips). */
+const struct halo_edge_entry *halo_edge_find(const char *name);
+
+/* Builds the plan buffer on worker w for spec (already checked); returns
+ * the buffer and the largest pack and ghost row counts of any rank
+ * (halo_exec_plan.c). */
+strata_err halo_plan_build(strata_worker *w, const strata_halo_spec *spec,
+                           strata_buffer **plan_out, uint64_t *max_pack_out,
+                           uint64_t *max_ghosts_out);
+
+/* The chip kernels (halo_exec_kernel.c). Tensors: 0 the read-only plan
+ * (IN), 1 the rank's stats slot (OUT), then, for a rank with rows, its
+ * input rows (IN) and output rows (OUT). Scalars: device_ctx, the byte
+ * offset of the data region in the window, the rank. */
+strata_err halo_kernel_forward(strata_chip *chip, const strata_args *args);
+strata_err halo_kernel_vjp(strata_chip *chip, const strata_args *args);
+
+/* Fills one record per rank from the plan's stats slots
+ * (halo_exec_trace.c). */
+void halo_trace_collect(const void *plan, const int *chips,
+                        strata_halo_rank_trace *records);
+/* Writes the "strata.halo-trace.v1" JSON file at path (through a temporary
+ * file renamed into place). STRATA_EIO when it cannot. */
+strata_err halo_trace_write(const char *path, bool vjp, const void *plan,
+                            const strata_halo_rank_trace *records);
+
+/* Window layout: flag word s of rank r's window is "sender s is done";
+ * stamp s (int64, after the flags) is when sender s signalled, so the
+ * receiver knows when its ghosts arrived, not only when it looked; the
+ * data region starts at the first aligned byte after the stamps. */
+static inline size_t halo_stamp_offset(uint32_t world)
+{
+    return ((size_t)world * sizeof(uint32_t) + 7) / 8 * 8;
+}
+
+static inline size_t halo_data_offset(uint32_t world)
+{
+    return (halo_stamp_offset(world) + (size_t)world * sizeof(int64_t) +
+            HALO_ALIGN - 1) /
+           HALO_ALIGN * HALO_ALIGN;
+}
+
+#endif

@@ -1,0 +1,523 @@
+/* The chip side of halo execution: one kernel per rank, run as a group.
+ * A rank touches only its owned rows of the fields it is given; every
+ * other row it needs is read from a peer's window after the peer's
+ * signal. */
+#include "base/alloc.h"
+#include "base/err.h"
+#include "halo_exec_int.h"
+
+#include <string.h>
+#include <time.h>
+
+/* Everything a rank's kernel works from. */
+struct rank_ctx {
+    const char *plan;
+    const struct halo_plan_hdr *hdr;
+    const struct halo_rank_plan *rp;
+    const strata_comm_context *cc;
+    struct halo_stats *stats;
+    const struct halo_edge_entry *edge;
+    uint32_t rank;
+    strata_dtype dtype;
+    size_t features;
+    size_t rb; /* bytes per row */
+    size_t data_off;
+    uint64_t rows; /* owned */
+    const char *in;
+    char *out;
+    const int64_t *row_ptr; /* rebased, rows + 1 */
+    const int64_t *cols;    /* global ids */
+    int64_t *paged_rows;    /* owned copies when paged */
+    int64_t *paged_cols;
+    uint64_t *loc;   /* per entry: owned row, or rows + ghost index */
+    uint64_t *order; /* interior rows, then boundary rows */
+    uint64_t num_interior;
+    const char **ghost_row; /* forward: ghost g in its owner's window */
+    bool signaled;
+    int64_t arrived; /* latest signal time of the peers waited for */
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static volatile uint32_t *flag(const struct rank_ctx *c, uint32_t owner,
+                               uint32_t sender)
+{
+    return (volatile uint32_t *)((char *)c->cc->window_base[owner] +
+                                 sender * sizeof(uint32_t));
+}
+
+static int64_t *stamp(const struct rank_ctx *c, uint32_t owner, uint32_t sender)
+{
+    return (int64_t *)((char *)c->cc->window_base[owner] +
+                       halo_stamp_offset(c->cc->rank_count)) +
+           sender;
+}
+
+static char *window_data(const struct rank_ctx *c, uint32_t r)
+{
+    return (char *)c->cc->window_base[r] + c->data_off;
+}
+
+static const struct halo_peer *peers(const struct rank_ctx *c, bool send)
+{
+    return (const struct halo_peer *)(c->plan + (send ? c->rp->send_off
+                                                      : c->rp->recv_off));
+}
+
+static const struct halo_rank_plan *rank_plan(const struct rank_ctx *c,
+                                              uint64_t r)
+{
+    return (const struct halo_rank_plan *)(c->plan + c->hdr->ranks_off) + r;
+}
+
+/* acc += w * src over one row. */
+static void row_axpy(const struct rank_ctx *c, void *acc, double w,
+                     const void *src)
+{
+    if (c->dtype == STRATA_F32) {
+        float *a = acc;
+        const float *s = src;
+        float wf = (float)w;
+
+        if (w == 1.0)
+            for (size_t f = 0; f < c->features; f++)
+                a[f] += s[f];
+        else
+            for (size_t f = 0; f < c->features; f++)
+                a[f] += wf * s[f];
+    } else {
+        double *a = acc;
+        const double *s = src;
+
+        if (w == 1.0)
+            for (size_t f = 0; f < c->features; f++)
+                a[f] += s[f];
+        else
+            for (size_t f = 0; f < c->features; f++)
+                a[f] += w * s[f];
+    }
+}
+
+static void row_scale(const struct rank_ctx *c, void *row, double w)
+{
+    if (c->dtype == STRATA_F32)
+        for (size_t f = 0; f < c->features; f++)
+            ((float *)row)[f] *= (float)w;
+    else
+        for (size_t f = 0; f < c->features; f++)
+            ((double *)row)[f] *= w;
+}
+
+static strata_err ctx_open(strata_chip *chip, const strata_args *args,
+                           struct rank_ctx *c)
+{
+    size_t nt = strata_args_num_tensors(args);
+
+    memset(c, 0, sizeof(*c));
+    if (nt != 2 && nt != 4)
+        return base_fail(STRATA_EINVAL, "halo kernel: %zu tensors", nt);
+    c->plan = strata_args_tensor_data(args, 0);
+    c->hdr = (const struct halo_plan_hdr *)c->plan;
+    if (c->hdr->magic != HALO_PLAN_MAGIC ||
+        c->hdr->version != HALO_PLAN_VERSION)
+        return base_fail(STRATA_EINVAL, "halo kernel: not a halo plan");
+    c->stats = strata_args_tensor_data(args, 1);
+    c->cc = strata_chip_comm_context(chip, strata_args_scalar(args, 0));
+    c->data_off = (size_t)strata_args_scalar(args, 1);
+    c->rank = (uint32_t)strata_args_scalar(args, 2);
+    if (!c->cc || c->cc->rank != c->rank || c->cc->rank_count != c->hdr->world)
+        return base_fail(STRATA_EINVAL,
+                         "halo kernel: chip %d is not rank %u of a %u-rank "
+                         "halo domain",
+                         strata_chip_id(chip), c->rank, c->hdr->world);
+    c->rp = rank_plan(c, c->rank);
+    c->dtype = (strata_dtype)c->hdr->dtype;
+    c->features = c->hdr->features;
+    c->rb = c->features * strata_dtype_size(c->dtype);
+    c->rows = c->rp->owned_end - c->rp->owned_begin;
+    if ((c->rows > 0) != (nt == 4))
+        return base_fail(STRATA_EINVAL,
+                         "halo kernel: rank %u owns %llu rows "
+                         "but has %zu tensors",
+                         c->rank, (unsigned long long)c->rows, nt);
+    if (nt == 4) {
+        c->in = strata_args_tensor_data(args, 2);
+        c->out = strata_args_tensor_data(args, 3);
+    }
+    if (c->hdr->reducer == STRATA_HALO_EDGE) {
+        c->edge = halo_edge_find(c->hdr->edge_name);
+        if (!c->edge)
+            return base_fail(STRATA_ENOENT,
+                             "halo kernel: edge kernel '%s' is not "
+                             "registered in chip %d",
+                             c->hdr->edge_name, strata_chip_id(chip));
+    }
+    return STRATA_OK;
+}
+
+/* The owned rows: from the plan, or paged from the store. */
+static strata_err load_rows(struct rank_ctx *c)
+{
+    strata_gfg *g = NULL;
+    strata_err err;
+
+    if (c->hdr->gfg_path_off == 0) {
+        c->row_ptr = (const int64_t *)(c->plan + c->rp->row_ptr_off);
+        c->cols = (const int64_t *)(c->plan + c->rp->col_off);
+        return STRATA_OK;
+    }
+    if (c->rows == 0)
+        return STRATA_OK;
+    c->paged_rows = base_malloc((c->rows + 1) * sizeof(int64_t));
+    c->paged_cols = base_malloc(c->rp->nnz * sizeof(int64_t));
+    if (!c->paged_rows || !c->paged_cols)
+        return base_fail(STRATA_ENOMEM,
+                         "halo kernel: rank %u: no memory "
+                         "for %llu edges",
+                         c->rank, (unsigned long long)c->rp->nnz);
+    err = strata_gfg_open(c->plan + c->hdr->gfg_path_off, &g);
+    if (err)
+        return err;
+    err =
+        strata_gfg_read_rows(g, c->rp->owned_begin, c->rp->owned_end,
+                             c->paged_rows, c->paged_cols, (size_t)c->rp->nnz);
+    if (!err && (uint64_t)c->paged_rows[c->rows] != c->rp->nnz)
+        err = base_fail(STRATA_EINVAL,
+                        "halo kernel: rank %u: the store changed since the "
+                        "plan was made",
+                        c->rank);
+    strata_gfg_close(g);
+    c->row_ptr = c->paged_rows;
+    c->cols = c->paged_cols;
+    return err;
+}
+
+static strata_err ghost_index(const struct rank_ctx *c, int64_t id,
+                              uint64_t *out)
+{
+    const int64_t *g = (const int64_t *)(c->plan + c->rp->ghost_off);
+    uint64_t lo = 0;
+    uint64_t hi = c->rp->num_ghosts;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+
+        if (g[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == c->rp->num_ghosts || g[lo] != id)
+        return base_fail(STRATA_EINVAL,
+                         "halo kernel: rank %u: source %lld is neither "
+                         "owned nor a ghost",
+                         c->rank, (long long)id);
+    *out = lo;
+    return STRATA_OK;
+}
+
+/* Local index of every entry; rows ordered interior first. */
+static strata_err translate(struct rank_ctx *c)
+{
+    uint64_t b = c->rp->owned_begin;
+    uint64_t e = c->rp->owned_end;
+    uint64_t nb = 0;
+    strata_err err;
+
+    c->loc = base_malloc((c->rp->nnz + 1) * sizeof(uint64_t));
+    c->order = base_malloc((c->rows + 1) * sizeof(uint64_t));
+    c->ghost_row = base_malloc((c->rp->num_ghosts + 1) * sizeof(char *));
+    if (!c->loc || !c->order || !c->ghost_row)
+        return base_fail(STRATA_ENOMEM, "halo kernel: rank %u: out of memory",
+                         c->rank);
+    for (uint64_t i = 0; i < c->rows; i++) {
+        bool boundary = false;
+
+        for (int64_t k = c->row_ptr[i]; k < c->row_ptr[i + 1]; k++) {
+            int64_t j = c->cols[k];
+
+            if ((uint64_t)j >= b && (uint64_t)j < e) {
+                c->loc[k] = (uint64_t)j - b;
+                continue;
+            }
+            err = ghost_index(c, j, &c->loc[k]);
+            if (err)
+                return err;
+            c->loc[k] += c->rows;
+            boundary = true;
+        }
+        if (boundary)
+            c->order[c->rows - 1 - nb++] = i;
+        else
+            c->order[c->num_interior++] = i;
+    }
+    return STRATA_OK;
+}
+
+static void ctx_close(struct rank_ctx *c)
+{
+    base_free(c->paged_rows);
+    base_free(c->paged_cols);
+    base_free(c->loc);
+    base_free(c->order);
+    base_free((void *)c->ghost_row);
+}
+
+/* Tells every rank that waits on this one that its data is ready. Also
+ * used on failure, so peers finish instead of waiting out their timeout
+ * (the run fails with this rank's error anyway). */
+static void signal_all(struct rank_ctx *c, bool send)
+{
+    const struct halo_peer *p = peers(c, send);
+    uint64_t n = send ? c->rp->num_send : c->rp->num_recv;
+
+    int64_t t = now_ns();
+
+    if (c->signaled || !c->rp || !c->cc)
+        return;
+    c->signaled = true;
+    c->arrived = t;
+    for (uint64_t i = 0; i < n; i++) {
+        /* The stamp is published by the signal's full barrier. */
+        __atomic_store_n(stamp(c, (uint32_t)p[i].peer, c->rank), t,
+                         __ATOMIC_RELAXED);
+        strata_signal_add(flag(c, (uint32_t)p[i].peer, c->rank), 1);
+    }
+}
+
+static strata_err wait_for(struct rank_ctx *c, uint64_t peer)
+{
+    strata_err err = strata_signal_wait(flag(c, c->rank, (uint32_t)peer), 1,
+                                        c->hdr->timeout_s);
+    int64_t t;
+
+    if (err) {
+        base_errmsg_prefix("halo: rank %u waiting for rank %llu", c->rank,
+                           (unsigned long long)peer);
+        return err;
+    }
+    t = __atomic_load_n(stamp(c, c->rank, (uint32_t)peer), __ATOMIC_RELAXED);
+    if (t > c->arrived)
+        c->arrived = t;
+    return STRATA_OK;
+}
+
+/* The exchange ended when the last ghost arrived (or this rank's own
+ * signals went out), which may be well before this rank looked. */
+static void exchange_done(struct rank_ctx *c)
+{
+    c->stats->wait_end_ns = now_ns();
+    c->stats->exchange_end_ns = c->arrived;
+}
+
+static double row_weight(const struct rank_ctx *c, uint64_t i)
+{
+    int64_t deg = c->row_ptr[i + 1] - c->row_ptr[i];
+
+    if (c->hdr->reducer == STRATA_HALO_MEAN && deg > 0)
+        return 1.0 / (double)deg;
+    return 1.0;
+}
+
+/* ---- forward ---- */
+
+static void forward_row(const struct rank_ctx *c, uint64_t i)
+{
+    char *acc = c->out + i * c->rb;
+    int64_t deg = c->row_ptr[i + 1] - c->row_ptr[i];
+
+    memset(acc, 0, c->rb);
+    for (int64_t k = c->row_ptr[i]; k < c->row_ptr[i + 1]; k++) {
+        uint64_t l = c->loc[k];
+        const char *src =
+            l < c->rows ? c->in + l * c->rb : c->ghost_row[l - c->rows];
+
+        if (c->edge)
+            c->edge->forward((int64_t)(c->rp->owned_begin + i), c->cols[k],
+                             c->dtype, c->features, src, acc);
+        else
+            row_axpy(c, acc, 1.0, src);
+    }
+    if (c->hdr->reducer == STRATA_HALO_MEAN && deg > 0)
+        row_scale(c, acc, 1.0 / (double)deg);
+}
+
+static void pack(struct rank_ctx *c)
+{
+    const struct halo_peer *s = peers(c, true);
+    char *region = window_data(c, c->rank);
+
+    for (uint64_t i = 0; i < c->rp->num_send; i++) {
+        const struct halo_rank_plan *q = rank_plan(c, s[i].peer);
+        const int64_t *ids =
+            (const int64_t *)(c->plan + q->ghost_off) + s[i].remote_start;
+
+        for (uint64_t k = 0; k < s[i].count; k++)
+            memcpy(region + (s[i].local_start + k) * c->rb,
+                   c->in + ((uint64_t)ids[k] - c->rp->owned_begin) * c->rb,
+                   c->rb);
+    }
+}
+
+static void point_ghosts(struct rank_ctx *c)
+{
+    const struct halo_peer *r = peers(c, false);
+
+    for (uint64_t i = 0; i < c->rp->num_recv; i++)
+        for (uint64_t k = 0; k < r[i].count; k++)
+            c->ghost_row[r[i].local_start + k] =
+                window_data(c, (uint32_t)r[i].peer) +
+                (r[i].remote_start + k) * c->rb;
+}
+
+static strata_err forward_run(struct rank_ctx *c)
+{
+    bool overlap = c->hdr->schedule == STRATA_HALO_OVERLAPPED;
+    const struct halo_peer *r = peers(c, false);
+    strata_err err = STRATA_OK;
+
+    c->stats->exchange_start_ns = now_ns();
+    pack(c);
+    signal_all(c, true);
+    point_ghosts(c);
+    if (overlap) {
+        c->stats->compute_start_ns = now_ns();
+        for (uint64_t i = 0; i < c->num_interior; i++)
+            forward_row(c, c->order[i]);
+    }
+    for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
+        err = wait_for(c, r[i].peer);
+    if (err)
+        return err;
+    exchange_done(c);
+    if (!overlap) {
+        c->stats->compute_start_ns = now_ns();
+        for (uint64_t i = 0; i < c->num_interior; i++)
+            forward_row(c, c->order[i]);
+    }
+    for (uint64_t i = c->num_interior; i < c->rows; i++)
+        forward_row(c, c->order[i]);
+    c->stats->compute_end_ns = now_ns();
+    return STRATA_OK;
+}
+
+/* ---- VJP ---- */
+
+/* Adds row i's cotangent into its sources: owned ones (into grad_x) or,
+ * with ghosts true, ghost ones (into this rank's window). */
+static void vjp_row(const struct rank_ctx *c, uint64_t i, bool ghosts)
+{
+    const char *g = c->in + i * c->rb;
+    double w = row_weight(c, i);
+
+    for (int64_t k = c->row_ptr[i]; k < c->row_ptr[i + 1]; k++) {
+        uint64_t l = c->loc[k];
+        char *acc;
+
+        if ((l >= c->rows) != ghosts)
+            continue;
+        acc = ghosts ? window_data(c, c->rank) + (l - c->rows) * c->rb
+                     : c->out + l * c->rb;
+        if (c->edge)
+            c->edge->vjp((int64_t)(c->rp->owned_begin + i), c->cols[k],
+                         c->dtype, c->features, g, acc);
+        else
+            row_axpy(c, acc, w, g);
+    }
+}
+
+/* Adds what peer s holds for this rank's rows (its ghost cotangents). */
+static void vjp_receive(const struct rank_ctx *c, const struct halo_peer *s)
+{
+    const struct halo_rank_plan *q = rank_plan(c, s->peer);
+    const int64_t *ids =
+        (const int64_t *)(c->plan + q->ghost_off) + s->remote_start;
+    const char *src =
+        window_data(c, (uint32_t)s->peer) + s->remote_start * c->rb;
+
+    for (uint64_t k = 0; k < s->count; k++)
+        row_axpy(c, c->out + ((uint64_t)ids[k] - c->rp->owned_begin) * c->rb,
+                 1.0, src + k * c->rb);
+}
+
+static strata_err vjp_run(struct rank_ctx *c)
+{
+    bool overlap = c->hdr->schedule == STRATA_HALO_OVERLAPPED;
+    const struct halo_peer *s = peers(c, true);
+    strata_err err = STRATA_OK;
+
+    c->stats->exchange_start_ns = now_ns();
+    /* The window starts zeroed, so ghost cotangents accumulate in place. */
+    for (uint64_t i = c->num_interior; i < c->rows; i++)
+        vjp_row(c, c->order[i], true);
+    signal_all(c, false);
+    if (!overlap) {
+        for (uint64_t i = 0; i < c->rp->num_send && !err; i++)
+            err = wait_for(c, s[i].peer);
+        if (err)
+            return err;
+        exchange_done(c);
+    }
+    c->stats->compute_start_ns = now_ns();
+    if (c->rows > 0)
+        memset(c->out, 0, c->rows * c->rb);
+    for (uint64_t i = 0; i < c->rows; i++)
+        vjp_row(c, i, false);
+    for (uint64_t i = 0; i < c->rp->num_send; i++) {
+        if (overlap) {
+            err = wait_for(c, s[i].peer);
+            if (err)
+                return err;
+        }
+        vjp_receive(c, &s[i]);
+    }
+    if (overlap)
+        exchange_done(c);
+    c->stats->compute_end_ns = now_ns();
+    return STRATA_OK;
+}
+
+static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
+{
+    struct rank_ctx c;
+    strata_err err;
+
+    err = ctx_open(chip, args, &c);
+    if (!err)
+        memset(c.stats, 0, sizeof(*c.stats));
+    if (!err && vjp && c.edge && !c.edge->vjp)
+        err = base_fail(STRATA_ENOTSUP, "halo: edge kernel '%s' has no vjp",
+                        c.edge->name);
+    if (!err)
+        err = load_rows(&c);
+    if (!err)
+        err = translate(&c);
+    if (!err)
+        err = vjp ? vjp_run(&c) : forward_run(&c);
+    if (err) {
+        signal_all(&c, !vjp);
+    } else {
+        c.stats->interior_rows = c.num_interior;
+        c.stats->boundary_rows = c.rows - c.num_interior;
+        c.stats->edges = c.rp->nnz;
+        __atomic_store_n(&c.stats->done, 1, __ATOMIC_RELEASE);
+    }
+    ctx_close(&c);
+    return err;
+}
+
+strata_err halo_kernel_forward(strata_chip *chip, const strata_args *args)
+{
+    return run(chip, args, false);
+}
+
+strata_err halo_kernel_vjp(strata_chip *chip, const strata_args *args)
+{
+    return run(chip, args, true);
+}
