@@ -125,46 +125,6 @@ static void unlink_names(const struct strata_domain *d)
     }
 }
 
-/* COMM_INIT, once per chip for the worker's life, to the members that
- * have not had it: a dead chip elsewhere never blocks a domain. */
-static strata_err comm_init(struct strata_domain *d, strata_orch *o)
-{
-    struct orch_sched *s = d->sched;
-    struct orch_ctl **ptrs = d->ctl_ptrs;
-    strata_err err = STRATA_OK;
-    uint32_t posted = 0;
-
-    for (uint32_t r = 0; r < d->n && !err; r++) {
-        struct orch_ctl *c = &d->ctls[r];
-        bool ready;
-
-        orch_lock(s);
-        ready = orch_comm_ready(s, d->eps[r]);
-        orch_unlock(s);
-        if (ready)
-            continue;
-        memset(c, 0, sizeof(*c));
-        c->op = MBX_CTL_COMM_INIT;
-        c->arg[0] = (uint64_t)d->eps[r];
-        c->arg[1] = orch_num_chips(s);
-        err = orch_control_post(s, o, d->eps[r], c, NULL);
-        if (!err)
-            ptrs[posted++] = c;
-    }
-    {
-        strata_err werr = orch_control_wait(s, ptrs, posted);
-
-        err = err ? err : werr;
-    }
-    orch_lock(s);
-    for (uint32_t r = 0; r < d->n; r++)
-        if (d->ctls[r].op == MBX_CTL_COMM_INIT && d->ctls[r].done &&
-            !d->ctls[r].err)
-            orch_comm_set_ready(s, d->eps[r]);
-    orch_unlock(s);
-    return err;
-}
-
 /* The table is valid when complete, in rank order, one profile, and every
  * mapping is the same size and holds the window. */
 static strata_err check_table(const struct strata_domain *d,
@@ -311,7 +271,7 @@ strata_err strata_orch_allocate_domain(strata_orch *o,
     d->alloc_id = __atomic_add_fetch(&next_alloc_id, 1, __ATOMIC_RELAXED);
     err = orch_run_on_fence(o, fence_hook, d);
     if (!err)
-        err = comm_init(d, o);
+        err = orch_comm_init_chips(s, o, d->eps, d->n);
     if (!err)
         err = build(d, o);
     if (err) {

@@ -117,42 +117,66 @@ void orch_settle(struct orch_sched *s)
     orch_dispatch(s);
 }
 
+/* Completes the task of ring position k from its frame. */
+static void finish_frame(struct orch_sched *s, struct orch_endpoint *ep,
+                         uint32_t k)
+{
+    struct mbx_frame *f = &ep->mbx->ring[k % MBX_RING];
+    struct orch_task *t = s->slots[ep->ring_slot[k % MBX_RING]];
+    strata_err err = (strata_err)f->result;
+
+    if (t->ctl) {
+        memcpy(t->ctl->out, f->arg, sizeof(t->ctl->out));
+        t->ctl->reply_len = 0;
+        if (f->args_len <= sizeof(t->ctl->reply)) {
+            memcpy(t->ctl->reply, f->args, f->args_len);
+            t->ctl->reply_len = f->args_len;
+        }
+        /* Frames using the staging area are alone in the ring, so it
+         * holds this frame's reply. */
+        t->ctl->staged_reply_len = 0;
+        if (t->ctl->staged_reply && !err &&
+            f->staged_len <= t->ctl->staged_reply_cap) {
+            memcpy(t->ctl->staged_reply, ep->mbx->staging, f->staged_len);
+            t->ctl->staged_reply_len = (uint32_t)f->staged_len;
+        }
+    }
+    if (f->slot != t->slot || f->gen != t->gen) {
+        LOG_ERROR("%s %d returned frame (slot %u gen %u), expected "
+                  "(slot %u gen %u)",
+                  orch_ep_kind_name(ep->kind), ep->id, f->slot, f->gen, t->slot,
+                  t->gen);
+        err = STRATA_EPROTO;
+    }
+    orch_complete(s, t, err, err ? f->msg : NULL);
+}
+
 static bool harvest_one(struct orch_sched *s, struct orch_endpoint *ep)
 {
     uint32_t tail = __atomic_load_n(&ep->mbx->h.tail, __ATOMIC_ACQUIRE);
     bool did = false;
 
     while (ep->harvested != tail) {
-        struct mbx_frame *f = &ep->mbx->ring[ep->harvested % MBX_RING];
-        struct orch_task *t = s->slots[ep->ring_slot[ep->harvested % MBX_RING]];
-        strata_err err = (strata_err)f->result;
+        uint32_t k = ep->harvested++;
 
-        ep->harvested++;
         did = true;
-        if (t->ctl) {
-            memcpy(t->ctl->out, f->arg, sizeof(t->ctl->out));
-            t->ctl->reply_len = 0;
-            if (f->args_len <= sizeof(t->ctl->reply)) {
-                memcpy(t->ctl->reply, f->args, f->args_len);
-                t->ctl->reply_len = f->args_len;
-            }
-            /* Frames using the staging area are alone in the ring, so it
-             * holds this frame's reply. */
-            t->ctl->staged_reply_len = 0;
-            if (t->ctl->staged_reply && !err &&
-                f->staged_len <= t->ctl->staged_reply_cap) {
-                memcpy(t->ctl->staged_reply, ep->mbx->staging, f->staged_len);
-                t->ctl->staged_reply_len = (uint32_t)f->staged_len;
-            }
-        }
-        if (f->slot != t->slot || f->gen != t->gen) {
-            LOG_ERROR("%s %d returned frame (slot %u gen %u), expected "
-                      "(slot %u gen %u)",
-                      orch_ep_kind_name(ep->kind), ep->id, f->slot, f->gen,
-                      t->slot, t->gen);
-            err = STRATA_EPROTO;
-        }
-        orch_complete(s, t, err, err ? f->msg : NULL);
+        if (!ep->early[k % MBX_RING])
+            finish_frame(s, ep, k);
+    }
+    /* A remote node finishes frames in any order: a short task must not
+     * wait behind a long one. Its ring slot is reused only once the tail
+     * passes it. */
+    if (ep->notify_fd < 0)
+        return did;
+    for (uint32_t k = tail; k != ep->mbx->h.head; k++) {
+        struct mbx_frame *f = &ep->mbx->ring[k % MBX_RING];
+
+        if (ep->early[k % MBX_RING] ||
+            !__atomic_load_n(&f->done, __ATOMIC_SEQ_CST))
+            continue;
+        ep->early[k % MBX_RING] = true;
+        did = true;
+        finish_frame(s, ep, k);
     }
     return did;
 }
@@ -212,8 +236,11 @@ void orch_endpoint_died(struct orch_sched *s, struct orch_endpoint *ep)
     describe_death(ep, why, sizeof(why));
     LOG_WARN("%s", why);
     while (ep->harvested != ep->mbx->h.head) {
-        t = s->slots[ep->ring_slot[ep->harvested % MBX_RING]];
-        ep->harvested++;
+        uint32_t k = ep->harvested++;
+
+        if (ep->early[k % MBX_RING])
+            continue; /* finished out of order before the loss */
+        t = s->slots[ep->ring_slot[k % MBX_RING]];
         orch_complete(s, t, STRATA_EPEER, why);
     }
     while ((t = orch_queue_pop(s, &ep->fifo_head, &ep->fifo_tail)))

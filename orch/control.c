@@ -1,4 +1,5 @@
 /* Control frames with replies, fence hooks and adopted objects. */
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "orch_int.h"
@@ -151,6 +152,73 @@ strata_err orch_control_wait(struct orch_sched *s, struct orch_ctl *const *cs,
     return STRATA_OK;
 }
 
+strata_err orch_control_staged_copy(struct orch_sched *s, strata_orch *o,
+                                    int ep, const uint64_t arg[4], void *data,
+                                    size_t n, bool write)
+{
+    struct orch_ctl c;
+    struct orch_ctl *cp = &c;
+    strata_err err;
+
+    memset(&c, 0, sizeof(c));
+    c.op = write ? MBX_CTL_WINDOW_WRITE : MBX_CTL_WINDOW_READ;
+    memcpy(c.arg, arg, sizeof(c.arg));
+    if (write) {
+        c.staged = data;
+        c.staged_len = (uint32_t)n;
+    } else {
+        c.staged_reply = data;
+        c.staged_reply_cap = (uint32_t)n;
+    }
+    err = orch_control_post(s, o, ep, &c, NULL);
+    return err ? err : orch_control_wait(s, &cp, 1);
+}
+
+strata_err orch_comm_init_chips(struct orch_sched *s, strata_orch *o,
+                                const int *eps, size_t n)
+{
+    struct orch_ctl *ctls = base_calloc(n ? n : 1, sizeof(*ctls));
+    struct orch_ctl **ptrs = base_calloc(n ? n : 1, sizeof(*ptrs));
+    strata_err err = STRATA_OK;
+    size_t posted = 0;
+
+    if (!ctls || !ptrs) {
+        err = base_fail(STRATA_ENOMEM, "out of memory for COMM_INIT");
+        goto out;
+    }
+    for (size_t i = 0; i < n && !err; i++) {
+        bool ready;
+
+        pthread_mutex_lock(&s->mu);
+        ready = s->eps[eps[i]].comm_ready;
+        pthread_mutex_unlock(&s->mu);
+        if (ready)
+            continue;
+        ctls[i].op = MBX_CTL_COMM_INIT;
+        ctls[i].arg[0] = (uint64_t)eps[i];
+        ctls[i].arg[1] = s->num_chips;
+        err = orch_control_post(s, o, eps[i], &ctls[i], NULL);
+        if (!err)
+            ptrs[posted++] = &ctls[i];
+    }
+    {
+        strata_err werr = orch_control_wait(s, ptrs, posted);
+
+        err = err ? err : werr;
+    }
+    /* A chip that answered keeps its communicator whatever the others did:
+     * one dead chip never blocks the rest. */
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < n; i++)
+        if (ctls[i].op && ctls[i].done && !ctls[i].err)
+            s->eps[eps[i]].comm_ready = true;
+    pthread_mutex_unlock(&s->mu);
+out:
+    base_free(ctls);
+    base_free(ptrs);
+    return err;
+}
+
 strata_err orch_run_on_fence(strata_orch *o, orch_fence_fn fn, void *arg)
 {
     struct strata_run *r = o->run;
@@ -188,9 +256,4 @@ strata_err orch_sched_adopt(struct orch_sched *s, void *obj,
 bool orch_comm_ready(const struct orch_sched *s, int ep)
 {
     return s->eps[ep].comm_ready;
-}
-
-void orch_comm_set_ready(struct orch_sched *s, int ep)
-{
-    s->eps[ep].comm_ready = true;
 }

@@ -17,10 +17,15 @@ static uint32_t in_flight(const struct orch_endpoint *ep)
 static void fail_dead(struct orch_sched *s, struct orch_endpoint *ep,
                       struct orch_task *t)
 {
-    char why[64];
+    const char *lost = __atomic_load_n(&ep->lost, __ATOMIC_ACQUIRE);
+    char why[STRATA_ERRMSG_MAX];
 
-    snprintf(why, sizeof(why), "%s %d is dead", orch_ep_kind_name(ep->kind),
-             ep->id);
+    if (lost)
+        snprintf(why, sizeof(why), "%s %d was lost: %s",
+                 orch_ep_kind_name(ep->kind), ep->id, lost);
+    else
+        snprintf(why, sizeof(why), "%s %d is dead", orch_ep_kind_name(ep->kind),
+                 ep->id);
     orch_complete(s, t, STRATA_EPEER, why);
 }
 
@@ -59,6 +64,8 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
     f->args_len = t->blob_len;
     f->result = 0;
     f->msg[0] = '\0';
+    __atomic_store_n(&f->done, 0, __ATOMIC_RELAXED);
+    ep->early[ep->mbx->h.head % MBX_RING] = false;
     ep->ring_slot[ep->mbx->h.head % MBX_RING] = t->slot;
     t->state = TASK_RUNNING;
     mbx_post(ep->mbx);

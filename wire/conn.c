@@ -12,6 +12,8 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +25,7 @@ struct wire_conn {
     bool up;
     bool failed;
     bool goodbye_seen; /* the peer closed in order */
+    bool got_frame;    /* a whole frame arrived: the peer authenticated */
     bool closing;      /* we sent GOODBYE: close once flushed */
     uint64_t last_rx_ns;
 };
@@ -71,6 +74,7 @@ static void on_read(struct bufferevent *bev, void *arg)
         {
             const uint8_t *body = evbuffer_pullup(in, h.body_len);
 
+            c->got_frame = true;
             if (h.type == WIRE_MSG_GOODBYE)
                 c->goodbye_seen = true;
             if (c->cbs.on_msg)
@@ -89,22 +93,30 @@ static void on_write(struct bufferevent *bev, void *arg)
         fail(c, STRATA_OK, "closed");
 }
 
-static void describe_error(struct wire_conn *c, short what, char *buf,
+/* Writes why the connection failed; true when TLS said so. */
+static bool describe_error(struct wire_conn *c, short what, char *buf,
                            size_t cap)
 {
     unsigned long e = bufferevent_get_openssl_error(c->bev);
     char tls[256] = "";
 
+    /* OpenSSL 3 reports a close without close_notify as an error: it is a
+     * plain EOF without GOODBYE all the same. */
+    if (e && ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+        what |= BEV_EVENT_EOF;
+        e = 0;
+    }
     if (e)
         ERR_error_string_n(e, tls, sizeof(tls));
     if (what & BEV_EVENT_EOF)
         snprintf(buf, cap, "%s closed the connection without GOODBYE", c->peer);
     else if (tls[0])
         snprintf(buf, cap, "TLS error with %s: %s%s", c->peer, tls,
-                 c->up ? "" : " (authentication failed?)");
+                 c->got_frame ? "" : " (authentication failed?)");
     else
         snprintf(buf, cap, "connection to %s failed: %s", c->peer,
                  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    return tls[0] != '\0' && !(what & BEV_EVENT_EOF);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
@@ -122,12 +134,25 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
     if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
         return;
-    if ((what & BEV_EVENT_EOF) && c->goodbye_seen) {
+    if (c->goodbye_seen) { /* however TLS reports the close after it */
         fail(c, STRATA_OK, "closed by peer");
         return;
     }
-    describe_error(c, what, why, sizeof(why));
-    fail(c, c->up ? STRATA_EPEER : STRATA_EAUTH, why);
+    /* In TLS 1.3 a client is "connected" before the server has checked
+     * its certificate: a TLS failure before the first frame is an
+     * authentication failure, whenever it is reported. */
+    if (describe_error(c, what, why, sizeof(why)) && !c->got_frame)
+        fail(c, STRATA_EAUTH, why);
+    else
+        fail(c, c->up ? STRATA_EPEER : STRATA_EAUTH, why);
+}
+
+/* Small frames (completions, heartbeats) must not wait for delayed ACKs. */
+static void no_delay(int fd)
+{
+    int one = 1;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 static strata_err wrap(struct event_base *base, SSL_CTX *ctx, int fd,
@@ -162,6 +187,8 @@ static strata_err wrap(struct event_base *base, SSL_CTX *ctx, int fd,
         return base_fail(STRATA_ENOMEM, "cannot create a bufferevent");
     }
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    if (fd >= 0)
+        no_delay(fd);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     c->last_rx_ns = base_now_ns();
     *out = c;
@@ -183,6 +210,8 @@ strata_err wire_conn_connect(struct event_base *base, SSL_CTX *ctx,
         wire_conn_free(c);
         return base_fail(STRATA_EPEER, "cannot connect to %s", peer_name);
     }
+    if (bufferevent_getfd(c->bev) >= 0)
+        no_delay(bufferevent_getfd(c->bev));
     *out = c;
     return STRATA_OK;
 }

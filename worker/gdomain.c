@@ -753,8 +753,6 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
     const struct wire_domain_member *m;
     size_t base = 0;
     size_t limit;
-    struct orch_ctl c;
-    struct orch_ctl *cp = &c;
 
     if (!o || !g || !data)
         return base_fail(STRATA_EINVAL, "global window copy: NULL argument");
@@ -786,24 +784,11 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
         return base_fail(STRATA_ENOTSUP,
                          "copies to windows on remote nodes are not "
                          "supported yet; use a task on the node");
-    memset(&c, 0, sizeof(c));
-    c.op = write ? MBX_CTL_WINDOW_WRITE : MBX_CTL_WINDOW_READ;
-    c.arg[0] = g->id;
-    c.arg[1] = base + offset;
-    c.arg[2] = n;
-    c.arg[3] = rank;
-    if (write) {
-        c.staged = data;
-        c.staged_len = (uint32_t)n;
-    } else {
-        c.staged_reply = data;
-        c.staged_reply_cap = (uint32_t)n;
-    }
     {
-        strata_err err =
-            orch_control_post(g->w->sched, o, (int)m->node_worker_id, &c, NULL);
+        uint64_t arg[4] = {g->id, base + offset, n, rank};
 
-        return err ? err : orch_control_wait(g->w->sched, &cp, 1);
+        return orch_control_staged_copy(g->w->sched, o, (int)m->node_worker_id,
+                                        arg, data, n, write);
     }
 }
 

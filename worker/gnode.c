@@ -122,53 +122,22 @@ static strata_err fan_out(strata_worker *w, struct strata_global_view *v,
 
 static strata_err comm_init(strata_worker *w, const struct wire_comm_init *c)
 {
-    struct orch_sched *s = w->sched;
-    size_t n = orch_num_chips(s);
-    struct orch_ctl *ctls = base_calloc(n ? n : 1, sizeof(*ctls));
-    struct orch_ctl **ptrs = base_calloc(n ? n : 1, sizeof(*ptrs));
-    strata_err err = STRATA_OK;
-    size_t posted = 0;
+    size_t n = orch_num_chips(w->sched);
+    int *eps;
+    strata_err err;
 
-    if (!ctls || !ptrs) {
-        err = base_fail(STRATA_ENOMEM, "out of memory for COMM_INIT");
-        goto out;
-    }
-    if (strcmp(c->profile, "sim") != 0) {
-        err = base_fail(STRATA_ENOTSUP,
-                        "comm profile '%s' is not supported "
-                        "by this node",
-                        c->profile);
-        goto out;
-    }
-    w->node_id = (int)c->node_rank;
-    for (size_t i = 0; i < n && !err; i++) {
-        bool ready;
-
-        orch_lock(s);
-        ready = orch_comm_ready(s, (int)i);
-        orch_unlock(s);
-        if (ready)
-            continue;
-        ctls[i].op = MBX_CTL_COMM_INIT;
-        ctls[i].arg[0] = i;
-        ctls[i].arg[1] = n;
-        err = orch_control_post(s, NULL, (int)i, &ctls[i], NULL);
-        if (!err)
-            ptrs[posted++] = &ctls[i];
-    }
-    {
-        strata_err werr = orch_control_wait(s, ptrs, posted);
-
-        err = err ? err : werr;
-    }
-    orch_lock(s);
+    if (strcmp(c->profile, "sim") != 0)
+        return base_fail(STRATA_ENOTSUP,
+                         "comm profile '%s' is not supported by this node",
+                         c->profile);
+    eps = base_calloc(n ? n : 1, sizeof(*eps));
+    if (!eps)
+        return base_fail(STRATA_ENOMEM, "out of memory for COMM_INIT");
     for (size_t i = 0; i < n; i++)
-        if (ctls[i].op && ctls[i].done && !ctls[i].err)
-            orch_comm_set_ready(s, (int)i);
-    orch_unlock(s);
-out:
-    base_free(ctls);
-    base_free(ptrs);
+        eps[i] = (int)i;
+    w->node_id = (int)c->node_rank;
+    err = orch_comm_init_chips(w->sched, NULL, eps, n);
+    base_free(eps);
     return err;
 }
 
@@ -449,8 +418,6 @@ strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
                              size_t n, bool write)
 {
     struct strata_global_view *v;
-    struct orch_ctl c;
-    struct orch_ctl *cp = &c;
     strata_err err;
     uint32_t i = 0;
 
@@ -461,21 +428,10 @@ strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
               : base_fail(STRATA_ENOENT, "no committed domain %llu here",
                           (unsigned long long)domain_id);
     if (!err) {
-        memset(&c, 0, sizeof(c));
-        c.op = write ? MBX_CTL_WINDOW_WRITE : MBX_CTL_WINDOW_READ;
-        c.arg[0] = GLOBAL_ALLOC_TAG | domain_id;
-        c.arg[1] = offset;
-        c.arg[2] = n;
-        if (write) {
-            c.staged = data;
-            c.staged_len = (uint32_t)n;
-        } else {
-            c.staged_reply = data;
-            c.staged_reply_cap = (uint32_t)n;
-        }
-        err = orch_control_post(w->sched, NULL, v->eps[i], &c, NULL);
-        if (!err)
-            err = orch_control_wait(w->sched, &cp, 1);
+        uint64_t arg[4] = {GLOBAL_ALLOC_TAG | domain_id, offset, n, 0};
+
+        err = orch_control_staged_copy(w->sched, NULL, v->eps[i], arg, data, n,
+                                       write);
     }
     pthread_mutex_unlock(&w->gv_mu);
     return err;

@@ -393,8 +393,14 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
         if (r->req[pos] != req || r->done[pos])
             continue;
         mb->ring[pos].result = (int32_t)err;
-        snprintf(mb->ring[pos].msg, sizeof(mb->ring[pos].msg), "%s",
-                 msg ? msg : "");
+        if (err)
+            snprintf(mb->ring[pos].msg, sizeof(mb->ring[pos].msg),
+                     "request %llu on %s: %s", (unsigned long long)req,
+                     r->endpoint, msg ? msg : "");
+        else
+            mb->ring[pos].msg[0] = '\0';
+        /* The scheduler may take it now, ahead of the ring's tail. */
+        __atomic_store_n(&mb->ring[pos].done, 1, __ATOMIC_SEQ_CST);
         r->done[pos] = true;
         break;
     }
@@ -402,10 +408,11 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
         r->done[tail % MBX_RING] = false;
         tail++;
         moved = true;
-        if (mbx_child_complete(mb, r->w->shared))
-            ring_doorbell(r->w);
+        mbx_child_complete(mb, r->w->shared);
     }
     (void)moved;
+    if (__atomic_load_n(&r->w->shared->sched_parked, __ATOMIC_SEQ_CST))
+        ring_doorbell(r->w);
 }
 
 static strata_args *args_of(struct remote_node *r, uint64_t req)

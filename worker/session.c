@@ -56,6 +56,7 @@ struct session {
     uint64_t hb_seq;
     double started;
     int status;
+    bool abandon; /* the parent is gone or we are told to stop: kill work */
 };
 
 static void send_msg(struct session *s, const struct wire_msg *m)
@@ -73,6 +74,10 @@ static void stop(struct session *s, int status, const char *why)
 {
     LOG_INFO("session ends: %s", why);
     s->status = status;
+    /* Only an orderly GOODBYE lets running tasks finish; otherwise nobody
+     * will take their results. */
+    if (status != 0)
+        s->abandon = true;
     event_base_loopexit(s->base, NULL);
 }
 
@@ -529,7 +534,7 @@ static void on_state(struct wire_conn *c, strata_err err, const char *why,
 
     (void)c;
     if (err != STRATA_OK || strcmp(why, "connected") != 0)
-        stop(s, err ? 1 : 0, why);
+        stop(s, err ? 1 : (s->abandon ? s->status : 0), why);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -556,17 +561,41 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 static void on_sigterm(evutil_socket_t fd, short what, void *arg)
 {
+    static const struct timeval grace = {1, 0};
     struct session *s = arg;
 
     (void)fd;
     (void)what;
-    wire_conn_close(s->conn, STRATA_OK, "strata-node is shutting down");
-    stop(s, 0, "SIGTERM");
+    /* GOODBYE first; the loop ends once it is flushed (on_state), or after
+     * a short grace if the peer does not read. */
+    s->abandon = true;
+    s->status = 0;
+    wire_conn_close(s->conn, STRATA_EPEER, "strata-node is shutting down");
+    event_base_loopexit(s->base, &grace);
+}
+
+/* Kills this session's chips and subs, so running tasks fail at once. */
+static void kill_work(struct session *s)
+{
+    strata_worker *w = s->w;
+
+    for (size_t i = 0; w && w->eps && i < w->num_chips + w->num_subs; i++) {
+        if (w->eps[i].pid > 0) {
+            kill(-w->eps[i].pid, SIGKILL);
+            kill(w->eps[i].pid, SIGKILL);
+        }
+    }
 }
 
 static void finish(struct session *s)
 {
     pthread_mutex_lock(&s->mu);
+    if (s->abandon && s->running > 0) {
+        pthread_mutex_unlock(&s->mu);
+        LOG_INFO("abandoning running tasks");
+        kill_work(s);
+        pthread_mutex_lock(&s->mu);
+    }
     while (s->running > 0)
         pthread_cond_wait(&s->idle, &s->mu);
     pthread_mutex_unlock(&s->mu);

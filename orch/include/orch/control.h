@@ -54,6 +54,17 @@ strata_err orch_control_post_locked(struct orch_sched *s, strata_run *r, int ep,
 strata_err orch_control_wait(struct orch_sched *s, struct orch_ctl *const *cs,
                              size_t n);
 
+/* One synchronous staged window copy (MBX_CTL_WINDOW_WRITE or _READ) to
+ * endpoint ep with operands arg: data (n bytes, at most the staging area)
+ * goes out, or comes back. Posts and waits. */
+strata_err orch_control_staged_copy(struct orch_sched *s, strata_orch *o,
+                                    int ep, const uint64_t arg[4], void *data,
+                                    size_t n, bool write);
+/* COMM_INIT, once per chip for the worker's life, to the chip endpoints in
+ * eps that have not had it (rank = endpoint index among num_chips). */
+strata_err orch_comm_init_chips(struct orch_sched *s, strata_orch *o,
+                                const int *eps, size_t n);
+
 /* Runs fn(s, arg) under the lock once o's run has no work left; fn may post
  * control frames (locked), which the fence then waits for. Hooks run last
  * registered first. */
@@ -64,6 +75,5 @@ strata_err orch_sched_adopt(struct orch_sched *s, void *obj,
 /* The worker-lifetime base communicator of chip index ep: true once it
  * was initialized (under the lock). */
 bool orch_comm_ready(const struct orch_sched *s, int ep);
-void orch_comm_set_ready(struct orch_sched *s, int ep);
 
 #endif

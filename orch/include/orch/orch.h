@@ -36,6 +36,9 @@ struct orch_endpoint {
     uint32_t fifo_tail;
     struct orch_group *reserved;
     bool comm_ready; /* COMM_INIT done (domains) */
+    /* Remote nodes complete frames out of order: those already finished
+     * ahead of the ring's tail. */
+    bool early[MBX_RING];
 };
 
 struct orch_sched_cfg {

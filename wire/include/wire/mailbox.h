@@ -67,6 +67,8 @@ struct mbx_frame {
     uint64_t staged_len; /* bytes of payload in the staging area */
     uint32_t args_len;   /* bytes used in args */
     int32_t result;      /* strata_err written by the child */
+    uint32_t done;       /* remote nodes: result final (may be out of order) */
+    uint32_t reserved2;
     char msg[STRATA_ERRMSG_MAX];
     _Alignas(8) uint8_t args[WIRE_ARGS_MAX];
 };
