@@ -1,0 +1,566 @@
+/*
+ * bench_remote_dispatch: what a task on a remote L3 node costs.
+ *
+ * 1. Floor: a raw TCP ping-pong on 127.0.0.1 between two processes (a
+ *    forked echo server; 64-byte messages, TCP_NODELAY, blocking reads).
+ *    No runtime can hand a remote process work and hear back faster than
+ *    that on the same machine.
+ * 2. Round trip: an L4 worker with one remote node, a strata-node started
+ *    by the bench on 127.0.0.1 port 0 with a fresh pre-shared key (TLS
+ *    1.3), loading noop_module.so. Many runs of an orch fn that submits
+ *    one no-op orch task to the node are timed; the median over blocks of
+ *    the mean run time is the remote round trip as a caller sees it
+ *    (submit, TASK over TLS, the session's L3 run, COMPLETION, the fence).
+ *    The same against an --insecure daemon separates TLS from the rest.
+ * 3. Throughput: runs of k = 1, 8, 64 independent no-op tasks to the node
+ *    (k tasks in flight; the client ring holds 8 frames per node, so with
+ *    64 the rest queue in the scheduler): tasks per second.
+ *
+ * The last stdout line is one JSON object (see bench/CMakeLists.txt).
+ * Usage: bench_remote_dispatch [--quick]
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+#ifndef BENCH_NODE_PATH
+#define BENCH_NODE_PATH "strata-node"
+#endif
+#ifndef BENCH_MODULE_PATH
+#define BENCH_MODULE_PATH "libbench_remote_noop.so"
+#endif
+
+#define NAME "bench_remote_dispatch"
+#define TARGET_RATIO 2.0 /* remote round trip <= 2x the raw TCP one */
+#define MSG_BYTES 64
+#define MAX_BLOCKS 15
+#define NUM_K 3
+
+static const size_t ks[NUM_K] = {1, 8, 64};
+
+struct options {
+    bool quick;
+    size_t tcp_iters, rtt_runs, blocks, tput_tasks;
+    double block_us; /* about how long one timed block of runs lasts */
+};
+
+struct results {
+    double tcp_rtt_us;
+    double tls_rtt_us, plain_rtt_us; /* one task per run */
+    double tput[NUM_K];              /* tasks per second */
+    double run_us[NUM_K];            /* one run of k tasks */
+};
+
+static double now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- 1. raw TCP ping-pong -------------------------------------------- */
+
+static bool full_io(int fd, void *buf, size_t n, bool wr)
+{
+    size_t done = 0;
+
+    while (done < n) {
+        ssize_t r = wr ? write(fd, (char *)buf + done, n - done)
+                       : read(fd, (char *)buf + done, n - done);
+
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR)
+                continue;
+            return false;
+        }
+        done += (size_t)r;
+    }
+    return true;
+}
+
+static int tcp_pingpong(const struct options *opt, double *rtt_us)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t len = sizeof(a);
+    char msg[MSG_BYTES];
+    double blocks[MAX_BLOCKS];
+    int one = 1, lfd, fd = -1, status;
+    pid_t pid;
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        listen(lfd, 1) != 0 ||
+        getsockname(lfd, (struct sockaddr *)&a, &len) != 0) {
+        perror(NAME ": tcp listener");
+        return -1;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) { /* the echo server */
+        int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (c < 0)
+            _exit(1);
+        setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        while (full_io(c, msg, sizeof(msg), false) &&
+               full_io(c, msg, sizeof(msg), true))
+            ;
+        _exit(0);
+    }
+    close(lfd);
+    if (pid < 0)
+        return -1;
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        perror(NAME ": tcp connect");
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return -1;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    memset(msg, 'p', sizeof(msg));
+    for (size_t i = 0; i < 1000; i++) /* warm-up */
+        if (!full_io(fd, msg, sizeof(msg), true) ||
+            !full_io(fd, msg, sizeof(msg), false))
+            goto broken;
+    for (size_t b = 0; b < opt->blocks; b++) {
+        double t0 = now_us();
+
+        for (size_t i = 0; i < opt->tcp_iters; i++)
+            if (!full_io(fd, msg, sizeof(msg), true) ||
+                !full_io(fd, msg, sizeof(msg), false))
+                goto broken;
+        blocks[b] = (now_us() - t0) / (double)opt->tcp_iters;
+    }
+    close(fd);
+    waitpid(pid, &status, 0);
+    *rtt_us = median(blocks, opt->blocks);
+    return 0;
+broken:
+    fprintf(stderr, NAME ": the TCP echo broke\n");
+    close(fd);
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+/* ---- the daemon --------------------------------------------------------- */
+
+struct daemon {
+    char dir[64];
+    char secret[96], port_file[96];
+    pid_t pid;
+    int pidfd;
+    char endpoint[32];
+};
+
+static void forget_files(struct daemon *d)
+{
+    char tmp[128];
+
+    if (!d->dir[0])
+        return;
+    unlink(d->secret);
+    unlink(d->port_file);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", d->port_file);
+    unlink(tmp);
+    rmdir(d->dir);
+    d->dir[0] = '\0';
+}
+
+static int write_secret(const char *path)
+{
+    unsigned char raw[32];
+    char hex[65];
+    int fd;
+    bool ok;
+
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        return -1;
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    ok = write(fd, hex, 64) == 64;
+    return close(fd) == 0 && ok ? 0 : -1;
+}
+
+static int read_port(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    int port = 0;
+
+    if (f) {
+        if (fscanf(f, "%d", &port) != 1)
+            port = 0;
+        fclose(f);
+    }
+    return port;
+}
+
+/* Starts strata-node on 127.0.0.1:0 (PSK or insecure) and waits for its
+ * port file (inotify) or its death (pidfd), 10 s at most. */
+static int start_daemon(struct daemon *d, bool insecure)
+{
+    const char *bin =
+        getenv("STRATA_NODE") ? getenv("STRATA_NODE") : BENCH_NODE_PATH;
+    const char *argv[12];
+    double deadline;
+    pid_t parent = getpid();
+    size_t k = 0;
+    int ino, port = 0;
+
+    memset(d, 0, sizeof(*d));
+    d->pidfd = -1;
+    snprintf(d->dir, sizeof(d->dir), "/tmp/" NAME "-XXXXXX");
+    if (!mkdtemp(d->dir)) {
+        d->dir[0] = '\0';
+        return -1;
+    }
+    snprintf(d->secret, sizeof(d->secret), "%s/secret", d->dir);
+    snprintf(d->port_file, sizeof(d->port_file), "%s/port", d->dir);
+    if (!insecure && write_secret(d->secret) != 0)
+        return -1;
+    argv[k++] = bin;
+    argv[k++] = "--listen";
+    argv[k++] = "127.0.0.1:0";
+    argv[k++] = "--module";
+    argv[k++] = BENCH_MODULE_PATH;
+    argv[k++] = "--port-file";
+    argv[k++] = d->port_file;
+    if (insecure) {
+        argv[k++] = "--insecure";
+    } else {
+        argv[k++] = "--secret-file";
+        argv[k++] = d->secret;
+    }
+    argv[k] = NULL;
+    ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (ino < 0 || inotify_add_watch(ino, d->dir, IN_MOVED_TO) < 0)
+        return -1;
+    fflush(NULL);
+    d->pid = fork();
+    if (d->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(127);
+        execv(bin, (char *const *)(uintptr_t)argv);
+        _exit(127);
+    }
+    if (d->pid < 0) {
+        d->pid = 0;
+        close(ino);
+        return -1;
+    }
+    d->pidfd = (int)syscall(SYS_pidfd_open, d->pid, 0);
+    deadline = now_us() + 10e6;
+    while ((port = read_port(d->port_file)) == 0 && now_us() < deadline) {
+        struct pollfd p[2] = {{ino, POLLIN, 0}, {d->pidfd, POLLIN, 0}};
+        char ev[4096];
+
+        if (poll(p, d->pidfd >= 0 ? 2 : 1,
+                 (int)((deadline - now_us()) / 1e3) + 1) < 0 &&
+            errno != EINTR)
+            break;
+        if (p[1].revents & POLLIN)
+            break; /* it died */
+        while (read(ino, ev, sizeof(ev)) > 0)
+            ;
+    }
+    close(ino);
+    if (port <= 0) {
+        fprintf(stderr, NAME ": strata-node (%s) did not start\n", bin);
+        return -1;
+    }
+    snprintf(d->endpoint, sizeof(d->endpoint), "127.0.0.1:%d", port);
+    return 0;
+}
+
+static void stop_daemon(struct daemon *d)
+{
+    int status;
+
+    if (d->pid > 0) {
+        struct pollfd p = {d->pidfd, POLLIN, 0};
+
+        kill(d->pid, SIGTERM);
+        if (d->pidfd >= 0 && poll(&p, 1, 10000) == 0)
+            kill(d->pid, SIGKILL);
+        waitpid(d->pid, &status, 0);
+        d->pid = 0;
+    }
+    if (d->pidfd >= 0)
+        close(d->pidfd);
+    d->pidfd = -1;
+    forget_files(d);
+}
+
+/* ---- 2 and 3. remote tasks ---------------------------------------------- */
+
+struct dispatch {
+    strata_callable noop;
+    strata_args *empty;
+    size_t k;
+};
+
+static strata_err dispatch_orch(strata_orch *o, const strata_args *unused,
+                                void *user)
+{
+    const struct dispatch *d = user;
+    strata_err err = STRATA_OK;
+
+    (void)unused;
+    for (size_t i = 0; i < d->k && err == STRATA_OK; i++)
+        err = strata_orch_submit_next_level(o, d->noop, d->empty, 0);
+    return err;
+}
+
+static void report(const char *what, strata_err err)
+{
+    fprintf(stderr, NAME ": %s: %s (%s): %s\n", what, strata_errname(err),
+            strata_strerror(err), strata_errmsg());
+}
+
+static strata_err start_l4(const struct daemon *d, bool insecure,
+                           strata_worker **out)
+{
+    static const int chip_ids[1] = {0};
+    strata_worker_config c4;
+    strata_remote_spec spec;
+    strata_worker *w = NULL;
+    strata_err err;
+    int id;
+
+    strata_worker_config_init(&c4, 4);
+    err = strata_worker_create(&c4, &w);
+    if (err)
+        return err;
+    memset(&spec, 0, sizeof(spec));
+    spec.endpoint = d->endpoint;
+    spec.secret_file = insecure ? NULL : d->secret;
+    spec.insecure = insecure;
+    spec.chip_ids = chip_ids;
+    spec.num_chips = 1;
+    err = strata_worker_add_remote_worker(w, &spec, &id);
+    if (!err)
+        err = strata_worker_init(w);
+    if (err) {
+        char msg[STRATA_ERRMSG_MAX];
+
+        snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+        if (strata_worker_destroy(w) != STRATA_OK)
+            report("destroy", STRATA_EPEER);
+        strata_errmsg_set("%s", msg);
+        return err;
+    }
+    *out = w;
+    return STRATA_OK;
+}
+
+/* Median over blocks of the mean time of one run with d->k tasks. Each
+ * block has at most max_runs runs and lasts about block_us (estimated from
+ * the warm-up), so a slow path cannot make the bench run for minutes. */
+static strata_err time_runs(strata_worker *w, struct dispatch *d,
+                            size_t max_runs, size_t blocks, double block_us,
+                            double *run_us)
+{
+    double b[MAX_BLOCKS], t0, est;
+    size_t runs;
+    strata_err err;
+
+    t0 = now_us();
+    for (size_t i = 0; i < 10; i++) { /* warm-up */
+        err = strata_worker_run(w, dispatch_orch, NULL, d);
+        if (err)
+            return err;
+    }
+    est = (now_us() - t0) / 10;
+    runs = (size_t)(block_us / (est > 1 ? est : 1));
+    runs = runs > max_runs ? max_runs : runs < 5 ? 5 : runs;
+    for (size_t k = 0; k < blocks; k++) {
+        t0 = now_us();
+        for (size_t i = 0; i < runs; i++) {
+            err = strata_worker_run(w, dispatch_orch, NULL, d);
+            if (err)
+                return err;
+        }
+        b[k] = (now_us() - t0) / (double)runs;
+    }
+    *run_us = median(b, blocks);
+    return STRATA_OK;
+}
+
+static int bench_remote(const struct options *opt, bool insecure,
+                        struct dispatch *d, struct results *res)
+{
+    struct daemon dm;
+    strata_worker *w = NULL;
+    strata_err err;
+    int rc = 1;
+
+    if (start_daemon(&dm, insecure) != 0) {
+        stop_daemon(&dm);
+        return 1;
+    }
+    err = start_l4(&dm, insecure, &w);
+    forget_files(&dm); /* the key has been read by both sides */
+    if (err) {
+        report("start the L4 worker", err);
+        goto out;
+    }
+    d->k = 1;
+    err = time_runs(w, d, opt->rtt_runs, opt->blocks, opt->block_us,
+                    insecure ? &res->plain_rtt_us : &res->tls_rtt_us);
+    for (size_t i = 0; !insecure && !err && i < NUM_K; i++) {
+        d->k = ks[i];
+        err = time_runs(w, d, opt->tput_tasks / ks[i] + 1, opt->blocks,
+                        opt->block_us, &res->run_us[i]);
+        res->tput[i] = (double)ks[i] / res->run_us[i] * 1e6;
+    }
+    if (err)
+        report("remote runs", err);
+    else
+        rc = 0;
+out:
+    if (w) {
+        err = strata_worker_destroy(w);
+        if (err) {
+            report("destroy", err);
+            rc = 1;
+        }
+    }
+    stop_daemon(&dm);
+    return rc;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static void print_summary(const struct options *opt, const struct results *r)
+{
+    printf(NAME " (%s)\n", opt->quick ? "quick" : "full");
+    printf("machine floor, two processes, 127.0.0.1:\n");
+    printf("  raw TCP ping-pong round trip (%d B)   %8.2f us\n", MSG_BYTES,
+           r->tcp_rtt_us);
+    printf("remote L3 node (strata-node on 127.0.0.1), one no-op orch task "
+           "per run:\n");
+    printf("  TLS 1.3 PSK                         %8.2f us  (%.2fx the TCP "
+           "round trip; target <= %.1fx)\n",
+           r->tls_rtt_us, r->tls_rtt_us / r->tcp_rtt_us, TARGET_RATIO);
+    printf("  --insecure (no TLS)                 %8.2f us  (%.2fx)\n",
+           r->plain_rtt_us, r->plain_rtt_us / r->tcp_rtt_us);
+    printf("throughput, k no-op tasks in flight to one node (TLS; the ring "
+           "holds 8, more queue):\n");
+    printf("  %5s  %12s  %12s  %10s\n", "k", "run (us)", "per task (us)",
+           "tasks/s");
+    for (size_t i = 0; i < NUM_K; i++)
+        printf("  %5zu  %12.1f  %12.2f  %10.0f\n", ks[i], r->run_us[i],
+               r->run_us[i] / (double)ks[i], r->tput[i]);
+}
+
+static void print_json(const struct options *opt, const struct results *r,
+                       const char *error)
+{
+    double ratio = r->tcp_rtt_us > 0 ? r->tls_rtt_us / r->tcp_rtt_us : 0;
+
+    printf("{\"bench\":\"remote_dispatch\",\"metric\":\"remote_rtt_us\","
+           "\"unit\":\"us\",\"strata\":%.3f,\"reference_name\":"
+           "\"tcp_pingpong_rtt_us\",\"reference\":%.3f,\"ratio\":%.4f,"
+           "\"target\":%.3f,\"target_ratio\":%.1f,\"pass\":%s,",
+           r->tls_rtt_us, r->tcp_rtt_us, ratio, TARGET_RATIO * r->tcp_rtt_us,
+           TARGET_RATIO,
+           error == NULL && ratio > 0 && ratio <= TARGET_RATIO ? "true"
+                                                               : "false");
+    printf("\"insecure_rtt_us\":%.3f,\"tasks_per_s\":{\"1\":%.0f,\"8\":%.0f,"
+           "\"64\":%.0f},\"run_us\":{\"1\":%.2f,\"8\":%.2f,\"64\":%.2f},",
+           r->plain_rtt_us, r->tput[0], r->tput[1], r->tput[2], r->run_us[0],
+           r->run_us[1], r->run_us[2]);
+    printf("\"message_bytes\":%d,\"quick\":%s", MSG_BYTES,
+           opt->quick ? "true" : "false");
+    if (error)
+        printf(",\"error\":\"%s\"", error);
+    printf("}\n");
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    struct options opt = {0};
+    struct results res = {0};
+    struct dispatch d = {0};
+    strata_err err;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            opt.quick = true;
+        } else {
+            fprintf(stderr, "usage: " NAME " [--quick]\n");
+            return 2;
+        }
+    }
+    opt.tcp_iters = opt.quick ? 2000 : 10000;
+    opt.rtt_runs = opt.quick ? 300 : 2000;
+    opt.blocks = opt.quick ? 3 : 7;
+    opt.tput_tasks = opt.quick ? 1024 : 8192;
+    opt.block_us = opt.quick ? 100e3 : 400e3;
+    signal(SIGPIPE, SIG_IGN);
+    /* The floor first, while this process has no threads. */
+    if (tcp_pingpong(&opt, &res.tcp_rtt_us) != 0) {
+        print_json(&opt, &res, "tcp ping-pong failed");
+        return 1;
+    }
+    err = strata_callable_by_name(STRATA_CALLABLE_ORCH, "bench.remote_noop",
+                                  &d.noop);
+    if (!err)
+        err = strata_args_create(&d.empty);
+    if (err) {
+        report("setup", err);
+        print_json(&opt, &res, "setup failed");
+        return 1;
+    }
+    if (bench_remote(&opt, false, &d, &res) != 0 ||
+        bench_remote(&opt, true, &d, &res) != 0) {
+        strata_args_destroy(d.empty);
+        print_json(&opt, &res, "remote measurement failed");
+        return 1;
+    }
+    strata_args_destroy(d.empty);
+    print_summary(&opt, &res);
+    print_json(&opt, &res, NULL);
+    return 0;
+}

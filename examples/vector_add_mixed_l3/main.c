@@ -1,0 +1,527 @@
+/*
+ * vector_add_mixed_l3: one L4 worker, two L3 nodes of two sim chips each,
+ * one vector add split across them.
+ *
+ *   node 0: a forked L3 child of this process (shared memory, no copies)
+ *   node 1: a remote L3 in a strata-node daemon that this program starts
+ *           on 127.0.0.1 (port 0: the kernel picks a free one), reached
+ *           over TCP + TLS 1.3 with a freshly generated pre-shared key
+ *
+ * The L4 orch fn gives each node half of c = a + b; each node's orch
+ * callable ("vadd.node") splits its half over its two chips. Inputs travel
+ * to the remote node with its task and its half of c comes back into the
+ * same buffer, so the program checks every element against a host
+ * reference without knowing which node computed it.
+ *
+ * The daemon is started with --port-file; the program waits for the file
+ * with inotify and for the daemon's death with a pidfd (an event each, no
+ * fixed sleeps; a deadline bounds the start). The secret and port file
+ * live in a mkdtemp directory that is removed as soon as both sides have
+ * read the secret, and on every exit path. The daemon gets SIGTERM and is
+ * reaped on every path (and PR_SET_PDEATHSIG if this program is killed).
+ *
+ * Usage: vector_add_mixed_l3 [elements]       (default 1048576)
+ * STRATA_NODE / VADD_MODULE override the strata-node binary and module
+ * paths built next to this program.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+#include "kernels.h"
+
+#ifndef VADD_NODE_PATH
+#define VADD_NODE_PATH "strata-node"
+#endif
+#ifndef VADD_MODULE_PATH
+#define VADD_MODULE_PATH "libvector_add_mixed_l3_kernels.so"
+#endif
+
+#define NAME "vector_add_mixed_l3"
+#define NODES 2
+#define CHIPS 2 /* per node */
+#define RUNS 2  /* the first is cold: the remote node creates its copies */
+#define START_DEADLINE_S 10
+
+static const int chip_ids[CHIPS] = {0, 1};
+
+/* The example's own strata-node. */
+struct daemon {
+    char dir[64]; /* mkdtemp; "" once removed */
+    char secret[96];
+    char port_file[96];
+    pid_t pid; /* 0 when not running */
+    int pidfd; /* -1 when none */
+    int port;
+    char endpoint[32];
+};
+
+struct job {
+    size_t n;
+    strata_callable node_orch; /* "vadd.node", by name */
+    strata_buffer *a, *b, *c, *who;
+};
+
+static int fail(const char *what, strata_err err)
+{
+    fprintf(stderr, NAME ": FAILED: %s: %s (%s): %s\n", what,
+            strata_errname(err), strata_strerror(err), strata_errmsg());
+    return 1;
+}
+
+static int fail_sys(const char *what)
+{
+    fprintf(stderr, NAME ": FAILED: %s: %s\n", what, strerror(errno));
+    return 1;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static const char *env_or(const char *name, const char *fallback)
+{
+    const char *v = getenv(name);
+
+    return v && v[0] ? v : fallback;
+}
+
+/* ---- the daemon ------------------------------------------------------ */
+
+/* 32 random bytes as hex, in a new file only its owner may read: the
+ * cluster's pre-shared key. */
+static int write_secret(const char *path)
+{
+    unsigned char raw[32];
+    char hex[65];
+    ssize_t got = getrandom(raw, sizeof(raw), 0);
+    int fd;
+    bool ok;
+
+    if (got != (ssize_t)sizeof(raw))
+        return fail_sys("getrandom");
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return fail_sys(path);
+    ok = write(fd, hex, 64) == 64;
+    if (close(fd) != 0 || !ok)
+        return fail_sys(path);
+    return 0;
+}
+
+/* Removes the secret, the port file and the directory (idempotent). */
+static void forget_files(struct daemon *d)
+{
+    char tmp[128];
+
+    if (!d->dir[0])
+        return;
+    unlink(d->secret);
+    unlink(d->port_file);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", d->port_file);
+    unlink(tmp);
+    if (rmdir(d->dir) != 0)
+        fprintf(stderr, NAME ": cannot remove %s: %s\n", d->dir,
+                strerror(errno));
+    d->dir[0] = '\0';
+}
+
+static int read_port(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    int port = 0;
+
+    if (!f)
+        return 0;
+    if (fscanf(f, "%d", &port) != 1)
+        port = 0;
+    fclose(f);
+    return port;
+}
+
+/* Waits until the daemon has renamed its port file into place (inotify)
+ * or died (pidfd), under a deadline for the start. */
+static int wait_for_port(struct daemon *d, int ino)
+{
+    uint64_t deadline = now_ns() + START_DEADLINE_S * 1000000000ull;
+    char events[4096];
+
+    for (;;) {
+        struct pollfd p[2] = {{ino, POLLIN, 0}, {d->pidfd, POLLIN, 0}};
+        uint64_t now = now_ns();
+        int rc;
+
+        d->port = read_port(d->port_file);
+        if (d->port > 0)
+            return 0;
+        if (now >= deadline) {
+            fprintf(stderr,
+                    NAME ": FAILED: strata-node reported no port within "
+                         "%d s\n",
+                    START_DEADLINE_S);
+            return 1;
+        }
+        rc = poll(p, 2, (int)((deadline - now) / 1000000) + 1);
+        if (rc < 0 && errno != EINTR)
+            return fail_sys("poll");
+        if (p[1].revents & POLLIN) {
+            int status;
+
+            waitpid(d->pid, &status, 0);
+            d->pid = 0;
+            fprintf(stderr,
+                    NAME ": FAILED: strata-node exited during start-up "
+                         "(status 0x%x); see its messages above\n",
+                    status);
+            return 1;
+        }
+        while (read(ino, events, sizeof(events)) > 0)
+            ;
+    }
+}
+
+static int start_daemon(struct daemon *d)
+{
+    const char *node_bin = env_or("STRATA_NODE", VADD_NODE_PATH);
+    const char *module = env_or("VADD_MODULE", VADD_MODULE_PATH);
+    const char *argv[] = {
+        node_bin,   "--listen", "127.0.0.1:0", "--secret-file", d->secret,
+        "--module", module,     "--port-file", d->port_file,    NULL};
+    pid_t parent = getpid();
+    int ino, rc;
+
+    snprintf(d->dir, sizeof(d->dir), "/tmp/" NAME "-XXXXXX");
+    if (!mkdtemp(d->dir)) {
+        d->dir[0] = '\0';
+        return fail_sys("mkdtemp");
+    }
+    snprintf(d->secret, sizeof(d->secret), "%s/secret", d->dir);
+    snprintf(d->port_file, sizeof(d->port_file), "%s/port", d->dir);
+    if (write_secret(d->secret) != 0)
+        return 1;
+    /* Watch before starting it, so the rename cannot be missed. */
+    ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (ino < 0 || inotify_add_watch(ino, d->dir, IN_MOVED_TO) < 0) {
+        rc = fail_sys("inotify");
+        if (ino >= 0)
+            close(ino);
+        return rc;
+    }
+    fflush(NULL);
+    d->pid = fork();
+    if (d->pid == 0) {
+        /* The daemon must not outlive this program. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(127);
+        execv(node_bin, (char *const *)(uintptr_t)argv);
+        fprintf(stderr, NAME ": cannot run %s: %s\n", node_bin,
+                strerror(errno));
+        _exit(127);
+    }
+    if (d->pid < 0) {
+        d->pid = 0;
+        close(ino);
+        return fail_sys("fork");
+    }
+    d->pidfd = (int)syscall(SYS_pidfd_open, d->pid, 0);
+    if (d->pidfd < 0) {
+        close(ino);
+        return fail_sys("pidfd_open");
+    }
+    rc = wait_for_port(d, ino);
+    close(ino);
+    if (rc == 0)
+        snprintf(d->endpoint, sizeof(d->endpoint), "127.0.0.1:%d", d->port);
+    return rc;
+}
+
+/* SIGTERM, then reap (SIGKILL if it ignores that for 10 s). */
+static int stop_daemon(struct daemon *d)
+{
+    struct pollfd p = {d->pidfd, POLLIN, 0};
+    int status = 0;
+    int rc = 0;
+
+    if (d->pid > 0) {
+        kill(d->pid, SIGTERM);
+        if (d->pidfd >= 0 && poll(&p, 1, 10000) == 0) {
+            fprintf(stderr, NAME ": strata-node ignored SIGTERM; killing it\n");
+            kill(d->pid, SIGKILL);
+            rc = 1;
+        }
+        if (waitpid(d->pid, &status, 0) == d->pid &&
+            (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+            fprintf(stderr, NAME ": strata-node ended with status 0x%x\n",
+                    status);
+            rc = 1;
+        }
+        if (rc == 0)
+            printf(NAME ": strata-node (pid %d) stopped cleanly\n",
+                   (int)d->pid);
+        d->pid = 0;
+    }
+    if (d->pidfd >= 0)
+        close(d->pidfd);
+    d->pidfd = -1;
+    forget_files(d);
+    return rc;
+}
+
+/* ---- the L4 worker ----------------------------------------------------- */
+
+static int build_worker(struct daemon *d, strata_worker **out)
+{
+    strata_worker_config c4, c3;
+    strata_remote_spec spec;
+    strata_worker *w = NULL, *local = NULL;
+    strata_err err;
+    int id;
+
+    strata_worker_config_init(&c4, 4);
+    err = strata_worker_create(&c4, &w);
+    if (err != STRATA_OK)
+        return fail("create the L4 worker", err);
+    *out = w;
+    /* Node 0: a forked L3 with chips 0 and 1. */
+    strata_worker_config_init(&c3, 3);
+    c3.chip_ids = chip_ids;
+    c3.num_chips = CHIPS;
+    err = strata_worker_create(&c3, &local);
+    if (err == STRATA_OK)
+        err = strata_worker_add_worker(w, local, &id);
+    if (err != STRATA_OK) {
+        if (local != NULL && strata_worker_destroy(local) != STRATA_OK)
+            fprintf(stderr, NAME ": %s\n", strata_errmsg());
+        return fail("add the forked node", err);
+    }
+    /* Node 1: the daemon's L3 with chips 0 and 1. */
+    memset(&spec, 0, sizeof(spec));
+    spec.endpoint = d->endpoint;
+    spec.secret_file = d->secret;
+    spec.chip_ids = chip_ids;
+    spec.num_chips = CHIPS;
+    err = strata_worker_add_remote_worker(w, &spec, &id);
+    if (err != STRATA_OK)
+        return fail("add the remote node", err);
+    /* Both sides have read the key (the daemon at start, the client just
+     * now): nothing on disk needs it any more. */
+    forget_files(d);
+    return 0;
+}
+
+/* Appends [first, first + count) float32 elements of buf. */
+static strata_err add_slice(strata_args *a, strata_buffer *buf, size_t first,
+                            size_t count, strata_tag tag)
+{
+    const size_t shape[1] = {count};
+
+    return strata_args_add_tensor(a, buf, first * sizeof(float), STRATA_F32, 1,
+                                  shape, tag);
+}
+
+/* The L4 orchestration: half of the vector to each node. */
+static strata_err l4_orch(strata_orch *o, const strata_args *unused, void *user)
+{
+    const struct job *j = user;
+    strata_args *a = NULL;
+    strata_err err;
+
+    (void)unused;
+    err = strata_args_create(&a);
+    for (int node = 0; node < NODES && err == STRATA_OK; node++) {
+        size_t first = j->n * (size_t)node / NODES;
+        size_t count = j->n * (size_t)(node + 1) / NODES - first;
+        const size_t who_shape[1] = {CHIPS * sizeof(struct vadd_who)};
+
+        strata_args_clear(a);
+        err = add_slice(a, j->a, first, count, STRATA_IN);
+        if (err == STRATA_OK)
+            err = add_slice(a, j->b, first, count, STRATA_IN);
+        if (err == STRATA_OK)
+            err = add_slice(a, j->c, first, count, STRATA_OUT);
+        if (err == STRATA_OK)
+            err =
+                strata_args_add_tensor(a, j->who, (size_t)node * who_shape[0],
+                                       STRATA_U8, 1, who_shape, STRATA_NO_DEP);
+        if (err == STRATA_OK)
+            err = strata_orch_submit_next_level(o, j->node_orch, a, node);
+    }
+    strata_args_destroy(a);
+    return err;
+}
+
+static void fill_inputs(const struct job *j, int run)
+{
+    float *a = strata_buffer_data(j->a);
+    float *b = strata_buffer_data(j->b);
+    float *c = strata_buffer_data(j->c);
+
+    /* Small integers: every sum is exact in float32. */
+    for (size_t i = 0; i < j->n; i++) {
+        a[i] = (float)(i % 4096) + (float)run;
+        b[i] = (float)((i / 4096) % 4096);
+        c[i] = -1.0f;
+    }
+    memset(strata_buffer_data(j->who), 0, strata_buffer_size(j->who));
+}
+
+static int check(const struct job *j)
+{
+    const float *a = strata_buffer_data(j->a);
+    const float *b = strata_buffer_data(j->b);
+    const float *c = strata_buffer_data(j->c);
+    size_t bad = 0;
+
+    for (size_t i = 0; i < j->n; i++) {
+        if (c[i] != a[i] + b[i] && bad++ < 5)
+            fprintf(stderr, NAME ": c[%zu] = %g, expected %g (node %zu)\n", i,
+                    (double)c[i], (double)(a[i] + b[i]), i * NODES / j->n);
+    }
+    if (bad != 0)
+        fprintf(stderr, NAME ": FAILED: %zu of %zu elements wrong\n", bad,
+                j->n);
+    return bad != 0;
+}
+
+static int show_who(const struct job *j, const struct daemon *d)
+{
+    const struct vadd_who *who = strata_buffer_data(j->who);
+    int64_t total = 0;
+
+    printf("  node  where                    chip  pid      elements  "
+           "kernel us\n");
+    for (int node = 0; node < NODES; node++) {
+        for (int chip = 0; chip < CHIPS; chip++) {
+            const struct vadd_who *r = &who[node * CHIPS + chip];
+
+            printf("  %4d  %-23s  %4lld  %-7lld  %8lld  %9.1f\n", node,
+                   node == 0 ? "forked L3" : d->endpoint, (long long)r->chip,
+                   (long long)r->pid, (long long)r->elements,
+                   (double)r->ns / 1e3);
+            if (r->chip != chip || r->pid <= 0) {
+                fprintf(stderr,
+                        NAME ": FAILED: chip %d of node %d left no "
+                             "record\n",
+                        chip, node);
+                return 1;
+            }
+            total += r->elements;
+        }
+    }
+    if ((size_t)total != j->n) {
+        fprintf(stderr, NAME ": FAILED: the chips did %lld of %zu elements\n",
+                (long long)total, j->n);
+        return 1;
+    }
+    return 0;
+}
+
+static int run_all(strata_worker *w, struct job *j, const struct daemon *d)
+{
+    size_t bytes = j->n * sizeof(float);
+    size_t remote = bytes - bytes / NODES;
+    strata_err err;
+
+    err = strata_worker_init(w);
+    if (err != STRATA_OK)
+        return fail("init (forks node 0, connects to node 1)", err);
+    printf(NAME ": node 0: forked L3 (pid %d), chips 0 and 1\n",
+           strata_worker_node_pid(w, 0));
+    printf(NAME ": node 1: remote L3 at %s (TLS 1.3, pre-shared key), "
+                "chips 0 and 1\n",
+           d->endpoint);
+    if ((err = strata_worker_create_buffer(w, bytes, &j->a)) != STRATA_OK ||
+        (err = strata_worker_create_buffer(w, bytes, &j->b)) != STRATA_OK ||
+        (err = strata_worker_create_buffer(w, bytes, &j->c)) != STRATA_OK ||
+        (err = strata_worker_create_buffer(
+             w, NODES * CHIPS * sizeof(struct vadd_who), &j->who)) != STRATA_OK)
+        return fail("create buffers", err);
+    for (int run = 1; run <= RUNS; run++) {
+        uint64_t t0;
+
+        fill_inputs(j, run);
+        t0 = now_ns();
+        err = strata_worker_run(w, l4_orch, NULL, j);
+        if (err != STRATA_OK)
+            return fail("run", err);
+        printf(NAME ": run %d (%s): %.3f ms, %.1f KiB to node 1 and "
+                    "%.1f KiB back\n",
+               run, run == 1 ? "cold" : "warm", (double)(now_ns() - t0) / 1e6,
+               2.0 * (double)remote / 1024.0, (double)remote / 1024.0);
+        if (check(j) != 0)
+            return 1;
+    }
+    printf(NAME ": every element of c equals a + b; who did the work:\n");
+    return show_who(j, d);
+}
+
+int main(int argc, char **argv)
+{
+    struct daemon d = {.pidfd = -1};
+    struct job j = {0};
+    strata_worker *w = NULL;
+    strata_err err;
+    int rc = 1;
+
+    j.n = (size_t)1 << 20;
+    if (argc > 1)
+        j.n = strtoull(argv[1], NULL, 0);
+    if (argc > 2 || j.n < NODES * CHIPS || j.n > ((size_t)1 << 28)) {
+        fprintf(stderr, "usage: " NAME " [elements]   (4 .. 2^28)\n");
+        return 2;
+    }
+    printf(NAME ": %zu float32 elements, c = a + b, half on each of 2 "
+                "nodes\n",
+           j.n);
+    /* The forked node inherits this registry; the remote node has the same
+     * callables from the module. The L4 names the node callable by name. */
+    err = strata_module_init();
+    if (err == STRATA_OK)
+        err = strata_callable_by_name(STRATA_CALLABLE_ORCH, VADD_NODE_ORCH,
+                                      &j.node_orch);
+    if (err != STRATA_OK)
+        return fail("register the callables", err);
+
+    if (start_daemon(&d) != 0)
+        goto out;
+    printf(NAME ": strata-node (pid %d) listening on %s with a fresh "
+                "pre-shared key\n",
+           (int)d.pid, d.endpoint);
+    if (build_worker(&d, &w) == 0 && run_all(w, &j, &d) == 0)
+        rc = 0;
+out:
+    /* Every path: the worker (GOODBYE to node 1, node 0 reaped), then the
+     * daemon (SIGTERM, reaped), then the files. */
+    if (w != NULL) {
+        err = strata_worker_destroy(w);
+        if (err != STRATA_OK)
+            rc = fail("destroy", err);
+    }
+    if (stop_daemon(&d) != 0)
+        rc = 1;
+    if (rc != 0)
+        return EXIT_FAILURE;
+    printf(NAME ": OK (%zu elements checked)\n", j.n);
+    return EXIT_SUCCESS;
+}
