@@ -249,7 +249,10 @@ static strata_err ghosts_of(const strata_csr_view *csr, uint32_t world,
                       (size_t)(last - first) < GRAPH_GHOST_CHUNK
                           ? (size_t)(last - first) + 1
                           : GRAPH_GHOST_CHUNK);
-    err = graph_ghosts_add(g, csr->col_idx + first, (size_t)(last - first));
+    /* An empty graph may have no column array at all. */
+    err = last > first ? graph_ghosts_add(g, csr->col_idx + first,
+                                          (size_t)(last - first))
+                       : STRATA_OK;
     if (err == STRATA_OK)
         err = graph_ghosts_finish(g);
     if (err != STRATA_OK)
