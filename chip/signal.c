@@ -5,6 +5,7 @@
 #include "chip_int.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <strata/domain.h>
 
 const strata_comm_context *strata_chip_comm_context(strata_chip *chip,
@@ -40,8 +41,12 @@ strata_err strata_signal_wait(const volatile uint32_t *word, uint32_t at_least,
         if (v >= at_least)
             return STRATA_OK;
         if (spins > 0) {
-            spins--;
-            base_cpu_relax();
+            /* With more ranks than cores the peer being waited for may
+             * need this core: give it up now and then while spinning. */
+            if (--spins % 256 == 0)
+                sched_yield();
+            else
+                base_cpu_relax();
             continue;
         }
         if (base_futex_wait(w, v, deadline) == ETIMEDOUT &&
