@@ -206,6 +206,8 @@ strata_err sim_window_release(void *state, uint64_t alloc_id)
 {
     struct sim_state *s = state;
 
+    if (BASE_FAULT("window.release"))
+        return base_fail(STRATA_EIO, "fault point window.release");
     for (struct sim_window **pp = &s->windows; *pp; pp = &(*pp)->next) {
         if ((*pp)->alloc_id == alloc_id) {
             struct sim_window *w = *pp;

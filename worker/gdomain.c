@@ -175,6 +175,11 @@ static strata_err check_buffers(const strata_global_domain_spec *s)
 static strata_err check_attachments(const strata_worker *w,
                                     const strata_global_domain_spec *s)
 {
+    if (s->num_attachments && !s->attachments)
+        return base_fail(STRATA_EINVAL,
+                         "global domain '%s': num_attachments is %zu but "
+                         "attachments is NULL",
+                         s->name, s->num_attachments);
     for (size_t i = 0; i < s->num_attachments; i++) {
         const strata_attachment *a = &s->attachments[i];
         bool owner = false;
@@ -507,14 +512,19 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
     uint32_t ranks[WIRE_MAX_CHIPS];
     strata_err err = STRATA_OK;
     uint32_t posted = 0;
-    uint32_t base = 0;
 
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
         struct node_info ni;
         int id = g->nodes[i];
+        uint32_t base = 0;
 
         if (w->nodes[id].comm_inited)
             continue;
+        /* Device ranks are numbered across every node of the worker. */
+        for (int k = 0; k < id; k++) {
+            node_info(w, k, &ni);
+            base += (uint32_t)ni.num_chips;
+        }
         node_info(w, id, &ni);
         memset(&ci, 0, sizeof(ci));
         ci.request_id = request_id();
@@ -524,7 +534,6 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
         ci.node_count = (uint32_t)w->num_nodes;
         for (size_t k = 0; k < ni.num_chips && k < WIRE_MAX_CHIPS; k++)
             ranks[k] = base + (uint32_t)k;
-        base += (uint32_t)ni.num_chips;
         ci.global_device_ranks = ranks;
         ci.num_ranks = ni.num_chips;
         ci.profile = "sim";
@@ -614,8 +623,7 @@ static void release_locked(struct strata_global_domain *g)
         c->on_done = release_done;
         c->on_done_arg = g;
         g->pending++;
-        if (orch_control_post_locked(s, g->fence_passed ? NULL : g->run,
-                                     g->nodes[i], c) != STRATA_OK) {
+        if (orch_control_post_locked(s, g->run, g->nodes[i], c) != STRATA_OK) {
             LOG_WARN("global domain '%s': cannot release on node %d: %s",
                      g->name, g->nodes[i], strata_errmsg());
             g->pending--;
@@ -714,18 +722,65 @@ strata_orch_allocate_global_domain(strata_orch *o,
     return STRATA_OK;
 }
 
+/* Past its run's fence: ABORT on every node now, and wait for them. */
+static strata_err release_now(struct strata_global_domain *g)
+{
+    struct orch_sched *s = g->w->sched;
+    strata_err err = STRATA_OK;
+    uint32_t posted = 0;
+
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        ctl_for(&g->ctls[i], &g->cmds[i], g->release_req[i],
+                g->replies + (size_t)i * REPLY_CAP);
+        err = orch_control_post(s, NULL, g->nodes[i], &g->ctls[i], NULL);
+        if (err)
+            break;
+        g->ptrs[posted++] = &g->ctls[i];
+    }
+    {
+        strata_err werr = orch_control_wait(s, g->ptrs, posted);
+
+        /* A dead node's windows died with it. */
+        if (!err && werr && werr != STRATA_EPEER)
+            err = werr;
+    }
+    for (uint32_t i = 0; i < posted && !err; i++)
+        if (g->ctls[i].err != STRATA_EPEER)
+            err = check_reply(g, i, WIRE_PHASE_ABORT);
+    if (err == STRATA_EPEER)
+        err = STRATA_OK;
+    __atomic_store_n(&g->freed, true, __ATOMIC_RELEASE);
+    return err;
+}
+
 strata_err strata_global_domain_release(strata_global_domain *g)
 {
+    bool now = false;
+
     if (!g)
         return STRATA_OK;
     orch_lock(g->w->sched);
     if (!g->released) {
         g->released = true;
-        /* Past its run's fence nothing else will free it. */
-        if (g->fence_passed)
-            release_locked(g);
+        /* Past its run's fence no fence will free it: do it here. Before
+         * it, the allocating run's fence does. */
+        now = g->fence_passed && g->committed && !g->freed && !g->pending;
+        if (now)
+            g->pending = 1;
     }
     orch_unlock(g->w->sched);
+    if (!now)
+        return STRATA_OK;
+    {
+        strata_err err = release_now(g);
+
+        orch_lock(g->w->sched);
+        g->pending = 0;
+        orch_unlock(g->w->sched);
+        if (err)
+            return base_fail(err, "global domain '%s': release: %s", g->name,
+                             strata_errmsg());
+    }
     return STRATA_OK;
 }
 

@@ -232,13 +232,24 @@ static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
     if (err)
         return err;
     err = fan_out(w, v, MBX_CTL_WINDOW_PREPARE, NULL, 0);
+    /* Members that did prepare keep their names even when a sibling
+     * failed: ABORT unlinks them. */
+    for (uint32_t i = 0; i < v->nlocal; i++) {
+        struct chip_window_desc d;
+
+        if (!v->ctls[i].done || v->ctls[i].err ||
+            v->ctls[i].reply_len != sizeof(d))
+            continue;
+        memcpy(&d, v->ctls[i].reply, sizeof(d));
+        memcpy(v->handles[i], d.handle, sizeof(v->handles[i]));
+        v->handles[i][sizeof(v->handles[i]) - 1] = '\0';
+    }
     for (uint32_t i = 0; !err && i < v->nlocal; i++) {
         struct chip_window_desc d;
 
         memcpy(&d, v->ctls[i].reply, sizeof(d));
         v->mapping_size = d.mapping_size;
         memcpy(handles[i], d.handle, sizeof(handles[i]));
-        memcpy(v->handles[i], d.handle, sizeof(v->handles[i]));
         descs[i].version = WIRE_DESCRIPTOR_VERSION;
         descs[i].profile = "sim";
         descs[i].domain_rank = v->ranks[i];

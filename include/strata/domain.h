@@ -163,9 +163,10 @@ typedef struct strata_global_domain_spec {
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_allocate_global_domain(
     strata_orch *o, const strata_global_domain_spec *spec,
     strata_global_domain **out);
-/* Releases the domain: freed at the fence of the run it was allocated in
- * (or, once retained past it, at the next fence, or at once when no run is
- * active). Releasing twice is a no-op. */
+/* Releases the domain. Before its run's fence: freed at that fence. Once
+ * retained past it: freed here, the call waiting for every node's ABORT
+ * (release it after the tasks that use it). Releasing twice is a no-op.
+ * Any thread but the scheduler's. */
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_global_domain_release(strata_global_domain *g);
 /* Unique per worker: nodes find the committed domain by it. */
