@@ -1,0 +1,612 @@
+/*
+ * bench_global_domain: the latency of a global domain transaction across
+ * the nodes of an L4 worker, against MPI_Win_allocate + MPI_Win_free over
+ * as many MPI processes as the domain has ranks.
+ *
+ * Configurations: 2, 4 and 8 forked L3 nodes with 1 and 2 chips each, and
+ * 2 remote L3 nodes (sessions of one strata-node daemon on loopback, TLS
+ * 1.3 with a pre-shared key) with 1 and 2 chips each. The domain's members
+ * are every chip of every node; 4 KiB windows, no buffers.
+ *
+ * A cycle is one strata_worker_run of an orch fn that allocates the domain
+ * (PREPARE_EXPORT, IMPORT and COMMIT fanned out to every node in
+ * parallel; COMM_INIT only on the worker's first domain) and releases it;
+ * the release (ABORT to every node, which unmaps and frees every window)
+ * runs at the run's fence. The whole run is the cycle time; the
+ * allocation alone is timed inside the orch fn; free = from the orch fn's
+ * return to the run's return. The first cycle of a worker (with COMM_INIT)
+ * is reported apart; then 5 warm-up cycles and `iters` measured ones,
+ * medians. An empty run is measured too: the fixed cost of a run on that
+ * worker, which every cycle includes.
+ *
+ * The reference, in the same process's run: bench_global_domain_mpi under
+ * `mpirun --oversubscribe --bind-to none -np <ranks>` (mpi_helper.c), the
+ * slowest rank's MPI_Win_allocate + MPI_Win_free per iteration, medians.
+ * This process never initializes MPI. strata and MPI never run at once.
+ *
+ * Targets: the 8-node cycle at most 2x the 2-node cycle (the phases fan
+ * out in parallel), and every forked configuration's cycle below
+ * MPI_Win_allocate + MPI_Win_free on as many processes.
+ *
+ * The last stdout line is one JSON object (see bench/CMakeLists.txt).
+ * Usage: bench_global_domain [--quick] [--rounds K]
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+#include "daemon.h"
+#include "machine_load.h"
+#include "mpi_launch.h"
+#include "stats.h"
+
+#ifndef BENCH_NODE_PATH
+#define BENCH_NODE_PATH "strata-node"
+#endif
+
+#define NAME "bench_global_domain"
+#define WINDOW 4096
+#define MAX_NODES 8
+#define MAX_CHIPS 2
+#define MAX_ROUNDS 9
+#define MPI_TIMEOUT_S 180.0
+#define SCALE_TARGET 2.0 /* cycle(8 nodes) <= 2 x cycle(2 nodes) */
+
+struct config {
+    int nodes, chips;
+    bool remote;
+};
+
+static const struct config configs[] = {
+    {2, 1, false}, {4, 1, false}, {8, 1, false}, {2, 2, false},
+    {4, 2, false}, {8, 2, false}, {2, 1, true},  {2, 2, true},
+};
+#define NUM_CONFIGS (sizeof(configs) / sizeof(configs[0]))
+#define HEADLINE 2 /* 8 forked nodes x 1 chip */
+
+static const int mpi_np[] = {2, 4, 8, 16};
+#define NUM_NP (sizeof(mpi_np) / sizeof(mpi_np[0]))
+
+struct options {
+    bool quick;
+    int rounds;
+    int iters;
+};
+
+struct point {
+    double first_us; /* the worker's first cycle (COMM_INIT) */
+    double alloc_us, free_us, cycle_us, empty_us;
+    double cpu_us; /* CPU time of the whole machine per cycle */
+    double busy;   /* share of the machine's CPUs busy meanwhile, 0..1 */
+    bool ok;
+};
+
+struct mpi_point {
+    double alloc_us, free_us, cycle_us;
+    bool ok;
+};
+
+struct results {
+    struct point s[NUM_CONFIGS];
+    struct mpi_point m[NUM_NP];
+};
+
+/* What a cycle's orch fn does and measured. */
+struct job {
+    strata_global_member members[MAX_NODES * MAX_CHIPS];
+    size_t n;
+    double alloc_us, orch_end_us;
+    strata_global_domain *g;
+};
+
+static char mpi_note[512];
+static char strata_note[512];
+static bool strata_failed;
+
+static double now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void report(const char *what, strata_err err)
+{
+    fprintf(stderr, NAME ": %s: %s (%s): %s\n", what, strata_errname(err),
+            strata_strerror(err), strata_errmsg());
+    strata_failed = true;
+    if (!strata_note[0])
+        snprintf(strata_note, sizeof(strata_note), "%s: %s: %s", what,
+                 strata_errname(err), strata_errmsg());
+}
+
+/* ---- strata ------------------------------------------------------------ */
+
+static strata_err cycle_orch(strata_orch *o, const strata_args *unused,
+                             void *user)
+{
+    struct job *j = user;
+    strata_global_domain_spec spec = {
+        .name = "bench",
+        .members = j->members,
+        .num_members = j->n,
+        .window_size = WINDOW,
+    };
+    strata_err err;
+    double t0;
+
+    (void)unused;
+    t0 = now_us();
+    err = strata_orch_allocate_global_domain(o, &spec, &j->g);
+    j->alloc_us = now_us() - t0;
+    if (err == STRATA_OK)
+        err = strata_global_domain_release(j->g);
+    j->orch_end_us = now_us();
+    return err;
+}
+
+static strata_err empty_orch(strata_orch *o, const strata_args *unused,
+                             void *user)
+{
+    (void)o;
+    (void)unused;
+    (void)user;
+    return STRATA_OK;
+}
+
+static strata_err one_cycle(strata_worker *w, struct job *j, double *cycle,
+                            double *freed)
+{
+    double t0 = now_us(), t1;
+    strata_err err = strata_worker_run(w, cycle_orch, NULL, j);
+
+    t1 = now_us();
+    *cycle = t1 - t0;
+    *freed = t1 - j->orch_end_us;
+    if (err == STRATA_OK && !strata_global_domain_freed(j->g)) {
+        strata_errmsg_set("the domain was not freed at the run's fence");
+        err = STRATA_ESTATE;
+    }
+    return err;
+}
+
+static strata_err measure(strata_worker *w, struct job *j, int iters,
+                          struct point *p)
+{
+    double *a = calloc((size_t)iters, sizeof(double));
+    double *f = calloc((size_t)iters, sizeof(double));
+    double *c = calloc((size_t)iters, sizeof(double));
+    double *e = calloc((size_t)iters, sizeof(double));
+    strata_err err = a && f && c && e ? STRATA_OK : STRATA_ENOMEM;
+    struct machine_load l0, l1;
+    double hz = (double)sysconf(_SC_CLK_TCK);
+
+    machine_load_sample(&l0);
+    for (int i = -5; i < iters && err == STRATA_OK; i++) {
+        double cyc, fr, t0;
+
+        err = one_cycle(w, j, &cyc, &fr);
+        t0 = now_us();
+        if (err == STRATA_OK)
+            err = strata_worker_run(w, empty_orch, NULL, NULL);
+        if (i >= 0) {
+            a[i] = j->alloc_us;
+            f[i] = fr;
+            c[i] = cyc;
+            e[i] = now_us() - t0;
+        }
+    }
+    machine_load_sample(&l1);
+    /* Every process's CPU time, this bench's tree and others alike (see
+     * other_cpu_pct): what a cycle costs the machine, and how busy it
+     * kept it. */
+    if (l1.total > l0.total && hz > 0) {
+        p->cpu_us = (double)(l1.busy - l0.busy) / hz * 1e6 / (iters + 5);
+        p->busy = (double)(l1.busy - l0.busy) / (double)(l1.total - l0.total);
+    }
+    if (err == STRATA_OK) {
+        p->alloc_us = stats_median(a, (size_t)iters);
+        p->free_us = stats_median(f, (size_t)iters);
+        p->cycle_us = stats_median(c, (size_t)iters);
+        p->empty_us = stats_median(e, (size_t)iters);
+    }
+    free(a);
+    free(f);
+    free(c);
+    free(e);
+    return err;
+}
+
+static strata_err build(const struct config *c, const struct bench_daemon *d,
+                        strata_worker **out)
+{
+    static const int ids[MAX_CHIPS] = {0, 1};
+    strata_worker_config c4, c3;
+    strata_worker *w = NULL;
+    strata_err err;
+    int id;
+
+    strata_worker_config_init(&c4, 4);
+    err = strata_worker_create(&c4, &w);
+    if (err != STRATA_OK)
+        return err;
+    *out = w;
+    strata_worker_config_init(&c3, 3);
+    c3.chip_ids = ids;
+    c3.num_chips = (size_t)c->chips;
+    for (int i = 0; i < c->nodes && err == STRATA_OK; i++) {
+        strata_remote_spec rs;
+        strata_worker *n = NULL;
+
+        if (c->remote) {
+            memset(&rs, 0, sizeof(rs));
+            rs.endpoint = d->endpoint;
+            rs.secret_file = d->secret;
+            rs.chip_ids = ids;
+            rs.num_chips = (size_t)c->chips;
+            err = strata_worker_add_remote_worker(w, &rs, &id);
+            continue;
+        }
+        err = strata_worker_create(&c3, &n);
+        if (err == STRATA_OK) {
+            err = strata_worker_add_worker(w, n, &id);
+            if (err != STRATA_OK && strata_worker_destroy(n) != STRATA_OK)
+                report("destroy a node never added", STRATA_ESTATE);
+        }
+    }
+    return err == STRATA_OK ? strata_worker_init(w) : err;
+}
+
+static int bench_strata(const struct config *c, const struct bench_daemon *d,
+                        const struct options *opt, struct point *p)
+{
+    strata_worker *w = NULL;
+    struct job j;
+    strata_err err;
+    double cyc, fr;
+    int rc = 1;
+
+    memset(&j, 0, sizeof(j));
+    for (int node = 0; node < c->nodes; node++)
+        for (int chip = 0; chip < c->chips; chip++) {
+            j.members[j.n].node_worker_id = node;
+            j.members[j.n].local_chip = chip;
+            j.n++;
+        }
+    err = build(c, d, &w);
+    if (err != STRATA_OK) {
+        report("worker setup", err);
+        goto out;
+    }
+    err = one_cycle(w, &j, &cyc, &fr); /* the first: with COMM_INIT */
+    p->first_us = cyc;
+    if (err == STRATA_OK)
+        err = measure(w, &j, opt->iters, p);
+    if (err != STRATA_OK) {
+        report("cycles", err);
+        goto out;
+    }
+    p->ok = true;
+    rc = 0;
+out:
+    if (w != NULL && (err = strata_worker_destroy(w)) != STRATA_OK) {
+        report("worker destroy", err);
+        rc = 1;
+    }
+    return rc;
+}
+
+/* ---- MPI ----------------------------------------------------------------- */
+
+static int on_mpi_line(const char *line, void *user)
+{
+    struct mpi_point *m = user;
+    unsigned long long bytes;
+    int np, iters;
+
+    if (sscanf(line,
+               "MPIRES np=%d bytes=%llu iters=%d alloc_us=%lf free_us=%lf "
+               "cycle_us=%lf",
+               &np, &bytes, &iters, &m->alloc_us, &m->free_us,
+               &m->cycle_us) != 6)
+        return -1;
+    m->ok = m->cycle_us > 0;
+    return 0;
+}
+
+static void bench_mpi(int np, const struct options *opt, struct mpi_point *m)
+{
+    char helper[4096], args[128], why[400];
+
+    m->ok = false;
+    if (mpi_note[0])
+        return; /* it failed before: do not try again */
+    if (!mpi_helper_path("bench_global_domain_mpi", helper, sizeof(helper))) {
+        snprintf(mpi_note, sizeof(mpi_note),
+                 "MPI reference helper bench_global_domain_mpi not found "
+                 "next to this executable (built without MPI?)");
+        return;
+    }
+    snprintf(args, sizeof(args), "--iters %d %d", opt->iters, WINDOW);
+    if (mpi_launch(helper, np, args, MPI_TIMEOUT_S, "MPIRES", on_mpi_line, m,
+                   why, sizeof(why)) != 0 ||
+        !m->ok) {
+        snprintf(mpi_note, sizeof(mpi_note), "MPI reference not runnable: %s",
+                 m->ok ? why : "no result line");
+        m->ok = false;
+    }
+}
+
+static int np_index(int np)
+{
+    for (size_t i = 0; i < NUM_NP; i++)
+        if (mpi_np[i] == np)
+            return (int)i;
+    return -1;
+}
+
+/* ---- results
+ * ----------------------------------------------------------------- */
+
+static void combine(const struct results *rounds, int n, struct results *out)
+{
+    double v[MAX_ROUNDS];
+
+#define MEDIAN_OF(dst, src)                                                    \
+    do {                                                                       \
+        for (int k = 0; k < n; k++)                                            \
+            v[k] = rounds[k].src;                                              \
+        out->dst = stats_median(v, (size_t)n);                                 \
+    } while (0)
+    for (size_t i = 0; i < NUM_CONFIGS; i++) {
+        out->s[i].ok = true;
+        for (int k = 0; k < n; k++)
+            out->s[i].ok = out->s[i].ok && rounds[k].s[i].ok;
+        MEDIAN_OF(s[i].first_us, s[i].first_us);
+        MEDIAN_OF(s[i].alloc_us, s[i].alloc_us);
+        MEDIAN_OF(s[i].free_us, s[i].free_us);
+        MEDIAN_OF(s[i].cycle_us, s[i].cycle_us);
+        MEDIAN_OF(s[i].empty_us, s[i].empty_us);
+        MEDIAN_OF(s[i].cpu_us, s[i].cpu_us);
+        MEDIAN_OF(s[i].busy, s[i].busy);
+    }
+    for (size_t i = 0; i < NUM_NP; i++) {
+        out->m[i].ok = true;
+        for (int k = 0; k < n; k++)
+            out->m[i].ok = out->m[i].ok && rounds[k].m[i].ok;
+        MEDIAN_OF(m[i].alloc_us, m[i].alloc_us);
+        MEDIAN_OF(m[i].free_us, m[i].free_us);
+        MEDIAN_OF(m[i].cycle_us, m[i].cycle_us);
+    }
+#undef MEDIAN_OF
+}
+
+static const struct mpi_point *mpi_for(const struct results *r, size_t i)
+{
+    int k = np_index(configs[i].nodes * configs[i].chips);
+
+    return k >= 0 && r->m[k].ok ? &r->m[k] : NULL;
+}
+
+/* cycle(8 nodes) / cycle(2 nodes), forked, chips per node c; -1 if not
+ * measured. */
+static double scale_ratio(const struct results *r, int chips)
+{
+    const struct point *two = NULL, *eight = NULL;
+
+    for (size_t i = 0; i < NUM_CONFIGS; i++) {
+        if (configs[i].remote || configs[i].chips != chips || !r->s[i].ok)
+            continue;
+        if (configs[i].nodes == 2)
+            two = &r->s[i];
+        if (configs[i].nodes == 8)
+            eight = &r->s[i];
+    }
+    return two && eight ? eight->cycle_us / two->cycle_us : -1;
+}
+
+static bool passes(const struct results *r)
+{
+    for (int c = 1; c <= MAX_CHIPS; c++) {
+        double s = scale_ratio(r, c);
+
+        if (s < 0 || s > SCALE_TARGET)
+            return false;
+    }
+    for (size_t i = 0; i < NUM_CONFIGS; i++) {
+        const struct mpi_point *m = mpi_for(r, i);
+
+        if (configs[i].remote)
+            continue;
+        if (!r->s[i].ok || !m || r->s[i].cycle_us >= m->cycle_us)
+            return false;
+    }
+    return true;
+}
+
+static void print_summary(const struct options *opt, const struct results *r,
+                          double other_pct)
+{
+    printf(NAME " (%s, %d round%s, %d cycles each): medians in us\n",
+           opt->quick ? "quick" : "full", opt->rounds,
+           opt->rounds > 1 ? "s" : "", opt->iters);
+    printf("global domain over every chip of every node, 4 KiB windows;\n"
+           "cycle = allocate (PREPARE_EXPORT, IMPORT, COMMIT) + release at "
+           "the run fence (ABORT); cpu = CPU time of the machine per cycle,\n"
+           "busy = share of its CPUs busy meanwhile; MPI = MPI_Win_allocate + "
+           "MPI_Win_free,\nslowest rank, on ranks processes:\n");
+    printf("  %-7s %5s %5s %5s | %8s %8s %8s %8s %8s %8s %5s | %9s %6s\n",
+           "nodes", "kind", "chips", "ranks", "first", "alloc", "free", "cycle",
+           "empty", "cpu", "busy", "mpi.cycle", "ratio");
+    for (size_t i = 0; i < NUM_CONFIGS; i++) {
+        const struct config *c = &configs[i];
+        const struct point *p = &r->s[i];
+        const struct mpi_point *m = mpi_for(r, i);
+
+        printf("  %-7d %5s %5d %5d | ", c->nodes,
+               c->remote ? "remote" : "forked", c->chips, c->nodes * c->chips);
+        if (!p->ok) {
+            printf("%8s %8s %8s %8s %8s %8s %5s | ", "-", "-", "-", "-", "-",
+                   "-", "-");
+        } else {
+            printf("%8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %4.0f%% | ",
+                   p->first_us, p->alloc_us, p->free_us, p->cycle_us,
+                   p->empty_us, p->cpu_us, p->busy * 100);
+        }
+        if (m && p->ok)
+            printf("%9.1f %6.3f\n", m->cycle_us, p->cycle_us / m->cycle_us);
+        else
+            printf("%9s %6s\n", m ? "" : "-", "-");
+    }
+    printf("MPI_Win_allocate + MPI_Win_free alone:\n");
+    for (size_t i = 0; i < NUM_NP; i++)
+        if (r->m[i].ok)
+            printf("  np %2d: alloc %.1f, free %.1f, cycle %.1f\n", mpi_np[i],
+                   r->m[i].alloc_us, r->m[i].free_us, r->m[i].cycle_us);
+    printf("scaling, forked: cycle(8 nodes) / cycle(2 nodes) = %.3f (1 chip), "
+           "%.3f (2 chips); target <= %.1f\n",
+           scale_ratio(r, 1), scale_ratio(r, 2), SCALE_TARGET);
+    printf("target vs MPI: every forked cycle < MPI_Win_allocate + "
+           "MPI_Win_free on as many ranks\n");
+    printf("pass: %s\n", passes(r) ? "yes" : "no");
+    if (other_pct >= 0)
+        printf("other processes used %.1f %% of the machine's CPU "
+               "meanwhile%s\n",
+               other_pct, other_pct > 5 ? " (WARNING: numbers skewed)" : "");
+    if (mpi_note[0])
+        printf("NOTE: %s\n", mpi_note);
+    if (strata_note[0])
+        printf("NOTE: %s\n", strata_note);
+}
+
+static void num(const char *key, double v, bool comma)
+{
+    if (v < 0)
+        printf("\"%s\":null%s", key, comma ? "," : "");
+    else
+        printf("\"%s\":%.3f%s", key, v, comma ? "," : "");
+}
+
+static void print_json(const struct options *opt, const struct results *r,
+                       double other_pct)
+{
+    const struct point *h = &r->s[HEADLINE];
+    const struct mpi_point *hm = mpi_for(r, HEADLINE);
+
+    printf("{\"bench\":\"global_domain\",\"metric\":\"transaction_us_"
+           "8nodes_1chip\",\"unit\":\"us\",");
+    num("strata", h->ok ? h->cycle_us : -1, true);
+    printf("\"reference_name\":\"MPI_Win_allocate+MPI_Win_free_8ranks_"
+           "OpenMPI\",");
+    num("reference", hm ? hm->cycle_us : -1, true);
+    num("ratio", hm && h->ok ? h->cycle_us / hm->cycle_us : -1, true);
+    num("target", hm ? hm->cycle_us : -1, true);
+    printf("\"pass\":%s,", passes(r) ? "true" : "false");
+    num("scale_8_over_2_1chip", scale_ratio(r, 1), true);
+    num("scale_8_over_2_2chips", scale_ratio(r, 2), true);
+    num("scale_target", SCALE_TARGET, true);
+    printf("\"points\":[");
+    for (size_t i = 0; i < NUM_CONFIGS; i++) {
+        const struct point *p = &r->s[i];
+        const struct mpi_point *m = mpi_for(r, i);
+
+        printf("%s{\"nodes\":%d,\"chips\":%d,\"remote\":%s,", i ? "," : "",
+               configs[i].nodes, configs[i].chips,
+               configs[i].remote ? "true" : "false");
+        num("first_us", p->ok ? p->first_us : -1, true);
+        num("alloc_us", p->ok ? p->alloc_us : -1, true);
+        num("free_us", p->ok ? p->free_us : -1, true);
+        num("cycle_us", p->ok ? p->cycle_us : -1, true);
+        num("empty_run_us", p->ok ? p->empty_us : -1, true);
+        num("cpu_us_per_cycle", p->ok ? p->cpu_us : -1, true);
+        num("cpu_busy_pct", p->ok ? p->busy * 100 : -1, true);
+        num("mpi_cycle_us", m ? m->cycle_us : -1, false);
+        printf("}");
+    }
+    printf("],\"mpi\":[");
+    for (size_t i = 0; i < NUM_NP; i++) {
+        printf("%s{\"np\":%d,", i ? "," : "", mpi_np[i]);
+        num("alloc_us", r->m[i].ok ? r->m[i].alloc_us : -1, true);
+        num("free_us", r->m[i].ok ? r->m[i].free_us : -1, true);
+        num("cycle_us", r->m[i].ok ? r->m[i].cycle_us : -1, false);
+        printf("}");
+    }
+    printf("],");
+    num("other_cpu_pct", other_pct, true);
+    printf("\"window_bytes\":%d,\"rounds\":%d,\"iters\":%d,\"quick\":%s",
+           WINDOW, opt->rounds, opt->iters, opt->quick ? "true" : "false");
+    if (mpi_note[0])
+        printf(",\"note\":\"%s\"", mpi_note);
+    if (strata_failed)
+        printf(",\"error\":\"strata measurement failed\"");
+    printf("}\n");
+    fflush(stdout);
+}
+
+static int parse_options(int argc, char **argv, struct options *opt)
+{
+    memset(opt, 0, sizeof(*opt));
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            opt->quick = true;
+        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+            opt->rounds = atoi(argv[++i]);
+            if (opt->rounds < 1 || opt->rounds > MAX_ROUNDS) {
+                fprintf(stderr, NAME ": rounds 1..%d\n", MAX_ROUNDS);
+                return -1;
+            }
+        } else {
+            fprintf(stderr, "usage: " NAME " [--quick] [--rounds K]\n");
+            return -1;
+        }
+    }
+    if (opt->rounds == 0)
+        opt->rounds = opt->quick ? 1 : 3;
+    opt->iters = opt->quick ? 50 : 200;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static struct results res, rounds[MAX_ROUNDS];
+    const char *node_bin = getenv("STRATA_NODE");
+    struct machine_load load0, load1;
+    struct bench_daemon d;
+    struct options opt;
+    bool have_daemon;
+
+    if (parse_options(argc, argv, &opt) != 0)
+        return 2;
+    if (!node_bin || !node_bin[0])
+        node_bin = BENCH_NODE_PATH;
+    have_daemon = bench_daemon_start(&d, node_bin) == 0;
+    if (!have_daemon)
+        snprintf(strata_note, sizeof(strata_note),
+                 "no strata-node: remote configurations not measured");
+    machine_load_sample(&load0);
+    /* Rounds spread a slow phase of a shared machine over both sides. */
+    for (int k = 0; k < opt.rounds; k++) {
+        for (size_t i = 0; i < NUM_CONFIGS; i++) {
+            if (configs[i].remote && !have_daemon)
+                continue;
+            if (bench_strata(&configs[i], &d, &opt, &rounds[k].s[i]) != 0)
+                break;
+        }
+        /* strata's workers are gone before mpirun starts. */
+        for (size_t i = 0; i < NUM_NP; i++)
+            bench_mpi(mpi_np[i], &opt, &rounds[k].m[i]);
+    }
+    machine_load_sample(&load1);
+    if (have_daemon && bench_daemon_stop(&d) != 0)
+        fprintf(stderr, NAME ": strata-node did not stop cleanly\n");
+    combine(rounds, opt.rounds, &res);
+    print_summary(&opt, &res, machine_load_other_pct(&load0, &load1));
+    print_json(&opt, &res, machine_load_other_pct(&load0, &load1));
+    return strata_failed ? 1 : 0;
+}

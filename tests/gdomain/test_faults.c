@@ -1,0 +1,537 @@
+/*
+ * Global domain allocation under faults, at each phase and on each node:
+ * a node process killed (-9) before the allocation, a chip killed before
+ * it, a chip killed or failing inside PREPARE_EXPORT (window.prepare) or
+ * IMPORT (window.import), on a forked node and on a remote one, and a
+ * remote node's session killed. In every case the allocation fails with
+ * the error that happened (STRATA_EPEER for a death, the chip's error for
+ * a failure), ABORT has released every prepared window everywhere (no
+ * process below the test maps a window, no window segment is left in
+ * /dev/shm, including segments named for a node that died), no node ever
+ * sees the failed domain, and the worker allocates and uses the next
+ * domain on the processes that are left.
+ *
+ * A fault point is armed inside one chip's own process by a kernel that
+ * calls base_fault_arm there (base/fault.h, INTERNAL), submitted through
+ * a node task, so the other chips stay healthy. Remote chips are armed
+ * from the daemon's environment (STRATA_FAULT), which every chip of its
+ * sessions inherits: each remote chip fails (or dies) at its first hit.
+ */
+#define _GNU_SOURCE
+#include "gd_kit.h"
+
+#include "base/fault.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#define COUNT 128
+#define WINDOW 4096
+
+static strata_callable k_arm, o_arm;
+
+static const char *const points[3] = {"window.prepare", "window.import",
+                                      "window.release"};
+
+/* s0 point index, s1 action, s2 nth: arms it in this chip only. */
+static strata_err arm_kernel(strata_chip *chip, const strata_args *a)
+{
+    (void)chip;
+    base_fault_arm(points[strata_args_scalar(a, 0) % 3],
+                   (long)strata_args_scalar(a, 2),
+                   (int)strata_args_scalar(a, 1));
+    return STRATA_OK;
+}
+
+/* Node side: s0 chip, s1 point, s2 action, s3 nth. */
+static strata_err arm_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    strata_args *a = NULL;
+    strata_err e;
+
+    (void)user;
+    gd_try(strata_args_create(&a));
+    e = STRATA_OK;
+    for (size_t i = 1; i < 4 && e == STRATA_OK; i++)
+        e = strata_args_add_scalar(a, strata_args_scalar(args, i));
+    if (e == STRATA_OK)
+        e = strata_orch_submit_next_level(o, k_arm, a,
+                                          (int)strata_args_scalar(args, 0));
+    strata_args_destroy(a);
+    return e;
+}
+
+static int setup(void **state)
+{
+    if (gd_setup(state) != 0)
+        return -1;
+    if (strata_register_kernel("gd.t.arm", arm_kernel, &k_arm) != STRATA_OK ||
+        strata_register_orch("gd.t.arm", arm_orch, &o_arm) != STRATA_OK)
+        return -1;
+    /* Orphaned chips of a killed node become ours, so the test can see
+     * them die and reap them. */
+    return prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 ? 0 : -1;
+}
+
+/* ---- one faulty allocation, then the next one ------------------------- */
+
+enum how {
+    KILL_NODE,    /* kill -9 the victim node's process first */
+    KILL_CHIP,    /* kill -9 the victim chip first */
+    KILL_SESSION, /* kill -9 the remote node's session process first */
+    ARM,          /* arm points[point] with action in the victim chip */
+    FROM_ENV,     /* the remote chips were armed by the daemon's env */
+};
+
+struct fault {
+    enum how how;
+    int node, chip; /* the victim */
+    int point;      /* 0 prepare, 1 import (ARM) */
+    int action;     /* BASE_FAULT_FAIL or BASE_FAULT_KILL (ARM) */
+    pid_t victim;   /* the process to kill (KILL_*) */
+    struct gd_spec doomed, next;
+    strata_err alloc;
+    char msg[STRATA_ERRMSG_MAX];
+    double took;
+    size_t maps_after, shm_after;
+    strata_global_domain *g, *before_g, *next_g;
+    uint64_t before_id;
+    strata_buffer *out, *q;
+    pid_t node_pids[GD_MAX_NODES + 4];
+    size_t num_node_pids;
+};
+
+static bool gone_or_zombie(pid_t pid)
+{
+    char path[64], buf[256];
+    FILE *f;
+    char *p;
+    bool dead = true;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "re");
+    if (!f)
+        return true;
+    if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) != NULL)
+        dead = p[2] == 'Z' || p[2] == 'X';
+    fclose(f);
+    return dead;
+}
+
+static bool victim_dead(void *arg)
+{
+    return gone_or_zombie(*(pid_t *)arg);
+}
+
+static strata_err fault_orch(strata_orch *o, const strata_args *args,
+                             void *user)
+{
+    struct fault *f = user;
+    struct gd_spec tiny;
+    double t0;
+
+    (void)args;
+    /* An allocation that works: its id bounds the failed one's. */
+    gd_spec_init(&tiny, "before", 64);
+    gd_spec_member(&tiny, 0, 0);
+    gd_try(strata_orch_allocate_global_domain(o, &tiny.spec, &f->before_g));
+    f->before_id = strata_global_domain_id(f->before_g);
+    gd_try(strata_global_domain_release(f->before_g));
+    if (f->how == ARM) {
+        uint64_t sc[4] = {(uint64_t)f->chip, (uint64_t)f->point,
+                          (uint64_t)f->action, 1};
+
+        gd_try(strata_orch_scope_begin(o));
+        gd_try(gd_node_task(o, f->node, o_arm, NULL, 0, 0, STRATA_IN, sc, 4));
+        gd_try(strata_orch_scope_end(o));
+    } else if (f->how != FROM_ENV) {
+        if (kill(f->victim, SIGKILL) != 0)
+            return STRATA_ESYS;
+        if (!testutil_wait_until(victim_dead, &f->victim, 5.0))
+            return STRATA_ETIMEDOUT;
+    }
+    t0 = testutil_now();
+    f->alloc = strata_orch_allocate_global_domain(o, &f->doomed.spec, &f->g);
+    f->took = testutil_now() - t0;
+    snprintf(f->msg, sizeof(f->msg), "%s", strata_errmsg());
+    /* ABORT is over when the allocation returns: nothing may be left. */
+    f->maps_after = gd_window_maps_below() - gd_domain_maps_below(f->before_id);
+    f->shm_after = gd_shm_windows(f->node_pids, f->num_node_pids);
+    return STRATA_OK;
+}
+
+/* The next domain on what is left: it works, and no node saw the failed
+ * one (every id between the last good one and this one is unknown). */
+static strata_err next_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct fault *f = user;
+    uint64_t id;
+
+    (void)args;
+    gd_try(strata_orch_allocate_global_domain(o, &f->next.spec, &f->next_g));
+    id = strata_global_domain_id(f->next_g);
+    gd_try(strata_orch_scope_begin(o));
+    gd_try(gd_submit_allreduce(o, &f->next, id, f->out, COUNT, 31, 1));
+    gd_try(strata_orch_scope_end(o));
+    for (uint64_t k = f->before_id + 1; k < id; k++) {
+        const struct gd_query *r = strata_buffer_data(f->q);
+
+        gd_try(strata_orch_scope_begin(o));
+        gd_try(gd_submit_query(o, &f->next, k, f->q));
+        gd_try(strata_orch_scope_end(o));
+        for (size_t i = 0; i < f->next.spec.num_members; i++)
+            if (r[i].get_err != STRATA_ENOENT) {
+                strata_errmsg_set("slot %zu sees the failed domain %llu: %s", i,
+                                  (unsigned long long)k,
+                                  strata_errname((strata_err)r[i].get_err));
+                return STRATA_EIO;
+            }
+    }
+    return STRATA_OK;
+}
+
+/* Processes that were this node's chips, killed or not. */
+struct kids {
+    pid_t pid[64];
+    size_t n;
+};
+
+static bool all_gone(void *arg)
+{
+    struct kids *k = arg;
+
+    for (size_t i = 0; i < k->n; i++)
+        if (!testutil_pid_gone_reap(k->pid[i]))
+            return false;
+    return true;
+}
+
+static void record_nodes(struct fault *f, strata_worker *w, size_t forked,
+                         const struct gd_daemon *d)
+{
+    f->num_node_pids = 0;
+    for (size_t i = 0; i < forked; i++)
+        f->node_pids[f->num_node_pids++] = strata_worker_node_pid(w, (int)i);
+    if (d)
+        f->num_node_pids +=
+            gd_daemon_sessions(d, f->node_pids + f->num_node_pids, 4);
+}
+
+/* Runs f on an L4 of `forked` forked nodes (chips each) and the remote
+ * node of d (if any, 2 chips), then the next allocation. */
+static void fault_case(struct fault *f, size_t forked, size_t chips,
+                       const struct gd_daemon *d, strata_err want,
+                       const char *needle)
+{
+    testutil_snapshot before;
+    const struct gd_daemon *ds[1] = {d};
+    strata_worker *w = NULL;
+    struct kids dead = {.n = 0};
+    char leak[256] = "";
+    size_t n;
+
+    testutil_snapshot_take(&before);
+    gd_ok(gd_l4_start(forked, chips, ds, d ? 1 : 0, 2, &w));
+    record_nodes(f, w, forked, d);
+    n = f->next.spec.num_members;
+    gd_ok(strata_worker_create_buffer(w, n * COUNT * 4, &f->out));
+    gd_ok(strata_worker_create_buffer(w, n * sizeof(struct gd_query), &f->q));
+    if (f->how == KILL_NODE) {
+        f->victim = strata_worker_node_pid(w, f->node);
+        dead.n = gd_descendants(f->victim, dead.pid, 63);
+        dead.pid[dead.n++] = f->victim;
+    } else if (f->how == KILL_CHIP) {
+        pid_t kids[32];
+
+        assert_true(gd_descendants(strata_worker_node_pid(w, f->node), kids,
+                                   32) >= (size_t)f->chip + 1);
+        /* Chips are forked in id order, before sub workers. */
+        f->victim = kids[f->chip];
+    } else if (f->how == KILL_SESSION) {
+        assert_int_equal(gd_daemon_sessions(d, &f->victim, 1), 1);
+        /* Its chips are orphans of ours once it dies. */
+        dead.n = gd_descendants(f->victim, dead.pid, 63);
+        dead.pid[dead.n++] = f->victim;
+    }
+    gd_ok(strata_worker_run(w, fault_orch, NULL, f));
+    print_message("%s: %s after %.3f s: %s\n", f->doomed.spec.name,
+                  strata_errname(f->alloc), f->took, f->msg);
+    if (f->alloc != want)
+        fail_msg("allocation: %s, want %s (%s)", strata_errname(f->alloc),
+                 strata_errname(want), f->msg);
+    gd_assert_contains(f->msg, needle);
+    if (f->took > 3.0)
+        fail_msg("the failed allocation took %.3f s", f->took);
+    /* A leak is reported at the end: the rest still has to work. */
+    if (f->maps_after || f->shm_after)
+        snprintf(leak, sizeof(leak),
+                 "after the failed allocation's ABORT: %zu window mappings "
+                 "and %zu window segments left",
+                 f->maps_after, f->shm_after);
+    if (dead.n)
+        assert_true(testutil_wait_until(all_gone, &dead, 5.0));
+    gd_ok(strata_worker_run(w, next_orch, NULL, f));
+    assert_int_equal(gd_check_allreduce(f->out, n, COUNT, 31), 0);
+    assert_true(strata_global_domain_freed(f->next_g));
+    assert_int_equal(gd_window_maps_below(), 0);
+    if (!leak[0]) /* a leaked segment stays until its node is gone */
+        assert_int_equal(gd_shm_windows(f->node_pids, f->num_node_pids), 0);
+    gd_destroy(w, f->how == ARM && f->action == BASE_FAULT_FAIL ? STRATA_OK
+                                                                : STRATA_EPEER);
+    if (d)
+        assert_true(gd_daemon_idle(d, 10.0));
+    testutil_assert_clean_within(&before, 5.0);
+    if (leak[0])
+        fail_msg("%s", leak);
+}
+
+/* ---- deaths before the allocation ------------------------------------ */
+
+static void test_gd_faults_kill_node_before_alloc_epeer(void **state)
+{
+    (void)state;
+    static struct fault f;
+
+    memset(&f, 0, sizeof(f));
+    f.how = KILL_NODE;
+    f.node = 1;
+    gd_spec_init(&f.doomed, "node-killed", WINDOW);
+    gd_spec_grid(&f.doomed, 0, 3, 2);
+    gd_spec_init(&f.next, "survivors", WINDOW);
+    gd_spec_grid(&f.next, 0, 1, 2);
+    gd_spec_grid(&f.next, 2, 1, 2);
+    fault_case(&f, 3, 2, NULL, STRATA_EPEER, "node 1");
+}
+
+static void test_gd_faults_kill_chip_before_alloc_epeer(void **state)
+{
+    (void)state;
+    static struct fault f;
+
+    memset(&f, 0, sizeof(f));
+    f.how = KILL_CHIP;
+    f.node = 0;
+    f.chip = 1;
+    gd_spec_init(&f.doomed, "chip-killed", WINDOW);
+    gd_spec_grid(&f.doomed, 0, 2, 2);
+    gd_spec_init(&f.next, "survivors", WINDOW);
+    gd_spec_member(&f.next, 0, 0);
+    gd_spec_grid(&f.next, 1, 1, 2);
+    fault_case(&f, 2, 2, NULL, STRATA_EPEER, "node 0");
+}
+
+/* ---- a chip killed or failing inside a phase, on either node ------------ */
+
+static void arm_case(int node, int point, int action)
+{
+    static struct fault f;
+    char name[48];
+
+    memset(&f, 0, sizeof(f));
+    f.how = ARM;
+    f.node = node;
+    f.chip = 1;
+    f.point = point;
+    f.action = action;
+    snprintf(name, sizeof(name), "%s-%s-node%d", points[point],
+             action == BASE_FAULT_KILL ? "kill" : "fail", node);
+    gd_spec_init(&f.doomed, name, WINDOW);
+    gd_spec_grid(&f.doomed, 0, 2, 2);
+    gd_spec_init(&f.next, "next", WINDOW);
+    if (action == BASE_FAULT_KILL) {
+        /* Without the dead chip. */
+        for (int n = 0; n < 2; n++)
+            for (int c = 0; c < 2; c++)
+                if (n != node || c != 1)
+                    gd_spec_member(&f.next, n, c);
+    } else {
+        gd_spec_grid(&f.next, 0, 2, 2); /* the same members again */
+    }
+    fault_case(&f, 2, 2, NULL,
+               action == BASE_FAULT_KILL ? STRATA_EPEER : STRATA_EIO,
+               action == BASE_FAULT_KILL ? "node" : points[point]);
+}
+
+/* ---- a failed ABORT poisons the worker ---------------------------------- */
+
+static strata_err poison_orch(strata_orch *o, const strata_args *args,
+                              void *user)
+{
+    struct gd_spec *s = user;
+    strata_global_domain *g = NULL;
+    /* Node 0's chip 1 cannot release; node 1's chip 0 fails the import,
+     * so the ABORT that follows fails on node 0. */
+    uint64_t rel[4] = {1, 2, BASE_FAULT_FAIL, 1};
+    uint64_t imp[4] = {0, 1, BASE_FAULT_FAIL, 1};
+
+    (void)args;
+    gd_try(strata_orch_scope_begin(o));
+    gd_try(gd_node_task(o, 0, o_arm, NULL, 0, 0, STRATA_IN, rel, 4));
+    gd_try(gd_node_task(o, 1, o_arm, NULL, 0, 0, STRATA_IN, imp, 4));
+    gd_try(strata_orch_scope_end(o));
+    return strata_orch_allocate_global_domain(o, &s->spec, &g);
+}
+
+static strata_err nothing_orch(strata_orch *o, const strata_args *args,
+                               void *user)
+{
+    (void)o;
+    (void)args;
+    (void)user;
+    return STRATA_OK;
+}
+
+static void test_gd_faults_failed_abort_poisons_worker(void **state)
+{
+    testutil_snapshot before;
+    strata_worker *w = NULL;
+    static struct gd_spec s;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    gd_ok(gd_l4_start(2, 2, NULL, 0, 0, &w));
+    gd_spec_init(&s, "poison", WINDOW);
+    gd_spec_grid(&s, 0, 2, 2);
+    assert_int_equal(strata_worker_run(w, poison_orch, NULL, &s), STRATA_EIO);
+    gd_assert_contains(strata_errmsg(), "window.import");
+    /* The worker refuses new runs, and still closes cleanly. */
+    assert_int_equal(strata_worker_run(w, nothing_orch, NULL, NULL),
+                     STRATA_ESTATE);
+    gd_assert_contains(strata_errmsg(), "poisoned");
+    gd_destroy(w, STRATA_OK);
+    testutil_assert_clean(&before);
+}
+
+static void test_gd_faults_prepare_fail_node0_eio(void **state)
+{
+    (void)state;
+    arm_case(0, 0, BASE_FAULT_FAIL);
+}
+
+static void test_gd_faults_prepare_fail_node1_eio(void **state)
+{
+    (void)state;
+    arm_case(1, 0, BASE_FAULT_FAIL);
+}
+
+static void test_gd_faults_import_fail_node0_eio(void **state)
+{
+    (void)state;
+    arm_case(0, 1, BASE_FAULT_FAIL);
+}
+
+static void test_gd_faults_import_fail_node1_eio(void **state)
+{
+    (void)state;
+    arm_case(1, 1, BASE_FAULT_FAIL);
+}
+
+static void test_gd_faults_prepare_kill_node0_epeer(void **state)
+{
+    (void)state;
+    arm_case(0, 0, BASE_FAULT_KILL);
+}
+
+static void test_gd_faults_prepare_kill_node1_epeer(void **state)
+{
+    (void)state;
+    arm_case(1, 0, BASE_FAULT_KILL);
+}
+
+static void test_gd_faults_import_kill_node0_epeer(void **state)
+{
+    (void)state;
+    arm_case(0, 1, BASE_FAULT_KILL);
+}
+
+static void test_gd_faults_import_kill_node1_epeer(void **state)
+{
+    (void)state;
+    arm_case(1, 1, BASE_FAULT_KILL);
+}
+
+/* ---- the remote node ------------------------------------------------------
+ */
+
+/* Every remote chip fails (or dies) at its first hit of the point. */
+static void remote_case(const char *fault, bool kill_action, strata_err want,
+                        const char *needle)
+{
+    static struct fault f;
+    struct gd_daemon d;
+
+    memset(&f, 0, sizeof(f));
+    f.how = FROM_ENV;
+    assert_int_equal(gd_daemon_start(&d, NULL, fault), 0);
+    gd_spec_init(&f.doomed, fault, WINDOW);
+    gd_spec_grid(&f.doomed, 0, 2, 2); /* node 1 is remote */
+    gd_spec_init(&f.next, "next", WINDOW);
+    if (kill_action)
+        gd_spec_grid(&f.next, 0, 1, 2); /* the remote chips are dead */
+    else
+        gd_spec_grid(&f.next, 0, 2, 2); /* second hits pass */
+    fault_case(&f, 1, 2, &d, want, needle);
+    assert_int_equal(gd_daemon_stop(&d), 0);
+}
+
+static void test_gd_faults_remote_prepare_fail_eio(void **state)
+{
+    (void)state;
+    remote_case("window.prepare:1", false, STRATA_EIO, "window.prepare");
+}
+
+static void test_gd_faults_remote_import_fail_eio(void **state)
+{
+    (void)state;
+    remote_case("window.import:1", false, STRATA_EIO, "window.import");
+}
+
+static void test_gd_faults_remote_import_kill_epeer(void **state)
+{
+    (void)state;
+    remote_case("window.import:1:kill", true, STRATA_EPEER, "node 1");
+}
+
+static void test_gd_faults_kill_session_before_alloc_epeer(void **state)
+{
+    (void)state;
+    static struct fault f;
+    struct gd_daemon d;
+
+    memset(&f, 0, sizeof(f));
+    f.how = KILL_SESSION;
+    f.node = 1;
+    assert_int_equal(gd_daemon_start(&d, NULL, NULL), 0);
+    gd_spec_init(&f.doomed, "session-killed", WINDOW);
+    gd_spec_grid(&f.doomed, 0, 2, 2);
+    gd_spec_init(&f.next, "survivors", WINDOW);
+    gd_spec_grid(&f.next, 0, 1, 2);
+    fault_case(&f, 1, 2, &d, STRATA_EPEER, "node 1");
+    assert_int_equal(gd_daemon_stop(&d), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        gd_test(test_gd_faults_kill_node_before_alloc_epeer),
+        gd_test(test_gd_faults_kill_chip_before_alloc_epeer),
+        gd_test(test_gd_faults_failed_abort_poisons_worker),
+        gd_test(test_gd_faults_prepare_fail_node0_eio),
+        gd_test(test_gd_faults_prepare_fail_node1_eio),
+        gd_test(test_gd_faults_import_fail_node0_eio),
+        gd_test(test_gd_faults_import_fail_node1_eio),
+        gd_test(test_gd_faults_prepare_kill_node0_epeer),
+        gd_test(test_gd_faults_prepare_kill_node1_epeer),
+        gd_test(test_gd_faults_import_kill_node0_epeer),
+        gd_test(test_gd_faults_import_kill_node1_epeer),
+        gd_test(test_gd_faults_remote_prepare_fail_eio),
+        gd_test(test_gd_faults_remote_import_fail_eio),
+        gd_test(test_gd_faults_remote_import_kill_epeer),
+        gd_test(test_gd_faults_kill_session_before_alloc_epeer),
+    };
+
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
