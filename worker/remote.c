@@ -208,6 +208,25 @@ static void ring_doorbell(strata_worker *w)
         LOG_DEBUG("doorbell: %s", strerror(errno));
 }
 
+/* Every request sent and not answered fails here, where its request id
+ * is known, before the scheduler learns of the loss. */
+static void fail_in_flight(struct remote_node *r)
+{
+    struct mbx *mb = r->ep->mbx;
+
+    for (uint32_t k = mb->h.tail; k != r->sent; k++) {
+        struct mbx_frame *f = &mb->ring[k % MBX_RING];
+
+        if (r->done[k % MBX_RING])
+            continue;
+        f->result = (int32_t)STRATA_EPEER;
+        snprintf(f->msg, sizeof(f->msg), "request %llu: node lost: %.440s",
+                 (unsigned long long)r->req[k % MBX_RING], r->why);
+        r->done[k % MBX_RING] = true;
+        __atomic_store_n(&f->done, 1, __ATOMIC_SEQ_CST);
+    }
+}
+
 /* The node is gone: before init it failed to start, after it is lost. */
 static void lose(struct remote_node *r, strata_err err, const char *why)
 {
@@ -223,6 +242,7 @@ static void lose(struct remote_node *r, strata_err err, const char *why)
         ring_doorbell(r->w);
         return;
     }
+    fail_in_flight(r);
     __atomic_store_n(&r->ep->lost, r->why, __ATOMIC_RELEASE);
     if (write(r->ep->pidfd, &one, sizeof(one)) < 0)
         LOG_ERROR("cannot report the loss of %s", r->endpoint);
