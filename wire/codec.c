@@ -560,9 +560,9 @@ strata_err wire_get_u32_list(const struct wire_dec *d, const char *field,
                              size_t max_n, uint32_t max, const uint32_t **out,
                              size_t *n)
 {
-    const msgpack_object *items;
+    const msgpack_object *items = NULL;
     uint32_t *v;
-    size_t count;
+    size_t count = 0;
     char name[96];
 
     WIRE_TRY(wire_get_array(d, field, o, min_n, max_n, &items, &count));

@@ -201,11 +201,11 @@ strata_err wire_conn_connect(struct event_base *base, SSL_CTX *ctx,
                              const struct wire_conn_cbs *cbs,
                              struct wire_conn **out)
 {
-    struct wire_conn *c;
+    struct wire_conn *c = NULL;
     strata_err err = wrap(base, ctx, -1, false, peer_name, cbs, &c);
 
-    if (err)
-        return err;
+    if (err || !c)
+        return err ? err : STRATA_ENOMEM;
     if (bufferevent_socket_connect(c->bev, addr, addrlen) != 0) {
         wire_conn_free(c);
         return base_fail(STRATA_EPEER, "cannot connect to %s", peer_name);
@@ -221,11 +221,11 @@ strata_err wire_conn_accept(struct event_base *base, SSL_CTX *ctx, int fd,
                             const struct wire_conn_cbs *cbs,
                             struct wire_conn **out)
 {
-    struct wire_conn *c;
+    struct wire_conn *c = NULL;
     strata_err err = wrap(base, ctx, fd, true, peer_name, cbs, &c);
 
-    if (err)
-        return err;
+    if (err || !c)
+        return err ? err : STRATA_ENOMEM;
     /* A plaintext accept is up at once; TLS reports CONNECTED later. */
     if (!ctx)
         c->up = true;

@@ -216,7 +216,7 @@ strata_err wire_msg_unpack(unsigned type, const void *body, size_t len,
 
 strata_err wire_frame_unpack(const void *src, size_t len, struct wire_msg *out)
 {
-    struct wire_frame_header h;
+    struct wire_frame_header h = {0};
 
     WIRE_TRY(wire_frame_header_unpack(src, len, &h));
     if (len - WIRE_FRAME_HEADER_SIZE != h.body_len)

@@ -130,7 +130,7 @@ strata_err strata_worker_init(strata_worker *w)
 strata_err strata_worker_add_worker(strata_worker *parent, strata_worker *child,
                                     int *worker_id_out)
 {
-    struct worker_node *slot;
+    struct worker_node *slot = NULL;
     strata_err err;
 
     if (!parent || !child || !worker_id_out || parent == child)
@@ -148,8 +148,8 @@ strata_err strata_worker_add_worker(strata_worker *parent, strata_worker *child,
     if (child->owned)
         return base_fail(STRATA_ESTATE, "worker already has a parent");
     err = worker_node_slot(parent, &slot);
-    if (err)
-        return err;
+    if (err || !slot)
+        return err ? err : STRATA_ENOMEM;
     slot->local = child;
     child->owned = true;
     *worker_id_out = (int)parent->num_nodes - 1;
