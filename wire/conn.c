@@ -235,12 +235,18 @@ strata_err wire_conn_accept(struct event_base *base, SSL_CTX *ctx, int fd,
 
 strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len)
 {
+    strata_err err = STRATA_OK;
+
+    /* Task threads send while the loop thread may be closing: the
+     * bufferevent's lock covers the flags too (callbacks run holding it). */
+    bufferevent_lock(c->bev);
     if (c->failed || c->closing)
-        return base_fail(STRATA_EPEER, "connection to %s is closed", c->peer);
-    if (bufferevent_write(c->bev, frames, len) != 0)
-        return base_fail(STRATA_ENOMEM, "cannot queue %zu bytes to %s", len,
-                         c->peer);
-    return STRATA_OK;
+        err = base_fail(STRATA_EPEER, "connection to %s is closed", c->peer);
+    else if (bufferevent_write(c->bev, frames, len) != 0)
+        err = base_fail(STRATA_ENOMEM, "cannot queue %zu bytes to %s", len,
+                        c->peer);
+    bufferevent_unlock(c->bev);
+    return err;
 }
 
 void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg)
@@ -249,15 +255,17 @@ void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg)
                              .message = msg ? msg : ""};
     struct wire_buf b;
 
-    if (c->failed || c->closing)
-        return;
-    wire_buf_init(&b);
-    if (wire_goodbye_pack(&g, &b) == STRATA_OK &&
-        bufferevent_write(c->bev, b.data, b.len) == 0)
-        c->closing = true;
-    else
-        fail(c, STRATA_OK, "closed");
-    wire_buf_fini(&b);
+    bufferevent_lock(c->bev);
+    if (!c->failed && !c->closing) {
+        wire_buf_init(&b);
+        if (wire_goodbye_pack(&g, &b) == STRATA_OK &&
+            bufferevent_write(c->bev, b.data, b.len) == 0)
+            c->closing = true;
+        else
+            fail(c, STRATA_OK, "closed");
+        wire_buf_fini(&b);
+    }
+    bufferevent_unlock(c->bev);
 }
 
 void wire_conn_free(struct wire_conn *c)
