@@ -38,6 +38,7 @@ struct halo_plan_hdr {
     uint64_t gfg_path_off; /* NUL-terminated path; 0 when in memory */
     uint64_t ro_size;      /* bytes of the read-only part */
     uint64_t stats_off;    /* struct halo_stats[world], kernel-written */
+    uint64_t plan_id;      /* unique per plan: chips cache by it */
     char edge_name[HALO_EDGE_NAME_MAX];
 };
 

@@ -260,12 +260,72 @@ static strata_err translate(struct rank_ctx *c)
     return STRATA_OK;
 }
 
-static void ctx_close(struct rank_ctx *c)
+/* The last plan this chip ran, by plan id and rank: its paged rows and
+ * index arrays do not change, so repeated calls skip rebuilding them
+ * (8 bytes per edge, page-faulted afresh each time otherwise). One entry:
+ * a chip keeps the arrays of its last plan until another replaces them. */
+static struct {
+    uint64_t plan_id;
+    uint32_t rank;
+    int64_t *paged_rows;
+    int64_t *paged_cols;
+    uint64_t *loc;
+    uint64_t *order;
+    uint64_t num_interior;
+} cache;
+
+static void cache_drop(void)
 {
-    base_free(c->paged_rows);
-    base_free(c->paged_cols);
-    base_free(c->loc);
-    base_free(c->order);
+    base_free(cache.paged_rows);
+    base_free(cache.paged_cols);
+    base_free(cache.loc);
+    base_free(cache.order);
+    memset(&cache, 0, sizeof(cache));
+}
+
+static bool cache_take(struct rank_ctx *c)
+{
+    if (!cache.loc || cache.plan_id != c->hdr->plan_id || cache.rank != c->rank)
+        return false;
+    c->paged_rows = cache.paged_rows;
+    c->paged_cols = cache.paged_cols;
+    c->loc = cache.loc;
+    c->order = cache.order;
+    c->num_interior = cache.num_interior;
+    if (c->paged_rows) {
+        c->row_ptr = c->paged_rows;
+        c->cols = c->paged_cols;
+    } else {
+        c->row_ptr = (const int64_t *)(c->plan + c->rp->row_ptr_off);
+        c->cols = (const int64_t *)(c->plan + c->rp->col_off);
+    }
+    return true;
+}
+
+static void cache_keep(struct rank_ctx *c)
+{
+    if (cache.loc != c->loc)
+        cache_drop();
+    cache.plan_id = c->hdr->plan_id;
+    cache.rank = c->rank;
+    cache.paged_rows = c->paged_rows;
+    cache.paged_cols = c->paged_cols;
+    cache.loc = c->loc;
+    cache.order = c->order;
+    cache.num_interior = c->num_interior;
+}
+
+/* ok: the index arrays are complete and stay cached; else they go. */
+static void ctx_close(struct rank_ctx *c, bool ok)
+{
+    if (ok) {
+        cache_keep(c);
+    } else if (c->loc != cache.loc) {
+        base_free(c->paged_rows);
+        base_free(c->paged_cols);
+        base_free(c->loc);
+        base_free(c->order);
+    }
     base_free((void *)c->ghost_row);
 }
 
@@ -483,11 +543,33 @@ static strata_err vjp_run(struct rank_ctx *c)
     return STRATA_OK;
 }
 
+/* The rows and index arrays: from the cache, or built (then cached). */
+static strata_err index_rows(struct rank_ctx *c, bool *indexed)
+{
+    strata_err err;
+
+    if (cache_take(c)) {
+        c->ghost_row = base_malloc((c->rp->num_ghosts + 1) * sizeof(char *));
+        if (!c->ghost_row)
+            return base_fail(STRATA_ENOMEM,
+                             "halo kernel: rank %u: out of memory", c->rank);
+        *indexed = true;
+        return STRATA_OK;
+    }
+    err = load_rows(c);
+    if (!err)
+        err = translate(c);
+    *indexed = !err;
+    return err;
+}
+
 static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
 {
     struct rank_ctx c;
+    bool indexed = false;
     strata_err err;
 
+    memset(&c, 0, sizeof(c));
     err = ctx_open(chip, args, &c);
     if (!err)
         memset(c.stats, 0, sizeof(*c.stats));
@@ -495,9 +577,7 @@ static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
         err = base_fail(STRATA_ENOTSUP, "halo: edge kernel '%s' has no vjp",
                         c.edge->name);
     if (!err)
-        err = load_rows(&c);
-    if (!err)
-        err = translate(&c);
+        err = index_rows(&c, &indexed);
     if (!err)
         err = vjp ? vjp_run(&c) : forward_run(&c);
     if (err) {
@@ -508,7 +588,7 @@ static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
         c.stats->edges = c.rp->nnz;
         __atomic_store_n(&c.stats->done, 1, __ATOMIC_RELEASE);
     }
-    ctx_close(&c);
+    ctx_close(&c, indexed);
     return err;
 }
 

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Where each part of the plan lives, computed before the buffer exists. */
 struct layout {
@@ -152,6 +153,11 @@ static void fill_header(const strata_halo_spec *spec, const struct layout *l,
 {
     struct halo_plan_hdr *h = (struct halo_plan_hdr *)base;
 
+    static uint64_t next_plan;
+
+    /* Unique across processes too: chips cache their index arrays by it. */
+    h->plan_id = ((uint64_t)getpid() << 32) |
+                 __atomic_add_fetch(&next_plan, 1, __ATOMIC_RELAXED);
     h->magic = HALO_PLAN_MAGIC;
     h->version = HALO_PLAN_VERSION;
     h->world = l->world;
