@@ -100,9 +100,11 @@ static bool describe_error(struct wire_conn *c, short what, char *buf,
     unsigned long e = bufferevent_get_openssl_error(c->bev);
     char tls[256] = "";
 
-    /* OpenSSL 3 reports a close without close_notify as an error: it is a
-     * plain EOF without GOODBYE all the same. */
-    if (e && ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+    /* OpenSSL 3 reports a close without close_notify as an error, and a
+     * reset as a bare system error (library 0): both are the peer going
+     * away without GOODBYE. */
+    if (e && (ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING ||
+              ERR_GET_LIB(e) == 0)) {
         what |= BEV_EVENT_EOF;
         e = 0;
     }

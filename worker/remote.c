@@ -220,8 +220,8 @@ static void fail_in_flight(struct remote_node *r)
         if (r->done[k % MBX_RING])
             continue;
         f->result = (int32_t)STRATA_EPEER;
-        snprintf(f->msg, sizeof(f->msg), "request %llu: node lost: %.440s",
-                 (unsigned long long)r->req[k % MBX_RING], r->why);
+        snprintf(f->msg, sizeof(f->msg), "node %zu lost: request %llu: %.420s",
+                 r->index, (unsigned long long)r->req[k % MBX_RING], r->why);
         r->done[k % MBX_RING] = true;
         __atomic_store_n(&f->done, 1, __ATOMIC_SEQ_CST);
     }
