@@ -50,6 +50,8 @@
 
 #include <strata/strata.h>
 
+#include "example_node.h"
+
 #include "halo_exec_int.h" /* halo_plan_build, the plan layout */
 #include "node.h"
 
@@ -69,17 +71,6 @@
 #define FREE_DEADLINE_S 10
 
 static const int chip_ids[RANKS] = {0, 1, 2, 3};
-
-/* The example's own strata-node. */
-struct daemon {
-    char dir[64]; /* mkdtemp; "" once removed */
-    char secret[96];
-    char port_file[96];
-    pid_t pid; /* 0 when not running */
-    int pidfd; /* -1 when none */
-    int port;
-    char endpoint[32];
-};
 
 /* One halo call over the global domain. */
 struct job {
@@ -104,12 +95,6 @@ static int fail(const char *what, strata_err err)
     return 1;
 }
 
-static int fail_sys(const char *what)
-{
-    fprintf(stderr, NAME ": FAILED: %s: %s\n", what, strerror(errno));
-    return 1;
-}
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -118,193 +103,9 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static const char *env_or(const char *name, const char *fallback)
-{
-    const char *v = getenv(name);
-
-    return v && v[0] ? v : fallback;
-}
-
 /* ---- the daemon ------------------------------------------------------ */
 
 /* 32 random bytes as hex, in a new file only its owner may read. */
-static int write_secret(const char *path)
-{
-    unsigned char raw[32];
-    char hex[65];
-    int fd;
-    bool ok;
-
-    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        return fail_sys("getrandom");
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return fail_sys(path);
-    ok = write(fd, hex, 64) == 64;
-    if (close(fd) != 0 || !ok)
-        return fail_sys(path);
-    return 0;
-}
-
-/* Removes the secret, the port file and the directory (idempotent). */
-static void forget_files(struct daemon *d)
-{
-    char tmp[128];
-
-    if (!d->dir[0])
-        return;
-    unlink(d->secret);
-    unlink(d->port_file);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", d->port_file);
-    unlink(tmp);
-    if (rmdir(d->dir) != 0)
-        fprintf(stderr, NAME ": cannot remove %s: %s\n", d->dir,
-                strerror(errno));
-    d->dir[0] = '\0';
-}
-
-static int read_port(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    int port = 0;
-
-    if (!f)
-        return 0;
-    if (fscanf(f, "%d", &port) != 1)
-        port = 0;
-    fclose(f);
-    return port;
-}
-
-/* Until the daemon has renamed its port file into place (inotify) or died
- * (pidfd), under the start deadline: events, never a fixed sleep. */
-static int wait_for_port(struct daemon *d, int ino)
-{
-    uint64_t deadline = now_ns() + START_DEADLINE_S * 1000000000ull;
-    char events[4096];
-
-    for (;;) {
-        struct pollfd p[2] = {{ino, POLLIN, 0}, {d->pidfd, POLLIN, 0}};
-        uint64_t now = now_ns();
-
-        d->port = read_port(d->port_file);
-        if (d->port > 0)
-            return 0;
-        if (now >= deadline) {
-            fprintf(stderr,
-                    NAME ": FAILED: strata-node reported no port "
-                         "within %d s\n",
-                    START_DEADLINE_S);
-            return 1;
-        }
-        if (poll(p, 2, (int)((deadline - now) / 1000000) + 1) < 0 &&
-            errno != EINTR)
-            return fail_sys("poll");
-        if (p[1].revents & POLLIN) {
-            int status = 0;
-
-            waitpid(d->pid, &status, 0);
-            d->pid = 0;
-            fprintf(stderr,
-                    NAME ": FAILED: strata-node exited during "
-                         "start-up (status 0x%x)\n",
-                    status);
-            return 1;
-        }
-        while (read(ino, events, sizeof(events)) > 0)
-            ;
-    }
-}
-
-static int start_daemon(struct daemon *d)
-{
-    const char *node_bin = env_or("STRATA_NODE", HMIX_NODE_PATH);
-    const char *module = env_or("HMIX_MODULE", HMIX_MODULE_PATH);
-    const char *argv[] = {
-        node_bin,        "--listen", "127.0.0.1:0", "--module",   module,
-        "--secret-file", d->secret,  "--port-file", d->port_file, NULL};
-    pid_t parent = getpid();
-    int ino, rc;
-
-    snprintf(d->dir, sizeof(d->dir), "/tmp/" NAME "-XXXXXX");
-    if (!mkdtemp(d->dir)) {
-        d->dir[0] = '\0';
-        return fail_sys("mkdtemp");
-    }
-    snprintf(d->secret, sizeof(d->secret), "%s/secret", d->dir);
-    snprintf(d->port_file, sizeof(d->port_file), "%s/port", d->dir);
-    if (write_secret(d->secret) != 0)
-        return 1;
-    /* Watch before starting it, so the rename cannot be missed. */
-    ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (ino < 0 || inotify_add_watch(ino, d->dir, IN_MOVED_TO) < 0) {
-        rc = fail_sys("inotify");
-        if (ino >= 0)
-            close(ino);
-        return rc;
-    }
-    fflush(NULL);
-    d->pid = fork();
-    if (d->pid == 0) {
-        /* The daemon must not outlive this program. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent)
-            _exit(127);
-        execv(node_bin, (char *const *)(uintptr_t)argv);
-        fprintf(stderr, NAME ": cannot run %s: %s\n", node_bin,
-                strerror(errno));
-        _exit(127);
-    }
-    if (d->pid < 0) {
-        d->pid = 0;
-        close(ino);
-        return fail_sys("fork");
-    }
-    d->pidfd = (int)syscall(SYS_pidfd_open, d->pid, 0);
-    if (d->pidfd < 0) {
-        close(ino);
-        return fail_sys("pidfd_open");
-    }
-    rc = wait_for_port(d, ino);
-    close(ino);
-    if (rc == 0)
-        snprintf(d->endpoint, sizeof(d->endpoint), "127.0.0.1:%d", d->port);
-    return rc;
-}
-
-/* SIGTERM, then reap (SIGKILL if it ignores that for 10 s). */
-static int stop_daemon(struct daemon *d)
-{
-    struct pollfd p = {d->pidfd, POLLIN, 0};
-    int status = 0;
-    int rc = 0;
-
-    if (d->pid > 0) {
-        kill(d->pid, SIGTERM);
-        if (d->pidfd >= 0 && poll(&p, 1, 10000) == 0) {
-            fprintf(stderr, NAME ": strata-node ignored SIGTERM; killing it\n");
-            kill(d->pid, SIGKILL);
-            rc = 1;
-        }
-        if (waitpid(d->pid, &status, 0) == d->pid &&
-            (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
-            fprintf(stderr, NAME ": strata-node ended with status 0x%x\n",
-                    status);
-            rc = 1;
-        }
-        if (rc == 0)
-            printf(NAME ": strata-node (pid %d) stopped cleanly\n",
-                   (int)d->pid);
-        d->pid = 0;
-    }
-    if (d->pidfd >= 0)
-        close(d->pidfd);
-    d->pidfd = -1;
-    forget_files(d);
-    return rc;
-}
 
 /* ---- the ring ---------------------------------------------------------- */
 
@@ -414,7 +215,7 @@ static int reference(float *out, float *grad)
 
 /* ---- the L4 worker ----------------------------------------------------- */
 
-static int build_worker(struct daemon *d, strata_worker **out)
+static int build_worker(struct example_node *d, strata_worker **out)
 {
     strata_worker_config c4, c3;
     strata_remote_spec spec;
@@ -449,7 +250,7 @@ static int build_worker(struct daemon *d, strata_worker **out)
     if (err != STRATA_OK)
         return fail("add the remote node", err);
     /* Both sides have read the key: nothing on disk needs it any more. */
-    forget_files(d);
+    example_node_forget_files(d, NAME);
     return 0;
 }
 
@@ -608,7 +409,7 @@ static void print_rows(const char *label, const float *v, uint64_t b,
 
 /* Every rank's rows against the ring formula and the reference. */
 static int check(const struct job *j, const struct fields *f,
-                 const struct daemon *d, const float *ref_out,
+                 const struct example_node *d, const float *ref_out,
                  const float *ref_grad)
 {
     const struct halo_plan_hdr *hdr = strata_buffer_data(j->plan);
@@ -651,8 +452,9 @@ static int check(const struct job *j, const struct fields *f,
     return bad;
 }
 
-static int run_all(strata_worker *w, struct job *j, const struct daemon *d,
-                   const float *ref_out, const float *ref_grad)
+static int run_all(strata_worker *w, struct job *j,
+                   const struct example_node *d, const float *ref_out,
+                   const float *ref_grad)
 {
     strata_halo_spec spec;
     struct fields f = {0};
@@ -688,7 +490,7 @@ static int run_all(strata_worker *w, struct job *j, const struct daemon *d,
 
 int main(int argc, char **argv)
 {
-    struct daemon d = {.pidfd = -1};
+    struct example_node d = {.pidfd = -1};
     float ref_out[N], ref_grad[N];
     struct job j;
     strata_worker *w = NULL;
@@ -715,7 +517,10 @@ int main(int argc, char **argv)
                                       &j.node_halo);
     if (err != STRATA_OK)
         return fail("register the node callable", err);
-    if (start_daemon(&d) != 0)
+    if (example_node_start(&d, NAME,
+                           example_env_or("STRATA_NODE", HMIX_NODE_PATH),
+                           example_env_or("HMIX_MODULE", HMIX_MODULE_PATH),
+                           START_DEADLINE_S) != 0)
         goto out;
     printf(NAME ": strata-node (pid %d) listening on %s\n", (int)d.pid,
            d.endpoint);
@@ -731,7 +536,7 @@ out:
         if (err != STRATA_OK)
             rc = fail("destroy", err);
     }
-    if (stop_daemon(&d) != 0)
+    if (example_node_stop(&d, NAME) != 0)
         rc = 1;
     if (rc != 0)
         return EXIT_FAILURE;
