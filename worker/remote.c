@@ -4,6 +4,10 @@
  * loop, sends each posted frame as a TASK (with its input bytes as
  * DATA_CHUNKs) or CONTROL, writes the answers back into the ring, and rings
  * the scheduler's doorbell, so the scheduler code is the same for both. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* getaddrinfo_a */
+#endif
+
 #include "remote.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -15,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define HEARTBEAT_S 1
@@ -586,18 +591,68 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static strata_err connect_node(struct net *net, struct remote_node *r)
+/* One asynchronous look-up; on the heap, since a resolver thread that
+ * cannot be cancelled may still write to it after we gave up. */
+struct lookup {
+    struct gaicb req;
+    struct addrinfo hints;
+};
+
+/* Resolves r's host under the start-up deadline: a resolver that hangs
+ * must not hold the tree past it. */
+static strata_err resolve(struct remote_node *r, struct addrinfo **res_out)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
-    struct addrinfo *res = NULL;
-    struct wire_conn_cbs cbs = {on_msg, on_state, r};
-    strata_err err;
+    struct lookup *l = base_calloc(1, sizeof(*l));
+    struct gaicb *list[1];
     int rc;
 
-    rc = getaddrinfo(r->host, r->port, &hints, &res);
+    if (!l)
+        return base_fail(STRATA_ENOMEM, "out of memory resolving %s", r->host);
+    l->hints.ai_socktype = SOCK_STREAM;
+    l->req.ar_name = r->host;
+    l->req.ar_service = r->port;
+    l->req.ar_request = &l->hints;
+    list[0] = &l->req;
+    rc = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL);
+    while (rc == 0 && (rc = gai_error(&l->req)) == EAI_INPROGRESS) {
+        uint64_t now = base_now_ns();
+        uint64_t left = r->deadline > now ? r->deadline - now : 0;
+        struct timespec ts = {(time_t)(left / 1000000000u),
+                              (long)(left % 1000000000u)};
+
+        if (left == 0) {
+            /* Not cancelled: the resolver still owns l, which is left to
+             * it (a one-off leak beats a write into freed memory). */
+            if (gai_cancel(&l->req) != EAI_NOTCANCELED)
+                base_free(l);
+            return base_fail(STRATA_ETIMEDOUT,
+                             "remote %s: resolving %s took past the start-up "
+                             "deadline",
+                             r->endpoint, r->host);
+        }
+        /* Returns when done, at the timeout, or on a signal: look again. */
+        gai_suspend((const struct gaicb *const *)list, 1, &ts);
+        rc = 0;
+    }
+    if (rc == 0)
+        *res_out = l->req.ar_result;
+    base_free(l);
     if (rc != 0)
         return base_fail(STRATA_EPEER, "remote %s: cannot resolve %s: %s",
                          r->endpoint, r->host, gai_strerror(rc));
+    return STRATA_OK;
+}
+
+static strata_err connect_node(struct net *net, struct remote_node *r)
+{
+    struct addrinfo *res = NULL;
+    struct wire_conn_cbs cbs = {on_msg, on_state, r};
+    strata_err err = resolve(r, &res);
+
+    if (err || !res)
+        return err ? err
+                   : base_fail(STRATA_EPEER, "remote %s: %s has no address",
+                               r->endpoint, r->host);
     err = wire_conn_connect(net->base, r->ctx, res->ai_addr,
                             (int)res->ai_addrlen, r->endpoint, &cbs, &r->conn);
     freeaddrinfo(res);
