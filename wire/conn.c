@@ -26,6 +26,7 @@ struct wire_conn {
     bool failed;
     bool goodbye_seen; /* the peer closed in order */
     bool got_frame;    /* a whole frame arrived: the peer authenticated */
+    bool tls;          /* TLS, not plaintext */
     bool closing;      /* we sent GOODBYE: close once flushed */
     uint64_t last_rx_ns;
 };
@@ -141,9 +142,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         return;
     }
     /* In TLS 1.3 a client is "connected" before the server has checked
-     * its certificate: a TLS failure before the first frame is an
-     * authentication failure, whenever it is reported. */
-    if (describe_error(c, what, why, sizeof(why)) && !c->got_frame)
+     * its certificate, and the refusal may arrive as an alert or as a
+     * bare close: on a TLS connection, any failure before the first frame
+     * is an authentication failure. */
+    if ((describe_error(c, what, why, sizeof(why)) || c->tls) && !c->got_frame)
         fail(c, STRATA_EAUTH, why);
     else
         fail(c, c->up ? STRATA_EPEER : STRATA_EAUTH, why);
@@ -170,6 +172,7 @@ static strata_err wrap(struct event_base *base, SSL_CTX *ctx, int fd,
         return base_fail(STRATA_ENOMEM, "out of memory for a connection");
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     c->cbs = *cbs;
+    c->tls = ctx != NULL;
     if (ctx) {
         ssl = SSL_new(ctx);
         if (!ssl) {
