@@ -111,7 +111,12 @@ static bool describe_error(struct wire_conn *c, short what, char *buf,
     }
     if (e)
         ERR_error_string_n(e, tls, sizeof(tls));
-    if (what & BEV_EVENT_EOF)
+    if ((what & BEV_EVENT_EOF) && c->tls && !c->got_frame)
+        snprintf(buf, cap,
+                 "TLS handshake with %s failed: it closed the connection "
+                 "(authentication refused?)",
+                 c->peer);
+    else if (what & BEV_EVENT_EOF)
         snprintf(buf, cap, "%s closed the connection without GOODBYE", c->peer);
     else if (tls[0])
         snprintf(buf, cap, "TLS error with %s: %s%s", c->peer, tls,
