@@ -4,18 +4,16 @@
  * loop, sends each posted frame as a TASK (with its input bytes as
  * DATA_CHUNKs) or CONTROL, writes the answers back into the ring, and rings
  * the scheduler's doorbell, so the scheduler code is the same for both. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* getaddrinfo_a */
-#endif
-
 #include "remote.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
 
+#include <errno.h>
 #include <event2/thread.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -591,52 +589,113 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* One asynchronous look-up; on the heap, since a resolver thread that
- * cannot be cancelled may still write to it after we gave up. */
+/* A host-name look-up on a thread of its own, so the caller can give up
+ * at the deadline; an abandoned look-up frees itself when it ends. */
 struct lookup {
-    struct gaicb req;
-    struct addrinfo hints;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    bool abandoned;
+    int rc;
+    struct addrinfo *res;
+    char host[256];
+    char port[16];
 };
 
-/* Resolves r's host under the start-up deadline: a resolver that hangs
- * must not hold the tree past it. */
+static void lookup_free(struct lookup *l)
+{
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    base_free(l);
+}
+
+static void *lookup_main(void *arg)
+{
+    struct lookup *l = arg;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(l->host, l->port, &hints, &res);
+    bool abandoned;
+
+    pthread_mutex_lock(&l->mu);
+    l->rc = rc;
+    l->res = res;
+    l->done = true;
+    abandoned = l->abandoned;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    if (abandoned) {
+        if (res)
+            freeaddrinfo(res);
+        lookup_free(l);
+    }
+    return NULL;
+}
+
+/* Waits for l until the deadline; true when it finished. */
+static bool lookup_wait(struct lookup *l, uint64_t deadline)
+{
+    struct timespec ts;
+    bool done;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    {
+        uint64_t now = base_now_ns();
+        uint64_t left = deadline > now ? deadline - now : 0;
+        uint64_t ns = (uint64_t)ts.tv_nsec + left % 1000000000u;
+
+        ts.tv_sec += (time_t)(left / 1000000000u + ns / 1000000000u);
+        ts.tv_nsec = (long)(ns % 1000000000u);
+    }
+    pthread_mutex_lock(&l->mu);
+    while (!l->done && pthread_cond_timedwait(&l->cv, &l->mu, &ts) != ETIMEDOUT)
+        ;
+    done = l->done;
+    if (!done)
+        l->abandoned = true; /* the thread frees l when it ends */
+    pthread_mutex_unlock(&l->mu);
+    return done;
+}
+
+/* Resolves r's host under the start-up deadline: numeric addresses at
+ * once, names on a thread the caller stops waiting for at the deadline. */
 static strata_err resolve(struct remote_node *r, struct addrinfo **res_out)
 {
-    struct lookup *l = base_calloc(1, sizeof(*l));
-    struct gaicb *list[1];
-    int rc;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICHOST};
+    struct lookup *l;
+    pthread_attr_t attr;
+    pthread_t th;
+    int rc = getaddrinfo(r->host, r->port, &hints, res_out);
 
+    if (rc != EAI_NONAME)
+        return rc == 0
+                   ? STRATA_OK
+                   : base_fail(STRATA_EPEER, "remote %s: cannot resolve %s: %s",
+                               r->endpoint, r->host, gai_strerror(rc));
+    l = base_calloc(1, sizeof(*l));
     if (!l)
         return base_fail(STRATA_ENOMEM, "out of memory resolving %s", r->host);
-    l->hints.ai_socktype = SOCK_STREAM;
-    l->req.ar_name = r->host;
-    l->req.ar_service = r->port;
-    l->req.ar_request = &l->hints;
-    list[0] = &l->req;
-    rc = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL);
-    while (rc == 0 && (rc = gai_error(&l->req)) == EAI_INPROGRESS) {
-        uint64_t now = base_now_ns();
-        uint64_t left = r->deadline > now ? r->deadline - now : 0;
-        struct timespec ts = {(time_t)(left / 1000000000u),
-                              (long)(left % 1000000000u)};
-
-        if (left == 0) {
-            /* Not cancelled: the resolver still owns l, which is left to
-             * it (a one-off leak beats a write into freed memory). */
-            if (gai_cancel(&l->req) != EAI_NOTCANCELED)
-                base_free(l);
-            return base_fail(STRATA_ETIMEDOUT,
-                             "remote %s: resolving %s took past the start-up "
-                             "deadline",
-                             r->endpoint, r->host);
-        }
-        /* Returns when done, at the timeout, or on a signal: look again. */
-        gai_suspend((const struct gaicb *const *)list, 1, &ts);
-        rc = 0;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    snprintf(l->host, sizeof(l->host), "%s", r->host);
+    snprintf(l->port, sizeof(l->port), "%s", r->port);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&th, &attr, lookup_main, l);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        lookup_free(l);
+        return base_fail_errno(rc, "remote %s: resolver thread", r->endpoint);
     }
-    if (rc == 0)
-        *res_out = l->req.ar_result;
-    base_free(l);
+    if (!lookup_wait(l, r->deadline))
+        return base_fail(STRATA_ETIMEDOUT,
+                         "remote %s: resolving %s took past the start-up "
+                         "deadline",
+                         r->endpoint, r->host);
+    rc = l->rc;
+    *res_out = l->res;
+    lookup_free(l);
     if (rc != 0)
         return base_fail(STRATA_EPEER, "remote %s: cannot resolve %s: %s",
                          r->endpoint, r->host, gai_strerror(rc));
