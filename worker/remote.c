@@ -408,7 +408,6 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
 {
     struct mbx *mb = r->ep->mbx;
     uint32_t tail = mb->h.tail;
-    bool moved = false;
 
     for (uint32_t k = tail; k != r->sent; k++) {
         unsigned pos = k % MBX_RING;
@@ -430,10 +429,8 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
     while (tail != r->sent && r->done[tail % MBX_RING]) {
         r->done[tail % MBX_RING] = false;
         tail++;
-        moved = true;
         mbx_child_complete(mb, r->w->shared);
     }
-    (void)moved;
     if (__atomic_load_n(&r->w->shared->sched_parked, __ATOMIC_SEQ_CST))
         ring_doorbell(r->w);
 }

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #define HELLO_TIMEOUT_S 10.0
-#define HEARTBEAT_S 1.0
+#define HEARTBEAT_S 1
 #define PEER_SILENT_S 10.0
 
 struct shadow {
@@ -54,7 +54,6 @@ struct session {
     uint32_t running;
     struct event *timer;
     uint64_t hb_seq;
-    double started;
     int status;
     bool abandon; /* the parent is gone or we are told to stop: kill work */
 };
@@ -614,7 +613,7 @@ static void finish(struct session *s)
 
 int worker_session_main(int fd, SSL_CTX *ctx, const char *peer)
 {
-    static const struct timeval tick = {1, 0};
+    static const struct timeval tick = {HEARTBEAT_S, 0};
     struct session s;
     struct wire_conn_cbs cbs = {on_msg, on_state, &s};
     struct event *sig = NULL;
