@@ -1,7 +1,8 @@
 /* Halo execution as tasks: the public API. strata_halo_create builds the
- * per-rank plans once; every forward or VJP call allocates a fresh local
- * domain sized from them, submits one kernel per rank as a group, waits
- * for it, releases the domain and records the trace. */
+ * per-rank plans once; every forward or VJP call allocates a fresh domain
+ * sized from them (local here; global in halo_exec_global.c), submits one
+ * kernel per rank as a group, waits for it, releases the domain and
+ * records the trace. */
 #include "base/alloc.h"
 #include "base/err.h"
 #include "halo_exec_int.h"
@@ -10,27 +11,13 @@
 #include <stdio.h>
 #include <string.h>
 
-struct strata_halo {
-    strata_worker *w;
-    strata_buffer *plan;
-    uint32_t world;
-    int *chips;
-    uint64_t num_rows;
-    size_t row_bytes;
-    strata_halo_spec spec; /* scalars only; pointers cleared */
-    bool edge_has_vjp;
-    uint64_t max_pack;   /* rows, forward window */
-    uint64_t max_ghosts; /* rows, VJP window */
-    char *trace_path;
-    int busy;
-    bool have_trace;
-    strata_halo_rank_trace *last; /* world records */
-};
-
-/* The halo kernels, registered when the library loads so that chips,
- * which fork at strata_worker_init, inherit them. */
+/* The halo kernels and the node callable of global handles, registered
+ * when the library loads so that chips and forked nodes, which fork at
+ * strata_worker_init, inherit them, and strata-node's sessions have them
+ * without a module. */
 static strata_callable forward_kernel;
 static strata_callable vjp_kernel;
+static strata_callable node_callable;
 static strata_err kernels_err = STRATA_ESTATE;
 
 __attribute__((constructor)) static void register_kernels(void)
@@ -40,6 +27,19 @@ __attribute__((constructor)) static void register_kernels(void)
     if (!kernels_err)
         kernels_err = strata_register_kernel(HALO_KERNEL_VJP, halo_kernel_vjp,
                                              &vjp_kernel);
+    if (!kernels_err)
+        kernels_err = strata_register_orch(HALO_NODE_CALLABLE, halo_node_orch,
+                                           &node_callable);
+}
+
+strata_callable halo_kernel(bool vjp)
+{
+    return vjp ? vjp_kernel : forward_kernel;
+}
+
+strata_callable halo_node_callable(void)
+{
+    return node_callable;
 }
 
 /* ---- per-edge kernels ---- */
@@ -124,7 +124,7 @@ static strata_err check_chips(const strata_halo_spec *s)
     return STRATA_OK;
 }
 
-static strata_err check_spec(const strata_halo_spec *s)
+static strata_err check_spec(const strata_worker *w, const strata_halo_spec *s)
 {
     if ((s->csr == NULL) == (s->gfg_path == NULL))
         return base_fail(STRATA_EINVAL,
@@ -153,6 +153,11 @@ static strata_err check_spec(const strata_halo_spec *s)
         return base_fail(STRATA_EINVAL, "halo spec: unknown reducer %d",
                          (int)s->reducer);
     }
+    if ((s->chips || s->num_chips) && (s->members || s->num_members))
+        return base_fail(STRATA_EINVAL,
+                         "halo spec: give exactly one of chips and members");
+    if (s->members || s->num_members)
+        return halo_global_check(w, s);
     return check_chips(s);
 }
 
@@ -172,6 +177,7 @@ static strata_err check_sizes(strata_halo *h)
 
 static void halo_free(strata_halo *h)
 {
+    halo_global_free(h);
     base_free(h->chips);
     base_free(h->trace_path);
     base_free(h->last);
@@ -182,7 +188,9 @@ strata_err strata_halo_create(strata_worker *w, const strata_halo_spec *spec,
                               strata_halo **out)
 {
     const struct halo_plan_hdr *hdr;
+    strata_halo_spec ranks;
     strata_halo *h;
+    bool global;
     strata_err err;
 
     if (!w || !spec || !out)
@@ -190,18 +198,20 @@ strata_err strata_halo_create(strata_worker *w, const strata_halo_spec *spec,
     if (kernels_err)
         return base_fail(kernels_err, "halo kernels were not registered at "
                                       "load time");
-    err = check_spec(spec);
+    err = check_spec(w, spec);
     if (err)
         return err;
+    global = spec->members != NULL;
     h = base_calloc(1, sizeof(*h));
     if (!h)
         return base_fail(STRATA_ENOMEM, "strata_halo_create: out of memory");
     h->w = w;
-    h->world = (uint32_t)spec->num_chips;
+    h->world = (uint32_t)(global ? spec->num_members : spec->num_chips);
     h->spec = *spec;
     h->spec.csr = NULL;
     h->spec.gfg_path = NULL;
     h->spec.chips = NULL;
+    h->spec.members = NULL;
     h->spec.trace_path = NULL;
     h->spec.edge_kernel = NULL;
     if (spec->reducer == STRATA_HALO_EDGE) {
@@ -211,16 +221,25 @@ strata_err strata_halo_create(strata_worker *w, const strata_halo_spec *spec,
     } else {
         h->edge_has_vjp = true;
     }
-    h->chips = base_calloc(spec->num_chips, sizeof(int));
-    h->last = base_calloc(spec->num_chips, sizeof(*h->last));
+    h->chips = base_calloc(h->world, sizeof(int));
+    h->last = base_calloc(h->world, sizeof(*h->last));
     if (spec->trace_path)
         h->trace_path = base_strdup(spec->trace_path);
     if (!h->chips || !h->last || (spec->trace_path && !h->trace_path)) {
         err = base_fail(STRATA_ENOMEM, "strata_halo_create: out of memory");
         goto err_free;
     }
-    memcpy(h->chips, spec->chips, spec->num_chips * sizeof(int));
-    err = halo_plan_build(w, spec, &h->plan, &h->max_pack, &h->max_ghosts);
+    if (global)
+        err = halo_global_setup(h, spec);
+    else
+        memcpy(h->chips, spec->chips, spec->num_chips * sizeof(int));
+    if (err)
+        goto err_free;
+    /* The plan builder partitions over num_chips ranks. */
+    ranks = *spec;
+    ranks.chips = h->chips;
+    ranks.num_chips = h->world;
+    err = halo_plan_build(w, &ranks, &h->plan, &h->max_pack, &h->max_ghosts);
     if (err)
         goto err_free;
     hdr = strata_buffer_data(h->plan);
@@ -267,9 +286,9 @@ strata_err strata_halo_last_trace(const strata_halo *h, uint32_t rank,
 
 /* ---- calls ---- */
 
-static strata_err add_rows(strata_args *a, const strata_halo *h,
-                           strata_buffer *buf, uint64_t b, uint64_t e,
-                           strata_tag tag)
+strata_err halo_add_rows(strata_args *a, const strata_halo *h,
+                         strata_buffer *buf, uint64_t b, uint64_t e,
+                         strata_tag tag)
 {
     const size_t shape[2] = {(size_t)(e - b), h->spec.features};
 
@@ -298,9 +317,11 @@ static strata_err rank_args(const strata_halo *h, const strata_domain *d,
                                      hdr->stats_off + r * HALO_STATS_STRIDE,
                                      STRATA_U8, 1, st_shape, STRATA_OUT);
     if (!err && rp->owned_end > rp->owned_begin)
-        err = add_rows(a, h, in, rp->owned_begin, rp->owned_end, STRATA_IN);
+        err =
+            halo_add_rows(a, h, in, rp->owned_begin, rp->owned_end, STRATA_IN);
     if (!err && rp->owned_end > rp->owned_begin)
-        err = add_rows(a, h, out, rp->owned_begin, rp->owned_end, STRATA_OUT);
+        err = halo_add_rows(a, h, out, rp->owned_begin, rp->owned_end,
+                            STRATA_OUT);
     if (!err)
         err = strata_args_add_scalar(a, ctx.device_ctx);
     if (!err)
@@ -359,19 +380,45 @@ static strata_err check_call(strata_orch *o, strata_halo *h, strata_buffer *in,
                          strata_buffer_size(in), strata_buffer_size(out), need);
     if (vjp && !h->edge_has_vjp)
         return base_fail(STRATA_ENOTSUP, "halo: the edge kernel has no vjp");
+    if (h->groups && strata_orch_worker(o) != h->w)
+        return base_fail(STRATA_EINVAL,
+                         "halo: a global handle runs only in orch fns of the "
+                         "level-4 worker it was created on");
     return STRATA_OK;
+}
+
+/* One call over a fresh local domain of window bytes per chip. */
+static strata_err local_run(strata_orch *o, strata_halo *h, bool vjp,
+                            strata_buffer *in, strata_buffer *out,
+                            size_t window)
+{
+    static uint64_t seq;
+    char name[STRATA_DOMAIN_NAME_MAX];
+    strata_domain_spec ds = {0};
+    strata_domain *d = NULL;
+    strata_err err;
+    strata_err rel;
+
+    snprintf(name, sizeof(name), "strata.halo.%s.%llu", vjp ? "vjp" : "fwd",
+             (unsigned long long)__atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+    ds.name = name;
+    ds.workers = h->chips;
+    ds.num_workers = h->world;
+    ds.window_size = window;
+    err = strata_orch_allocate_domain(o, &ds, &d);
+    if (err)
+        return err;
+    err = submit(o, h, d, vjp, in, out);
+    rel = strata_domain_release(d);
+    return err ? err : rel;
 }
 
 static strata_err call(strata_orch *o, strata_halo *h, strata_buffer *in,
                        strata_buffer *out, bool vjp)
 {
-    static uint64_t seq;
-    char name[STRATA_DOMAIN_NAME_MAX];
-    uint64_t rows = vjp ? h->max_ghosts : h->max_pack;
-    strata_domain_spec ds = {0};
-    strata_domain *d = NULL;
+    uint64_t rows;
+    size_t window;
     strata_err err;
-    strata_err rel;
     int idle = 0;
 
     err = check_call(o, h, in, out, vjp);
@@ -381,21 +428,17 @@ static strata_err call(strata_orch *o, strata_halo *h, strata_buffer *in,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return base_fail(STRATA_EBUSY, "halo: another call on this handle "
                                        "is in progress");
-    snprintf(name, sizeof(name), "strata.halo.%s.%llu", vjp ? "vjp" : "fwd",
-             (unsigned long long)__atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-    ds.name = name;
-    ds.workers = h->chips;
-    ds.num_workers = h->world;
-    ds.window_size = halo_data_offset(h->world) + (size_t)rows * h->row_bytes;
-    err = strata_orch_allocate_domain(o, &ds, &d);
+    /* Flags, stamps, then the pack region (forward) or the ghost
+     * cotangents (VJP); check_sizes bounded both. */
+    rows = vjp ? h->max_ghosts : h->max_pack;
+    window = halo_data_offset(h->world) + (size_t)rows * h->row_bytes;
+    if (h->groups)
+        err = halo_global_run(o, h, vjp, in, out, window);
+    else
+        err = local_run(o, h, vjp, in, out, window);
     if (!err) {
-        err = submit(o, h, d, vjp, in, out);
-        rel = strata_domain_release(d);
-        if (!err)
-            err = rel;
-    }
-    if (!err) {
-        halo_trace_collect(strata_buffer_data(h->plan), h->chips, h->last);
+        halo_trace_collect(strata_buffer_data(h->plan), h->chips, h->nodes,
+                           h->last);
         h->have_trace = true;
         if (h->trace_path)
             err = halo_trace_write(h->trace_path, vjp,

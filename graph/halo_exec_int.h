@@ -22,6 +22,13 @@
 
 #define HALO_KERNEL_FORWARD "strata.halo.forward"
 #define HALO_KERNEL_VJP "strata.halo.vjp"
+/* The node orch callable of global handles (halo_exec_global.c). */
+#define HALO_NODE_CALLABLE "strata.halo.node"
+/* A node's task carries the plan and, per member, a stats slot and two row
+ * tensors; its scalars are 4 plus one per member. */
+_Static_assert(STRATA_HALO_NODE_MAX_MEMBERS * 3 + 1 <= STRATA_MAX_TENSORS &&
+                   STRATA_HALO_NODE_MAX_MEMBERS + 4 <= STRATA_MAX_SCALARS,
+               "a node's halo task must fit one argument list");
 
 /* Read-only header at offset 0 of the plan buffer. */
 struct halo_plan_hdr {
@@ -87,7 +94,39 @@ struct halo_stats {
 #define HALO_STATS_STRIDE                                                      \
     ((sizeof(struct halo_stats) + HALO_ALIGN - 1) / HALO_ALIGN * HALO_ALIGN)
 
-/* A registered per-edge kernel (halo_exec_edge.c). */
+/* One node of a global handle: the ranks of its members, ascending. */
+struct halo_node_group {
+    int node;
+    size_t count;
+    uint32_t *ranks; /* into strata_halo.group_ranks */
+};
+
+/* A prepared halo execution (strata_halo_create). */
+struct strata_halo {
+    strata_worker *w;
+    strata_buffer *plan;
+    uint32_t world;
+    int *chips; /* rank -> chip id (of its node, for a global handle) */
+    uint64_t num_rows;
+    size_t row_bytes;
+    strata_halo_spec spec; /* scalars only; pointers cleared */
+    bool edge_has_vjp;
+    uint64_t max_pack;   /* rows, forward window */
+    uint64_t max_ghosts; /* rows, VJP window */
+    char *trace_path;
+    int busy;
+    bool have_trace;
+    strata_halo_rank_trace *last; /* world records */
+    /* Global handles only (NULL / 0 for a local one). */
+    strata_global_member *members;  /* rank -> (node, chip) */
+    int *nodes;                     /* rank -> node id */
+    struct halo_node_group *groups; /* member nodes, first appearance */
+    size_t num_groups;
+    int *group_nodes;      /* groups[i].node: the targets of the group */
+    uint32_t *group_ranks; /* world entries, the groups' rank lists */
+};
+
+/* A registered per-edge kernel (the table is in halo_exec.c). */
 struct halo_edge_entry {
     char name[HALO_EDGE_NAME_MAX];
     strata_halo_edge_fn forward;
@@ -104,6 +143,30 @@ strata_err halo_plan_build(strata_worker *w, const strata_halo_spec *spec,
                            strata_buffer **plan_out, uint64_t *max_pack_out,
                            uint64_t *max_ghosts_out);
 
+/* The library's halo callables, registered when it loads. */
+strata_callable halo_kernel(bool vjp);
+strata_callable halo_node_callable(void);
+
+/* Appends rows [b, e) of a field buffer as an N x features tensor. */
+strata_err halo_add_rows(strata_args *a, const strata_halo *h,
+                         strata_buffer *buf, uint64_t b, uint64_t e,
+                         strata_tag tag);
+
+/* Global handles (halo_exec_global.c). halo_global_check validates
+ * spec->members against w; halo_global_setup fills h->chips, h->nodes and
+ * the node groups; halo_global_free frees them; halo_global_run allocates
+ * a global domain of window bytes per rank over the members, submits the
+ * node callable to every member node as one group, waits for it and
+ * releases the domain. halo_node_orch is the node callable. */
+strata_err halo_global_check(const strata_worker *w,
+                             const strata_halo_spec *spec);
+strata_err halo_global_setup(strata_halo *h, const strata_halo_spec *spec);
+void halo_global_free(strata_halo *h);
+strata_err halo_global_run(strata_orch *o, strata_halo *h, bool vjp,
+                           strata_buffer *in, strata_buffer *out,
+                           size_t window);
+strata_err halo_node_orch(strata_orch *o, const strata_args *args, void *user);
+
 /* The chip kernels (halo_exec_kernel.c). Tensors: 0 the read-only plan
  * (IN), 1 the rank's stats slot (OUT), then, for a rank with rows, its
  * input rows (IN) and output rows (OUT). Scalars: device_ctx, the byte
@@ -112,8 +175,8 @@ strata_err halo_kernel_forward(strata_chip *chip, const strata_args *args);
 strata_err halo_kernel_vjp(strata_chip *chip, const strata_args *args);
 
 /* Fills one record per rank from the plan's stats slots
- * (halo_exec_trace.c). */
-void halo_trace_collect(const void *plan, const int *chips,
+ * (halo_exec_trace.c); nodes is NULL for a local handle (node -1). */
+void halo_trace_collect(const void *plan, const int *chips, const int *nodes,
                         strata_halo_rank_trace *records);
 /* Writes the "strata.halo-trace.v1" JSON file at path (through a temporary
  * file renamed into place). STRATA_EIO when it cannot. */

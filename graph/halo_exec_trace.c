@@ -19,7 +19,7 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-void halo_trace_collect(const void *plan, const int *chips,
+void halo_trace_collect(const void *plan, const int *chips, const int *nodes,
                         strata_halo_rank_trace *records)
 {
     const struct halo_plan_hdr *hdr = plan;
@@ -36,6 +36,7 @@ void halo_trace_collect(const void *plan, const int *chips,
         memset(t, 0, sizeof(*t));
         t->rank = r;
         t->chip = chips[r];
+        t->node = nodes ? nodes[r] : -1;
         t->owned_begin = rp->owned_begin;
         t->owned_end = rp->owned_end;
         t->interior_rows = st->interior_rows;
@@ -67,15 +68,20 @@ static const char *reducer_name(uint32_t reducer)
 
 static void write_rank(FILE *f, const strata_halo_rank_trace *t, bool last)
 {
+    /* Only global handles' ranks name a node: local traces are unchanged. */
+    if (t->node >= 0)
+        fprintf(f, "    {\"rank\": %u, \"node\": %d,", t->rank, t->node);
+    else
+        fprintf(f, "    {\"rank\": %u,", t->rank);
     fprintf(f,
-            "    {\"rank\": %u, \"chip\": %d, \"owned_begin\": %llu, "
+            " \"chip\": %d, \"owned_begin\": %llu, "
             "\"owned_end\": %llu, \"interior_rows\": %llu, "
             "\"boundary_rows\": %llu, \"ghosts\": %llu, \"edges\": %llu,\n"
             "     \"exchange_start_ns\": %lld, \"exchange_end_ns\": %lld, "
             "\"wait_end_ns\": %lld, \"compute_start_ns\": %lld, "
             "\"compute_end_ns\": %lld, "
             "\"measured_overlap_ns\": %lld}%s\n",
-            t->rank, t->chip, (unsigned long long)t->owned_begin,
+            t->chip, (unsigned long long)t->owned_begin,
             (unsigned long long)t->owned_end,
             (unsigned long long)t->interior_rows,
             (unsigned long long)t->boundary_rows, (unsigned long long)t->ghosts,

@@ -8,21 +8,19 @@
  *           this program starts on 127.0.0.1 (port 0, TLS 1.3 with a fresh
  *           pre-shared key)
  *
- * The public halo API (strata_halo_forward / strata_halo_vjp) allocates a
- * local domain on the calling worker's chips; it has no global-domain
- * entry yet. So the L4 builds the halo plan with the library's own plan
- * builder (the same per-rank plans strata_halo_create makes, ranks 0..3 =
- * the global domain's ranks), sizes the global domain's windows exactly as
- * graph/halo_exec.c sizes its local ones, and submits the node callable
- * "hmix.node_halo" to both nodes as ONE group (the ranks wait on each
- * other across nodes). On each node it submits the library's halo kernel
- * ("strata.halo.forward" or "strata.halo.vjp") to the node's two member
- * chips as one group, with the arguments the library passes for a local
- * domain. Each call gets a fresh domain (the kernels need zeroed flags).
+ * Everything goes through the public halo API. The L4 creates a halo
+ * handle whose ranks are members (node id, chip id) instead of chips of
+ * one worker; inside an L4 orch fn, strata_halo_forward and
+ * strata_halo_vjp allocate a global domain over the members, run the
+ * library's node callable on both nodes as one group (it submits the rank
+ * kernels to the node's member chips) and release the domain. The
+ * program writes no node-side code for it: the only code the daemon loads
+ * from this example is the ring's per-edge kernel (node.c), because a
+ * remote node runs only code it loaded itself.
  *
  * The result must equal the in-memory single-node run: the program first
- * runs the same ring through the public API on a 4-chip L3 worker, then
- * over the global domain, and compares every value.
+ * runs the same ring through the same API on a 4-chip L3 worker (a local
+ * handle), then over the global domain, and compares every value.
  *
  * The daemon gets SIGTERM and is reaped on every path (and dies with the
  * program through PR_SET_PDEATHSIG); its secret and port file live in a
@@ -32,21 +30,15 @@
  * STRATA_NODE / HMIX_MODULE override the strata-node binary and module
  * paths built next to this program.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <strata/strata.h>
 
 #include "example_node.h"
 
-#include "halo_exec_int.h" /* halo_plan_build, the plan layout */
 #include "node.h"
 
 #ifndef HMIX_NODE_PATH
@@ -62,24 +54,23 @@
 #define RANKS (NODES * CHIPS)
 #define N 8 /* ring nodes = rows */
 #define START_DEADLINE_S 10
-#define FREE_DEADLINE_S 10
 
 static const int chip_ids[RANKS] = {0, 1, 2, 3};
 
-/* One halo call over the global domain. */
-struct job {
-    strata_callable node_halo;
-    strata_buffer *plan; /* the halo plan, on the L4 */
-    size_t window;       /* bytes per rank: flags, stamps, data */
-    bool vjp;
-    strata_buffer *in, *out;
-    strata_global_domain *domain;
-    uint64_t id;
-};
+/* Rank order: node 0's chips, then node 1's. */
+static const strata_global_member members[RANKS] = {
+    {0, 0}, {0, 1}, {1, 0}, {1, 1}};
 
 /* The ring's fields: x, out, grad_out, grad_x. */
 struct fields {
     strata_buffer *x, *out, *grad_out, *grad_x;
+};
+
+/* What the orch fn runs, and how long each call took. */
+struct ring_run {
+    strata_halo *halo;
+    struct fields *f;
+    double forward_ms, vjp_ms;
 };
 
 static int fail(const char *what, strata_err err)
@@ -89,15 +80,13 @@ static int fail(const char *what, strata_err err)
     return 1;
 }
 
-static uint64_t now_ns(void)
+static double now_ms(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
-
-/* 32 random bytes as hex, in a new file only its owner may read. */
 
 /* ---- the ring ---------------------------------------------------------- */
 
@@ -117,15 +106,15 @@ static void make_ring(void)
     row_ptr[N] = 3 * N;
 }
 
+/* The spec both runs share; the caller says where the ranks run. */
 static void spec_for(strata_halo_spec *spec)
 {
     strata_halo_spec_init(spec);
     spec->csr = &ring;
-    spec->chips = chip_ids; /* rank r = global domain rank r */
-    spec->num_chips = RANKS;
     spec->features = 1;
     spec->dtype = STRATA_F32;
-    spec->reducer = STRATA_HALO_SUM;
+    spec->reducer = STRATA_HALO_EDGE;
+    spec->edge_kernel = HMIX_EDGE;
     spec->timeout_s = HMIX_WAIT_S;
 }
 
@@ -134,11 +123,8 @@ static strata_err make_fields(strata_worker *w, struct fields *f)
     strata_buffer **b[4] = {&f->x, &f->out, &f->grad_out, &f->grad_x};
     strata_err err = STRATA_OK;
 
-    for (int i = 0; i < 4 && err == STRATA_OK; i++) {
+    for (int i = 0; i < 4 && err == STRATA_OK; i++)
         err = strata_worker_create_buffer(w, N * sizeof(float), b[i]);
-        if (err == STRATA_OK)
-            memset(strata_buffer_data(*b[i]), 0, N * sizeof(float));
-    }
     for (int i = 0; err == STRATA_OK && i < N; i++) {
         ((float *)strata_buffer_data(f->x))[i] = (float)i;
         ((float *)strata_buffer_data(f->grad_out))[i] = 1.0f; /* d sum/d out */
@@ -146,25 +132,26 @@ static strata_err make_fields(strata_worker *w, struct fields *f)
     return err;
 }
 
-/* ---- the reference: the public API on one 4-chip L3 ------------------- */
-
-struct local {
-    strata_halo *halo;
-    struct fields *f;
-};
-
-static strata_err local_orch(strata_orch *o, const strata_args *unused,
-                             void *user)
+/* Forward, then VJP: the same orch fn for the local and the global run. */
+static strata_err ring_orch(strata_orch *o, const strata_args *unused,
+                            void *user)
 {
-    struct local *l = user;
+    struct ring_run *r = user;
+    double t0 = now_ms();
     strata_err err;
 
     (void)unused;
-    err = strata_halo_forward(o, l->halo, l->f->x, l->f->out);
-    if (err == STRATA_OK)
-        err = strata_halo_vjp(o, l->halo, l->f->grad_out, l->f->grad_x);
+    err = strata_halo_forward(o, r->halo, r->f->x, r->f->out);
+    r->forward_ms = now_ms() - t0;
+    if (err == STRATA_OK) {
+        t0 = now_ms();
+        err = strata_halo_vjp(o, r->halo, r->f->grad_out, r->f->grad_x);
+        r->vjp_ms = now_ms() - t0;
+    }
     return err;
 }
+
+/* ---- the reference: a local handle on one 4-chip L3 ------------------- */
 
 /* Runs the ring in memory on one node and keeps out and grad_x. */
 static int reference(float *out, float *grad)
@@ -173,9 +160,9 @@ static int reference(float *out, float *grad)
     strata_worker *w = NULL;
     strata_halo_spec spec;
     struct fields f = {0};
-    struct local l = {NULL, &f};
+    struct ring_run r = {NULL, &f, 0, 0};
     strata_err err;
-    int rc = 1;
+    int rc;
 
     strata_worker_config_init(&cfg, 3);
     cfg.chip_ids = chip_ids;
@@ -184,13 +171,15 @@ static int reference(float *out, float *grad)
     if (err != STRATA_OK)
         return fail("reference: worker create", err);
     spec_for(&spec);
+    spec.chips = chip_ids; /* rank r = chip r */
+    spec.num_chips = RANKS;
     err = make_fields(w, &f);
     if (err == STRATA_OK)
         err = strata_worker_init(w);
     if (err == STRATA_OK)
-        err = strata_halo_create(w, &spec, &l.halo);
+        err = strata_halo_create(w, &spec, &r.halo);
     if (err == STRATA_OK)
-        err = strata_worker_run(w, local_orch, NULL, &l);
+        err = strata_worker_run(w, ring_orch, NULL, &r);
     if (err == STRATA_OK) {
         memcpy(out, strata_buffer_data(f.out), N * sizeof(float));
         memcpy(grad, strata_buffer_data(f.grad_x), N * sizeof(float));
@@ -198,7 +187,7 @@ static int reference(float *out, float *grad)
     } else {
         rc = fail("reference: in-memory halo run on one 4-chip L3", err);
     }
-    if (l.halo != NULL && (err = strata_halo_destroy(l.halo)) != STRATA_OK)
+    if (r.halo != NULL && (err = strata_halo_destroy(r.halo)) != STRATA_OK)
         rc = fail("reference: halo destroy", err);
     if ((err = strata_worker_destroy(w)) != STRATA_OK)
         rc = fail("reference: worker destroy", err);
@@ -246,150 +235,6 @@ static int build_worker(struct example_node *d, strata_worker **out)
     return 0;
 }
 
-/* The slice [begin, end) of rows of a field, as a tensor. */
-static strata_err add_rows(strata_args *a, strata_buffer *b, uint64_t begin,
-                           uint64_t end, strata_tag tag)
-{
-    const size_t shape[2] = {(size_t)(end - begin), 1};
-
-    return strata_args_add_tensor(a, b, (size_t)begin * sizeof(float),
-                                  STRATA_F32, 2, shape, tag);
-}
-
-/* One node's share: the plan, its ranks' stats slots, its ranks' rows. */
-static strata_err node_args(const struct job *j, int node, strata_args *a)
-{
-    const struct halo_plan_hdr *hdr = strata_buffer_data(j->plan);
-    const struct halo_rank_plan *rps =
-        (const struct halo_rank_plan *)((const char *)hdr + hdr->ranks_off);
-    uint32_t first = (uint32_t)node * CHIPS;
-    uint64_t b = rps[first].owned_begin;
-    uint64_t e = rps[first + CHIPS - 1].owned_end;
-    const size_t ro_shape[1] = {hdr->ro_size};
-    const size_t st_shape[1] = {CHIPS * HALO_STATS_STRIDE};
-    strata_err err;
-
-    err = strata_args_add_tensor(a, j->plan, 0, STRATA_U8, 1, ro_shape,
-                                 STRATA_IN);
-    if (err == STRATA_OK)
-        err = strata_args_add_tensor(a, j->plan,
-                                     hdr->stats_off + first * HALO_STATS_STRIDE,
-                                     STRATA_U8, 1, st_shape, STRATA_OUT);
-    if (err == STRATA_OK && e > b)
-        err = add_rows(a, j->in, b, e, STRATA_IN);
-    if (err == STRATA_OK && e > b)
-        err = add_rows(a, j->out, b, e, STRATA_OUT);
-    if (err == STRATA_OK)
-        err = strata_args_add_scalar(a, j->id);
-    if (err == STRATA_OK)
-        err = strata_args_add_scalar(a, j->vjp ? 1 : 0);
-    if (err == STRATA_OK)
-        err = strata_args_add_scalar(a, first);
-    if (err == STRATA_OK)
-        err = strata_args_add_scalar(a, halo_data_offset(RANKS));
-    return err;
-}
-
-/* One halo call: a fresh global domain (zeroed flags), both nodes' tasks
- * as one group, then the domain is released (freed at the run's fence). */
-static strata_err halo_orch(strata_orch *o, const strata_args *unused,
-                            void *user)
-{
-    struct job *j = user;
-    /* Rank order = the plan's ranks: node 0's chips, then node 1's. */
-    static const strata_global_member members[RANKS] = {
-        {0, 0}, {0, 1}, {1, 0}, {1, 1}};
-    static const int nodes[NODES] = {0, 1};
-    strata_global_domain_spec spec = {
-        .name = j->vjp ? "hmix.vjp" : "hmix.fwd",
-        .members = members,
-        .num_members = RANKS,
-        .window_size = j->window,
-    };
-    strata_args *a[NODES] = {0};
-    strata_err err, end, rel;
-
-    (void)unused;
-    err = strata_orch_allocate_global_domain(o, &spec, &j->domain);
-    if (err != STRATA_OK)
-        return err;
-    j->id = strata_global_domain_id(j->domain);
-    for (int n = 0; n < NODES && err == STRATA_OK; n++) {
-        err = strata_args_create(&a[n]);
-        if (err == STRATA_OK)
-            err = node_args(j, n, a[n]);
-    }
-    if (err == STRATA_OK)
-        err = strata_orch_scope_begin(o);
-    if (err == STRATA_OK) {
-        err = strata_orch_submit_next_level_group(
-            o, j->node_halo, (const strata_args *const *)a, nodes, NODES);
-        end = strata_orch_scope_end(o); /* closes even after a failure */
-        if (err == STRATA_OK)
-            err = end;
-    }
-    for (int n = 0; n < NODES; n++)
-        strata_args_destroy(a[n]);
-    rel = strata_global_domain_release(j->domain);
-    return err != STRATA_OK ? err : rel;
-}
-
-/* Release is asynchronous (every node unmaps its members' windows). */
-static int wait_freed(const struct job *j)
-{
-    uint64_t t0 = now_ns();
-    struct timespec ms = {0, 1000000};
-
-    while (!strata_global_domain_freed(j->domain)) {
-        if (now_ns() - t0 > FREE_DEADLINE_S * 1000000000ull) {
-            fprintf(stderr,
-                    NAME ": FAILED: the released domain was not freed "
-                         "within %d s\n",
-                    FREE_DEADLINE_S);
-            return 1;
-        }
-        nanosleep(&ms, NULL);
-    }
-    return 0;
-}
-
-static int call(strata_worker *w, struct job *j, bool vjp, strata_buffer *in,
-                strata_buffer *out)
-{
-    const struct halo_plan_hdr *hdr = strata_buffer_data(j->plan);
-    uint64_t t0 = now_ns();
-    strata_err err;
-
-    j->vjp = vjp;
-    j->in = in;
-    j->out = out;
-    /* Stale stats must not pass for this call's. */
-    memset((char *)strata_buffer_data(j->plan) + hdr->stats_off, 0,
-           RANKS * HALO_STATS_STRIDE);
-    err = strata_worker_run(w, halo_orch, NULL, j);
-    if (err != STRATA_OK)
-        return fail(vjp ? "the VJP over the global domain"
-                        : "the forward over the global domain",
-                    err);
-    if (wait_freed(j) != 0)
-        return 1;
-    printf(NAME ": %s: global domain %llu (4 ranks, 2 nodes, %zu-byte "
-                "windows), one group of 2 node tasks: %.3f ms, freed\n",
-           vjp ? "vjp    " : "forward", (unsigned long long)j->id, j->window,
-           (double)(now_ns() - t0) / 1e6);
-    for (uint32_t r = 0; r < RANKS; r++) {
-        const struct halo_stats *st =
-            (const struct halo_stats *)((const char *)hdr + hdr->stats_off +
-                                        r * HALO_STATS_STRIDE);
-
-        if (__atomic_load_n(&st->done, __ATOMIC_ACQUIRE) != 1) {
-            fprintf(stderr, NAME ": FAILED: rank %u reported nothing\n", r);
-            return 1;
-        }
-    }
-    return 0;
-}
-
 static void print_rows(const char *label, const float *v, uint64_t b,
                        uint64_t e)
 {
@@ -399,27 +244,30 @@ static void print_rows(const char *label, const float *v, uint64_t b,
     printf("]");
 }
 
-/* Every rank's rows against the ring formula and the reference. */
-static int check(const struct job *j, const struct fields *f,
+/* Every rank's rows (where the trace says it ran) against the ring
+ * formula and the reference. */
+static int check(const strata_halo *h, const struct fields *f,
                  const struct example_node *d, const float *ref_out,
                  const float *ref_grad)
 {
-    const struct halo_plan_hdr *hdr = strata_buffer_data(j->plan);
-    const struct halo_rank_plan *rps =
-        (const struct halo_rank_plan *)((const char *)hdr + hdr->ranks_off);
     const float *out = strata_buffer_data(f->out);
     const float *gx = strata_buffer_data(f->grad_x);
+    strata_halo_rank_trace t;
     int bad = 0;
 
     for (uint32_t r = 0; r < RANKS; r++) {
-        printf(NAME ": rank %u (node %u, %s, chip %u; rows %llu..%llu, %llu "
+        strata_err err = strata_halo_last_trace(h, r, &t);
+
+        if (err != STRATA_OK)
+            return fail("read the trace", err);
+        printf(NAME ": rank %u (node %d, %s, chip %d; rows %llu..%llu, %llu "
                     "ghosts):",
-               r, r / CHIPS, r / CHIPS == 0 ? "forked" : d->endpoint, r % CHIPS,
-               (unsigned long long)rps[r].owned_begin,
-               (unsigned long long)rps[r].owned_end - 1,
-               (unsigned long long)rps[r].num_ghosts);
-        print_rows("out", out, rps[r].owned_begin, rps[r].owned_end);
-        print_rows("grad", gx, rps[r].owned_begin, rps[r].owned_end);
+               r, t.node, t.node == 0 ? "forked" : d->endpoint, t.chip,
+               (unsigned long long)t.owned_begin,
+               (unsigned long long)t.owned_end - 1,
+               (unsigned long long)t.ghosts);
+        print_rows("out", out, t.owned_begin, t.owned_end);
+        print_rows("grad", gx, t.owned_begin, t.owned_end);
         printf("\n");
     }
     for (int i = 0; i < N; i++) {
@@ -444,14 +292,15 @@ static int check(const struct job *j, const struct fields *f,
     return bad;
 }
 
-static int run_all(strata_worker *w, struct job *j,
-                   const struct example_node *d, const float *ref_out,
-                   const float *ref_grad)
+/* The global handle: created on the L4, called from its orch fn. */
+static int run_global(strata_worker *w, const struct example_node *d,
+                      const float *ref_out, const float *ref_grad)
 {
     strata_halo_spec spec;
     struct fields f = {0};
-    uint64_t max_pack = 0, max_ghosts = 0, rows;
+    struct ring_run r = {NULL, &f, 0, 0};
     strata_err err;
+    int rc;
 
     err = strata_worker_init(w);
     if (err != STRATA_OK)
@@ -464,27 +313,35 @@ static int run_all(strata_worker *w, struct job *j,
     err = make_fields(w, &f);
     if (err != STRATA_OK)
         return fail("create the fields", err);
-    /* The plan strata_halo_create would make for ranks 0..3, on the L4;
-     * every window as graph/halo_exec.c sizes a local domain's: the
-     * flags, the stamps, and the larger of the forward pack region and
-     * the VJP ghost region. */
     spec_for(&spec);
-    err = halo_plan_build(w, &spec, &j->plan, &max_pack, &max_ghosts);
+    spec.members = members; /* rank r = members[r] */
+    spec.num_members = RANKS;
+    err = strata_halo_create(w, &spec, &r.halo);
     if (err != STRATA_OK)
-        return fail("build the halo plan", err);
-    rows = max_pack > max_ghosts ? max_pack : max_ghosts;
-    j->window = halo_data_offset(RANKS) + (size_t)rows * sizeof(float);
-    if (call(w, j, false, f.x, f.out) != 0 ||
-        call(w, j, true, f.grad_out, f.grad_x) != 0)
-        return 1;
-    return check(j, &f, d, ref_out, ref_grad);
+        return fail("create the global halo handle", err);
+    err = strata_worker_run(w, ring_orch, NULL, &r);
+    if (err != STRATA_OK) {
+        rc = fail("forward and VJP over the global domain", err);
+    } else {
+        printf(NAME ": forward: 4 ranks on 2 nodes (a fresh global domain, "
+                    "one group of 2 node tasks): %.3f ms\n",
+               r.forward_ms);
+        printf(NAME ": vjp    : 4 ranks on 2 nodes (a fresh global domain, "
+                    "one group of 2 node tasks): %.3f ms\n",
+               r.vjp_ms);
+        rc = check(r.halo, &f, d, ref_out, ref_grad);
+    }
+    /* Outside the run, before the worker goes. */
+    err = strata_halo_destroy(r.halo);
+    if (err != STRATA_OK)
+        rc = fail("destroy the halo handle", err);
+    return rc;
 }
 
 int main(int argc, char **argv)
 {
     struct example_node d = {.pidfd = -1};
     float ref_out[N], ref_grad[N];
-    struct job j;
     strata_worker *w = NULL;
     strata_err err;
     int rc = 1;
@@ -494,21 +351,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: " NAME "\n");
         return 2;
     }
-    memset(&j, 0, sizeof(j));
     make_ring();
     printf(NAME ": the 8-node ring over a 4-rank global domain on a forked "
                 "and a remote L3 node\n");
+    /* The edge kernel, here (chips and the forked node inherit it) and in
+     * the daemon, which loads the same code as its module. */
+    err = strata_module_init();
+    if (err != STRATA_OK)
+        return fail("register the edge kernel", err);
     if (reference(ref_out, ref_grad) != 0)
         return EXIT_FAILURE;
     printf(NAME ": in-memory reference on one 4-chip L3 node done\n");
-    /* The forked node inherits this registry; the remote node has the same
-     * callable from the module, and the halo kernels from the library. */
-    err = strata_module_init();
-    if (err == STRATA_OK)
-        err = strata_callable_by_name(STRATA_CALLABLE_ORCH, HMIX_NODE_HALO,
-                                      &j.node_halo);
-    if (err != STRATA_OK)
-        return fail("register the node callable", err);
     if (example_node_start(&d, NAME,
                            example_env_or("STRATA_NODE", HMIX_NODE_PATH),
                            example_env_or("HMIX_MODULE", HMIX_MODULE_PATH),
@@ -516,13 +369,12 @@ int main(int argc, char **argv)
         goto out;
     printf(NAME ": strata-node (pid %d) listening on %s\n", (int)d.pid,
            d.endpoint);
-    if (build_worker(&d, &w) == 0 && run_all(w, &j, &d, ref_out, ref_grad) == 0)
+    if (build_worker(&d, &w) == 0 && run_global(w, &d, ref_out, ref_grad) == 0)
         rc = 0;
 out:
-    /* Every path: the plan, the worker (GOODBYE to node 1, node 0 reaped),
-     * then the daemon (SIGTERM, reaped), then the files. */
-    if (j.plan != NULL && (err = strata_buffer_release(j.plan)) != STRATA_OK)
-        rc = fail("release the plan", err);
+    /* Every path: the worker (GOODBYE to node 1, node 0 reaped, buffers
+     * and domains freed), then the daemon (SIGTERM, reaped), then the
+     * files. */
     if (w != NULL) {
         err = strata_worker_destroy(w);
         if (err != STRATA_OK)

@@ -214,7 +214,7 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_halo_map_derive_paged(
     const strata_id_list *peer_requests, strata_halo_map **out);
 
 /* ------------------------------------------------------------------ */
-/* Halo execution over a local communication domain                    */
+/* Halo execution over a local or a global communication domain         */
 /* ------------------------------------------------------------------ */
 
 /* How a row combines the rows of its sources (see docs/halo.md). */
@@ -260,10 +260,19 @@ typedef struct strata_halo_spec {
      * chip opens and reads its own rows from inside its kernel). */
     const strata_csr_view *csr;
     const char *gfg_path;
-    /* Chip ids of the worker; chips[r] is rank r of the partition (rows
-     * by strata_owned_range(N, num_chips, r)) and of the domain. */
+    /* Where the ranks run, exactly one of:
+     * - chips: chip ids of the worker (a local handle); chips[r] is rank r
+     *   of the partition (rows by strata_owned_range(N, num_chips, r))
+     *   and of the local domain each call allocates;
+     * - members: chips of the nodes of a level-4 worker (a global handle);
+     *   members[r] = (node id, chip id of that node) is rank r of the
+     *   partition and of the global domain each call allocates. Nodes
+     *   may be forked or remote and their ranks interleaved; a node holds
+     *   at most STRATA_HALO_NODE_MAX_MEMBERS members. */
     const int *chips;
     size_t num_chips;
+    const strata_global_member *members;
+    size_t num_members;
     size_t features;               /* elements per row, > 0 */
     strata_dtype dtype;            /* STRATA_F32 or STRATA_F64 */
     strata_halo_reducer reducer;   /* default STRATA_HALO_SUM */
@@ -275,25 +284,35 @@ typedef struct strata_halo_spec {
     double timeout_s; /* bound on each in-kernel wait; <= 0: 60 s */
 } strata_halo_spec;
 
+/* Most members one node may contribute to a global halo handle. */
+#define STRATA_HALO_NODE_MAX_MEMBERS 85
+
 /* Fills spec with defaults: F32, 1 feature, sum, overlapped, no trace. */
 STRATA_API void strata_halo_spec_init(strata_halo_spec *spec);
 
 /* A prepared halo execution: the checked spec and the per-rank plans
  * (owned rows, receive_from / send_to lists, window offsets) in a host
- * buffer of the worker that every chip reads. */
+ * buffer of the worker that every chip reads. Local (spec.chips: the
+ * chips of an L3 worker) or global (spec.members: chips of the nodes of an
+ * L4 worker); both are called with strata_halo_forward / strata_halo_vjp. */
 typedef struct strata_halo strata_halo;
 
 /* Checks spec, derives every rank's halo map (from csr, or from each
  * rank's rows of the store) and builds the plan buffer on w (after
  * strata_worker_create; before or after init; not inside a run that uses
- * the handle). Nothing of spec is retained. STRATA_EINVAL naming the
- * problem for a NULL argument, neither or both graphs, an invalid CSR,
- * no chips or a repeated chip, features 0, a dtype other than F32/F64, an
- * unknown reducer or schedule, STRATA_HALO_EDGE without a registered
- * edge_kernel, or sizes that overflow; errors of strata_gfg_open and
- * strata_halo_map_derive_gfg for a store; STRATA_ENOMEM. Chips that the
- * worker lacks are found at the first call. On STRATA_OK the caller owns
- * *out. Main thread (the worker's owner). */
+ * the handle). For a global handle w is the level-4 worker whose nodes
+ * the members name, and those nodes must already be added. Nothing of
+ * spec is retained. STRATA_EINVAL naming the problem for a NULL argument,
+ * neither or both graphs, an invalid CSR, neither or both of chips and
+ * members, no chips or a repeated or negative chip, no members, a member
+ * with a negative node or chip id, a node id w does not have, a member
+ * listed twice, a node with more than STRATA_HALO_NODE_MAX_MEMBERS
+ * members, features 0, a dtype other than F32/F64, an unknown reducer or
+ * schedule, STRATA_HALO_EDGE without a registered edge_kernel, or sizes
+ * that overflow; errors of strata_gfg_open and strata_halo_map_derive_gfg
+ * for a store; STRATA_ENOMEM. Chips that the worker (or a member's node)
+ * lacks are found at the first call. On STRATA_OK the caller owns *out.
+ * Main thread (the worker's owner). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_halo_create(
     strata_worker *w, const strata_halo_spec *spec, strata_halo **out);
 
@@ -306,18 +325,26 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_halo_destroy(strata_halo *h);
  * row, as one group of tasks on the spec's chips. x and out are buffers
  * of the worker holding the N x features field (row-major, from byte 0,
  * dtype of the spec); rank r reads only x's rows [begin_r, end_r) and
- * writes only out's rows there: ghost rows travel through a local domain
- * the call allocates (window sized from the halo maps, zeroed, one flag
- * word per sender) and releases. Each rank packs its send_to rows into
- * its window, signals each receiver, computes its interior rows (when
- * overlapped), waits for each owner it receives from, reads those ghosts
- * from the owners' windows and computes its boundary rows. Returns once
- * every rank is done, and writes the trace. Inside an orch fn of the
- * worker; one call at a time per handle. STRATA_EINVAL for a NULL
- * argument, x == out or a buffer smaller than the field; STRATA_EBUSY
- * when another call on h is in progress; domain allocation errors;
+ * writes only out's rows there: ghost rows travel through a domain the
+ * call allocates (window sized from the halo maps, zeroed, one flag word
+ * per sender) and releases: a local domain over the chips, or, for a
+ * global handle, a global domain over the members, with the library's
+ * node callable "strata.halo.node" submitted to every member node as one
+ * group (it finds the domain and submits the rank kernels to its member
+ * chips as one group; strata-node carries it, so remote nodes need no
+ * module for it). Each rank packs its send_to rows into its window,
+ * signals each receiver, computes its interior rows (when overlapped),
+ * waits for each owner it receives from, reads those ghosts from the
+ * owners' windows and computes its boundary rows. Returns once every
+ * rank is done, and writes the trace. Inside an orch fn of the worker
+ * (the L4's for a global handle); one call at a time per handle.
+ * STRATA_EINVAL for a NULL argument, x == out, a buffer smaller than the
+ * field, or a global handle called from another worker's orch fn;
+ * STRATA_EBUSY when another call on h is in progress; domain allocation
+ * errors (an unknown chip or node, STRATA_EPEER for a dead node);
  * STRATA_ETASK when a rank fails (a wait that times out included);
- * STRATA_EIO when the trace cannot be written. */
+ * STRATA_EPEER when a node dies; STRATA_EIO when the trace cannot be
+ * written. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_halo_forward(strata_orch *o,
                                                             strata_halo *h,
                                                             strata_buffer *x,
@@ -339,7 +366,8 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_halo_vjp(strata_orch *o,
 /* One rank's record of the last call (the trace file holds the same). */
 typedef struct strata_halo_rank_trace {
     uint32_t rank;
-    int chip;
+    int chip; /* chip id (of its node, for a global handle) */
+    int node; /* node id for a global handle; -1 for a local one */
     uint64_t owned_begin, owned_end; /* rows */
     uint64_t interior_rows;          /* every source owned */
     uint64_t boundary_rows;          /* at least one ghost source */
@@ -357,7 +385,7 @@ typedef struct strata_halo_rank_trace {
 
 /* Copies rank's record of the last completed call into *out.
  * STRATA_ESTATE before any call completed, STRATA_EINVAL for a NULL
- * argument or rank >= num_chips. Any thread, between calls. */
+ * argument or rank >= the number of ranks. Any thread, between calls. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_halo_last_trace(
     const strata_halo *h, uint32_t rank, strata_halo_rank_trace *out);
 
