@@ -85,6 +85,7 @@ struct adopted {
 struct strata_orch {
     struct orch_sched *sched;
     struct strata_run *run;
+    uint64_t deadline_ms; /* strata_orch_set_deadline; 0 = none */
 };
 
 struct strata_run {

@@ -64,7 +64,12 @@ void orch_run_task_done(struct orch_sched *s, struct orch_task *t,
 {
     struct strata_run *r = t->run;
     char label[192];
-    strata_err code = err == STRATA_EPEER ? STRATA_EPEER : STRATA_ETASK;
+    /* A lost peer and a node task past its deadline keep their codes. */
+    strata_err code =
+        err == STRATA_EPEER || (err == STRATA_ETIMEDOUT &&
+                                t->callable.kind == STRATA_CALLABLE_ORCH)
+            ? err
+            : STRATA_ETASK;
 
     if (!r)
         return;

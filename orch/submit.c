@@ -40,15 +40,51 @@ static strata_err check_callable(const struct orch_sched *s, strata_callable c,
     return STRATA_OK;
 }
 
-static strata_err check_args(const struct orch_sched *s, const strata_args *a)
+/* ep: the target endpoint, or -1 for the sub queue. */
+static strata_err check_args(const struct orch_sched *s, const strata_args *a,
+                             int ep)
 {
     if (!a)
         return STRATA_OK;
-    for (uint32_t i = 0; i < a->num_tensors; i++)
-        if (a->buffers[i]->owner != s->worker)
+    for (uint32_t i = 0; i < a->num_tensors; i++) {
+        const strata_buffer *b = a->buffers[i];
+
+        if (b->owner != s->worker)
             return base_fail(STRATA_EINVAL,
                              "tensor %u: its buffer belongs to another worker",
                              i);
+        if (b->remote && (ep < 0 || s->eps[ep].id != b->node))
+            return base_fail(STRATA_EINVAL,
+                             "tensor %u: buffer %llu lives on remote node "
+                             "%d; only tasks on that node can name it",
+                             i, (unsigned long long)b->id, b->node);
+    }
+    return STRATA_OK;
+}
+
+/* Deadlines are kept by nodes: a kernel on a chip cannot be stopped. */
+static strata_err check_deadline(const strata_orch *o, uint32_t kind)
+{
+    if (o->deadline_ms && kind != STRATA_CALLABLE_ORCH)
+        return base_fail(STRATA_ENOTSUP,
+                         "a task deadline is set (strata_orch_set_deadline) "
+                         "but %s tasks cannot be stopped; only tasks on "
+                         "nodes of a level-4 worker take deadlines",
+                         chip_callable_kind_name(kind));
+    return STRATA_OK;
+}
+
+strata_err strata_orch_set_deadline(strata_orch *o, double seconds)
+{
+    if (!o)
+        return base_fail(STRATA_EINVAL, "strata_orch_set_deadline: orch is "
+                                        "NULL");
+    if (!(seconds >= 0) || seconds > 1e7)
+        return base_fail(STRATA_EINVAL,
+                         "task deadline %g s: expected 0 (none) to 1e7 s",
+                         seconds);
+    o->deadline_ms =
+        seconds > 0 && seconds < 1e-3 ? 1 : (uint64_t)(seconds * 1e3);
     return STRATA_OK;
 }
 
@@ -89,6 +125,7 @@ static strata_err prepare_task(struct orch_sched *s, strata_orch *o,
     t->callable = c;
     t->ep = ep;
     t->run = o->run;
+    t->op_arg = o->deadline_ms; /* a task's frame carries it in arg[0] */
     t->blob_len = (uint32_t)wire_args_encoded_size(a);
     err = orch_reserve(&t->blob, &t->blob_cap, t->blob_len, 1);
     if (!err)
@@ -130,7 +167,9 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
 
     err = check_callable(s, c, kind, ep);
     if (!err)
-        err = check_args(s, a);
+        err = check_deadline(o, kind);
+    if (!err)
+        err = check_args(s, a, ep);
     if (err)
         return err;
     pthread_mutex_lock(&s->mu);
@@ -192,7 +231,7 @@ static strata_err check_group(struct orch_sched *s, strata_callable c,
         err = check_callable(s, c, s->directed_kind,
                              orch_chip_index(s, worker_ids[i]));
         if (!err)
-            err = check_args(s, a[i]);
+            err = check_args(s, a[i], orch_chip_index(s, worker_ids[i]));
     }
     return err;
 }
@@ -212,7 +251,9 @@ strata_err strata_orch_submit_next_level_group(strata_orch *o,
     if (err)
         return err;
     s = o->sched;
-    err = check_group(s, c, a, worker_ids, n);
+    err = check_deadline(o, s->directed_kind);
+    if (!err)
+        err = check_group(s, c, a, worker_ids, n);
     if (err)
         return err;
     tasks = base_calloc(n, sizeof(*tasks));

@@ -136,7 +136,9 @@ strata_err strata_args_add_tensor(strata_args *a, strata_buffer *buf,
         return err;
     a->tensors[a->num_tensors] = t;
     a->buffers[a->num_tensors] = buf;
-    a->data[a->num_tensors] = (char *)buf->data + byte_offset;
+    /* A remote buffer has no bytes here. */
+    a->data[a->num_tensors] =
+        buf->data ? (char *)buf->data + byte_offset : NULL;
     a->num_tensors++;
     return STRATA_OK;
 }

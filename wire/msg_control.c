@@ -11,7 +11,7 @@
 static const struct wire_ctrl_schema schemas[WIRE_CTRL_OP_MAX + 1] = {
     [WIRE_CTRL_CANCEL] = {.required = B(REQUEST)},
     [WIRE_CTRL_BUFFER_CREATE] = {.required = B(NBYTES),
-                                 .optional = B(NAME),
+                                 .optional = B(NAME) | B(BUFFER_ID),
                                  .result_required = B(BUFFER_ID)},
     [WIRE_CTRL_BUFFER_RELEASE] = {.required = B(BUFFER_ID)},
     [WIRE_CTRL_BUFFER_WRITE] = {.required =
@@ -19,6 +19,11 @@ static const struct wire_ctrl_schema schemas[WIRE_CTRL_OP_MAX + 1] = {
                                 .optional = B(DATA)},
     [WIRE_CTRL_BUFFER_READ] = {.required = B(BUFFER_ID) | B(OFFSET) | B(NBYTES),
                                .result_optional = B(DATA)},
+    [WIRE_CTRL_WINDOW_WRITE] = {.required = B(DOMAIN_ID) | B(RANK) | B(OFFSET) |
+                                            B(NBYTES) | B(DATA)},
+    [WIRE_CTRL_WINDOW_READ] = {.required = B(DOMAIN_ID) | B(RANK) | B(OFFSET) |
+                                           B(NBYTES),
+                               .result_required = B(DATA)},
 };
 
 static const char *const op_names[WIRE_CTRL_OP_MAX + 1] = {
@@ -29,6 +34,8 @@ static const char *const op_names[WIRE_CTRL_OP_MAX + 1] = {
     [WIRE_CTRL_BUFFER_RELEASE] = "BUFFER_RELEASE",
     [WIRE_CTRL_BUFFER_WRITE] = "BUFFER_WRITE",
     [WIRE_CTRL_BUFFER_READ] = "BUFFER_READ",
+    [WIRE_CTRL_WINDOW_WRITE] = "WINDOW_WRITE",
+    [WIRE_CTRL_WINDOW_READ] = "WINDOW_READ",
 };
 
 const struct wire_ctrl_schema *wire_ctrl_schema(unsigned op)
@@ -39,9 +46,10 @@ const struct wire_ctrl_schema *wire_ctrl_schema(unsigned op)
 /* ---- Operands ----------------------------------------------------------- */
 
 static const char *const opnd_names[] = {
-    [WIRE_OPND_REQUEST] = "request", [WIRE_OPND_BUFFER_ID] = "buffer_id",
-    [WIRE_OPND_OFFSET] = "offset",   [WIRE_OPND_NBYTES] = "nbytes",
-    [WIRE_OPND_NAME] = "name",       [WIRE_OPND_DATA] = "data",
+    [WIRE_OPND_REQUEST] = "request",     [WIRE_OPND_BUFFER_ID] = "buffer_id",
+    [WIRE_OPND_OFFSET] = "offset",       [WIRE_OPND_NBYTES] = "nbytes",
+    [WIRE_OPND_NAME] = "name",           [WIRE_OPND_DATA] = "data",
+    [WIRE_OPND_DOMAIN_ID] = "domain_id", [WIRE_OPND_RANK] = "rank",
 };
 
 static const char *opnd_path(char *buf, size_t size, const char *field,
@@ -66,6 +74,15 @@ static strata_err opnd_read(const struct wire_dec *d, const char *name,
         return wire_get_uint(d, name, o, 1, UINT64_MAX, &out->nbytes);
     case WIRE_OPND_NAME:
         return wire_get_str(d, name, o, 1, WIRE_NAME_MAX, &out->name);
+    case WIRE_OPND_DOMAIN_ID:
+        return wire_get_uint(d, name, o, 0, UINT64_MAX, &out->domain_id);
+    case WIRE_OPND_RANK: {
+        uint64_t v;
+
+        WIRE_TRY(wire_get_uint(d, name, o, 0, WIRE_DEVICE_RANK_MAX, &v));
+        out->rank = (uint32_t)v;
+        return STRATA_OK;
+    }
     default:
         return wire_get_bin(d, name, o, 0, WIRE_INLINE_MAX, &out->data,
                             &out->data_len);
@@ -146,6 +163,10 @@ void wire_operands_pack(struct wire_pk *p, const struct wire_operands *ops)
         wire_pk_key_str(p, WIRE_OPND_NAME, ops->name);
     if (ops->present & B(DATA))
         wire_pk_key_bin(p, WIRE_OPND_DATA, ops->data, ops->data_len);
+    if (ops->present & B(DOMAIN_ID))
+        wire_pk_key_uint(p, WIRE_OPND_DOMAIN_ID, ops->domain_id);
+    if (ops->present & B(RANK))
+        wire_pk_key_uint(p, WIRE_OPND_RANK, ops->rank);
 }
 
 /* ---- CONTROL ------------------------------------------------------------ */
@@ -174,8 +195,8 @@ static strata_err control_check(struct wire_dec *d, const void *vm)
     if (!s)
         return wire_dec_fail(d, "op", "has unknown value %u", m->op);
     WIRE_TRY(wire_operands_check(d, "operands", o, s->required, s->optional));
-    if (m->op == WIRE_CTRL_BUFFER_WRITE && (o->present & B(DATA)) &&
-        o->data_len != o->nbytes)
+    if ((m->op == WIRE_CTRL_BUFFER_WRITE || m->op == WIRE_CTRL_WINDOW_WRITE) &&
+        (o->present & B(DATA)) && o->data_len != o->nbytes)
         return wire_dec_fail(d, "operands.data",
                              "holds %zu bytes, nbytes says %llu", o->data_len,
                              (unsigned long long)o->nbytes);

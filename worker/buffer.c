@@ -17,7 +17,14 @@
 
 static uint64_t next_buf_id;
 
-static strata_err track(strata_worker *w, strata_buffer *b)
+uint64_t worker_buffer_next_id(void)
+{
+    /* Process-wide: two workers of one process share the shm namespace
+     * of its pid. */
+    return __atomic_add_fetch(&next_buf_id, 1, __ATOMIC_RELAXED);
+}
+
+strata_err worker_buffer_track(strata_worker *w, strata_buffer *b)
 {
     strata_err err = STRATA_OK;
 
@@ -53,9 +60,11 @@ static void untrack(strata_worker *w, strata_buffer *b)
 
 static void unmap_free(strata_buffer *b)
 {
-    munmap(b->data, b->size);
-    if (!b->foreign)
-        shm_unlink(b->name);
+    if (!b->remote) {
+        munmap(b->data, b->size);
+        if (!b->foreign)
+            shm_unlink(b->name);
+    }
     orch_deps_forget(b);
     base_free(b);
 }
@@ -104,13 +113,11 @@ strata_err strata_worker_create_buffer(strata_worker *w, size_t nbytes,
     b->size = nbytes;
     b->owner = w;
     b->creator = w->creator;
-    /* Ids are process-wide: two workers of one process share the shm
-     * namespace of its pid. */
-    b->id = __atomic_add_fetch(&next_buf_id, 1, __ATOMIC_RELAXED);
+    b->id = worker_buffer_next_id();
     chip_buffer_name(b->name, sizeof(b->name), w->creator, b->id);
     err = map_segment(b);
     if (!err) {
-        err = track(w, b);
+        err = worker_buffer_track(w, b);
         if (err) {
             munmap(b->data, b->size);
             shm_unlink(b->name);
@@ -174,7 +181,7 @@ strata_err worker_buffer_import(strata_worker *w, int creator, uint64_t id,
         base_free(b);
         return err;
     }
-    err = track(w, b);
+    err = worker_buffer_track(w, b);
     if (err) {
         munmap(b->data, size);
         base_free(b);
@@ -215,7 +222,8 @@ strata_err strata_buffer_release(strata_buffer *b)
 void worker_buffers_forget_inherited(strata_worker *w)
 {
     for (size_t i = 0; i < w->num_bufs; i++)
-        munmap(w->bufs[i]->data, w->bufs[i]->size);
+        if (!w->bufs[i]->remote)
+            munmap(w->bufs[i]->data, w->bufs[i]->size);
 }
 
 void worker_buffers_free_all(strata_worker *w)

@@ -54,14 +54,6 @@ struct strata_global_domain {
     struct strata_global_domain *next;
 };
 
-static uint64_t next_request = 1;
-
-static uint64_t request_id(void)
-{
-    return (1ull << 63) |
-           __atomic_fetch_add(&next_request, 1, __ATOMIC_RELAXED);
-}
-
 /* ---- what the L4 knows of its nodes ------------------------------- */
 
 struct node_info {
@@ -381,7 +373,7 @@ static void cmd_init(const struct strata_global_domain *g,
                      struct wire_domain_cmd *c, uint8_t phase)
 {
     memset(c, 0, sizeof(*c));
-    c->request_id = request_id();
+    c->request_id = worker_request_id();
     c->version = WIRE_DOMAIN_CMD_VERSION;
     c->phase = phase;
     c->domain_id = g->id;
@@ -527,7 +519,7 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
         }
         node_info(w, id, &ni);
         memset(&ci, 0, sizeof(ci));
-        ci.request_id = request_id();
+        ci.request_id = worker_request_id();
         ci.version = WIRE_COMM_INIT_VERSION;
         ci.cluster_id = ((uint64_t)getpid() << 32) | (uint64_t)w->creator;
         ci.node_rank = (uint32_t)id;
@@ -801,6 +793,62 @@ bool strata_global_domain_freed(const strata_global_domain *g)
 
 /* ---- copies ----------------------------------------------------------- */
 
+/* Pieces that fit one CONTROL and its reply in the staging area. */
+#define COPY_PIECE (MBX_STAGING_SIZE - (64u << 10))
+
+/* A copy to a member on a remote node: CONTROL frames, in pieces, each
+ * run by the node after the member's chip's earlier work. */
+static strata_err remote_copy(strata_orch *o, strata_global_domain *g,
+                              uint32_t rank, size_t offset, void *data,
+                              size_t n, bool write)
+{
+    int node = (int)g->members[rank].node_worker_id;
+    uint8_t *reply = base_malloc(COPY_PIECE + 4096);
+    strata_err err = STRATA_OK;
+
+    if (!reply)
+        return base_fail(STRATA_ENOMEM, "out of memory for a copy");
+    for (size_t done = 0; !err && done < n;) {
+        size_t len = n - done < COPY_PIECE ? n - done : COPY_PIECE;
+        struct wire_control c = {.op = write ? WIRE_CTRL_WINDOW_WRITE
+                                             : WIRE_CTRL_WINDOW_READ};
+        struct wire_operands *ops = &c.operands;
+        struct wire_msg m;
+
+        ops->present =
+            WIRE_OPND_BIT(WIRE_OPND_DOMAIN_ID) | WIRE_OPND_BIT(WIRE_OPND_RANK) |
+            WIRE_OPND_BIT(WIRE_OPND_OFFSET) | WIRE_OPND_BIT(WIRE_OPND_NBYTES);
+        ops->domain_id = g->id;
+        ops->rank = rank;
+        ops->offset = offset + done;
+        ops->nbytes = len;
+        if (write) {
+            ops->present |= WIRE_OPND_BIT(WIRE_OPND_DATA);
+            ops->data = (const uint8_t *)data + done;
+            ops->data_len = len;
+        }
+        err = worker_remote_control(g->w, o, node, &c, reply, COPY_PIECE + 4096,
+                                    &m);
+        if (err)
+            break;
+        if (!write) {
+            const struct wire_operands *res = &m.u.control_reply.results;
+
+            if (res->data_len != len)
+                err = base_fail(STRATA_EPROTO,
+                                "node %d: WINDOW_READ answered %zu bytes, "
+                                "not %zu",
+                                node, res->data_len, len);
+            else
+                memcpy((uint8_t *)data + done, res->data, len);
+        }
+        wire_msg_free(&m);
+        done += len;
+    }
+    base_free(reply);
+    return err;
+}
+
 static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
                        const char *buffer, size_t offset, void *data, size_t n,
                        bool write)
@@ -836,9 +884,7 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
                          g->name, offset, offset + n, limit);
     m = &g->members[rank];
     if (g->w->nodes[m->node_worker_id].remote)
-        return base_fail(STRATA_ENOTSUP,
-                         "copies to windows on remote nodes are not "
-                         "supported yet; use a task on the node");
+        return remote_copy(o, g, rank, base + offset, data, n, write);
     {
         uint64_t arg[4] = {g->id, base + offset, n, rank};
 

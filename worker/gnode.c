@@ -361,9 +361,41 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
     return err;
 }
 
+/* WINDOW_WRITE / WINDOW_READ from the L4; a read's bytes land in *data. */
+static strata_err window_control(strata_worker *w, const struct wire_control *c,
+                                 struct wire_operands *res, void **data)
+{
+    const struct wire_operands *o = &c->operands;
+    void *p = (void *)(uintptr_t)o->data;
+    strata_err err;
+
+    if (c->op != WIRE_CTRL_WINDOW_WRITE && c->op != WIRE_CTRL_WINDOW_READ)
+        return base_fail(STRATA_ENOTSUP, "a node command cannot be %s",
+                         wire_ctrl_op_name(c->op));
+    if (o->nbytes > MBX_STAGING_SIZE)
+        return base_fail(STRATA_EINVAL,
+                         "window copy of %llu bytes (at most "
+                         "%u)",
+                         (unsigned long long)o->nbytes, MBX_STAGING_SIZE);
+    if (c->op == WIRE_CTRL_WINDOW_READ) {
+        p = *data = base_malloc(o->nbytes);
+        if (!p)
+            return base_fail(STRATA_ENOMEM, "out of memory for a copy");
+    }
+    err = gnode_window_copy(w, o->domain_id, o->rank, o->offset, p, o->nbytes,
+                            c->op == WIRE_CTRL_WINDOW_WRITE);
+    if (!err && c->op == WIRE_CTRL_WINDOW_READ) {
+        res->present = WIRE_OPND_BIT(WIRE_OPND_DATA);
+        res->data = p;
+        res->data_len = o->nbytes;
+    }
+    return err;
+}
+
 strata_err gnode_handle(strata_worker *w, const void *frame, size_t len,
                         struct wire_buf *reply)
 {
+    void *data = NULL;
     struct wire_descriptor *descs = NULL;
     char(*handles)[CHIP_WINDOW_HANDLE_MAX] = NULL;
     struct wire_msg m;
@@ -377,6 +409,16 @@ strata_err gnode_handle(strata_worker *w, const void *frame, size_t len,
         out.type = WIRE_MSG_CONTROL_REPLY;
         out.u.control_reply.request_id = m.u.comm_init.request_id;
         err = comm_init(w, &m.u.comm_init);
+        out.u.control_reply.error = err;
+        out.u.control_reply.message = err ? strata_errmsg() : "";
+    } else if (m.type == WIRE_MSG_CONTROL) {
+        out.type = WIRE_MSG_CONTROL_REPLY;
+        out.u.control_reply.request_id = m.u.control.request_id;
+        out.u.control_reply.op = m.u.control.op;
+        err = window_control(w, &m.u.control, &out.u.control_reply.results,
+                             &data);
+        if (err)
+            out.u.control_reply.results.present = 0;
         out.u.control_reply.error = err;
         out.u.control_reply.message = err ? strata_errmsg() : "";
     } else if (m.type == WIRE_MSG_DOMAIN_CMD) {
@@ -400,11 +442,12 @@ strata_err gnode_handle(strata_worker *w, const void *frame, size_t len,
     } else {
         wire_msg_free(&m);
         return base_fail(STRATA_EPROTO,
-                         "a node command must be COMM_INIT or "
-                         "DOMAIN_CMD, not %s",
+                         "a node command must be COMM_INIT, DOMAIN_CMD "
+                         "or CONTROL, not %s",
                          wire_msg_name(m.type));
     }
     err = wire_msg_pack(&out, reply);
+    base_free(data);
     base_free(descs);
     base_free(handles);
     wire_msg_free(&m);

@@ -23,19 +23,20 @@ static void ring(int fd)
         return; /* a full counter already means "wake up" */
 }
 
-static strata_err resolve(strata_worker *w, const struct mbx_frame *f)
+static strata_err resolve(strata_worker *w, const struct mbx_frame *f,
+                          strata_args *a)
 {
-    strata_err err = wire_args_decode(f->args, f->args_len, &node_args);
+    strata_err err = wire_args_decode(f->args, f->args_len, a);
 
-    for (uint32_t i = 0; !err && i < node_args.num_tensors; i++) {
-        const struct wire_tensor *t = &node_args.tensors[i];
+    for (uint32_t i = 0; !err && i < a->num_tensors; i++) {
+        const struct wire_tensor *t = &a->tensors[i];
         strata_buffer *b;
 
         err = worker_buffer_import(w, t->creator, t->buffer_id, t->buffer_size,
                                    &b);
         if (!err) {
-            node_args.buffers[i] = b;
-            node_args.data[i] = (char *)b->data + t->offset;
+            a->buffers[i] = b;
+            a->data[i] = (char *)b->data + t->offset;
         }
     }
     return err;
@@ -51,13 +52,25 @@ static strata_err run_orch(strata_worker *w, const struct mbx_frame *f)
         return base_fail(STRATA_ENOENT,
                          "node has no orch callable with this digest "
                          "(register callables before strata_worker_init)");
-    err = resolve(w, f);
-    if (err)
-        return err;
     if (BASE_FAULT("node.task"))
         return base_fail(STRATA_EIO, "fault point node.task");
     memcpy(&fn, &c->fn, sizeof(fn));
-    return strata_worker_run(w, fn, &node_args, NULL);
+    if (f->arg[0] == 0) {
+        err = resolve(w, f, &node_args);
+        return err ? err : strata_worker_run(w, fn, &node_args, NULL);
+    }
+    /* A deadline: the arguments may outlive this frame. */
+    {
+        strata_args *a = NULL;
+
+        err = strata_args_create(&a);
+        if (!err)
+            err = resolve(w, f, a);
+        if (!err)
+            err = worker_run_bounded(w, fn, &a, f->arg[0]);
+        strata_args_destroy(a);
+        return err;
+    }
 }
 
 static struct mbx *node_mbx; /* this node's mailbox from its parent */
@@ -173,6 +186,11 @@ _Noreturn void worker_node_main(strata_worker *parent, size_t index,
     if (err)
         _exit(71);
     serve(w, m, shared, doorbell);
+    if (!worker_bounded_settle(w, 5.0)) {
+        LOG_WARN("a task past its deadline does not end; leaving without "
+                 "teardown");
+        _exit(72);
+    }
     if (strata_worker_destroy(w) != STRATA_OK)
         LOG_WARN("node teardown: %s", strata_errmsg());
     fflush(NULL);

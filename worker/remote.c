@@ -274,7 +274,8 @@ static void send_hello(struct remote_node *r)
     host[sizeof(host) - 1] = '\0';
     h->proto_min = WIRE_PROTO_MIN;
     h->proto_max = WIRE_PROTO_MAX;
-    h->capabilities = WIRE_CAP_DATA_CHUNKS;
+    h->capabilities = WIRE_CAP_DATA_CHUNKS | WIRE_CAP_REMOTE_BUFFERS |
+                      WIRE_CAP_GLOBAL_DOMAINS | WIRE_CAP_DEADLINES;
     h->node_name = host;
     h->pid = (uint32_t)getpid();
     h->platform = r->platform;
@@ -337,10 +338,16 @@ static void send_task(struct remote_node *r, unsigned pos,
         lose(r, STRATA_EPROTO, strata_errmsg());
         return;
     }
-    for (uint32_t i = 0; i < a->num_tensors; i++)
-        if (sends_input(a->tensors[i].tag))
+    for (uint32_t i = 0; i < a->num_tensors; i++) {
+        const struct wire_tensor *x = &a->tensors[i];
+        strata_buffer *b = worker_buffer_find(r->w, x->creator, x->buffer_id);
+
+        /* A remote buffer's bytes are on the node already. */
+        if (sends_input(x->tag) && !(b && b->remote))
             ins[nin++] = i;
+    }
     t->request_id = r->req[pos];
+    t->deadline_ms = f->arg[0];
     t->run_id = f->run_id;
     memcpy(t->digest, f->digest, sizeof(t->digest));
     t->args = f->args;
@@ -456,7 +463,8 @@ static void on_chunk(struct remote_node *r, const struct wire_data_chunk *c)
     }
     t = &a->tensors[c->tensor];
     b = worker_buffer_find(r->w, t->creator, t->buffer_id);
-    if (!b || c->offset > t->nbytes || c->len > t->nbytes - c->offset) {
+    if (!b || b->remote || c->offset > t->nbytes ||
+        c->len > t->nbytes - c->offset) {
         lose(r, STRATA_EPROTO, "data outside its tensor");
         return;
     }

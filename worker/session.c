@@ -29,12 +29,14 @@
 struct shadow {
     uint64_t id;
     strata_buffer *buf;
+    bool resident; /* a remote buffer of the parent: its bytes stay here */
 };
 
 struct stask {
     struct wire_task task;
     strata_args *args; /* decoded tensors, for shapes and tags */
     uint32_t waiting;  /* data tensors whose last chunk is missing */
+    bool resident[STRATA_MAX_TENSORS]; /* tensor i's bytes stay here */
     struct session *s;
     struct stask *next;
 };
@@ -82,16 +84,25 @@ static void stop(struct session *s, int status, const char *why)
 
 /* ---- shadows ------------------------------------------------------- */
 
+/* The shadow of buffer id, made on first use; create: only make it
+ * (BUFFER_CREATE, resident), STRATA_EEXIST if it is there. */
 static strata_buffer *shadow_get(struct session *s, uint64_t id, size_t size,
-                                 strata_err *err)
+                                 bool create, bool *resident, strata_err *err)
 {
     strata_buffer *b = NULL;
 
     pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->num_shadows && !b; i++)
-        if (s->shadows[i].id == id)
+    for (size_t i = 0; i < s->num_shadows && !b; i++) {
+        if (s->shadows[i].id == id) {
             b = s->shadows[i].buf;
-    if (b && strata_buffer_size(b) != size) {
+            *resident = s->shadows[i].resident;
+        }
+    }
+    if (b && create) {
+        *err = base_fail(STRATA_EEXIST, "buffer %llu exists",
+                         (unsigned long long)id);
+        b = NULL;
+    } else if (b && strata_buffer_size(b) != size) {
         *err = base_fail(STRATA_EPROTO, "buffer %llu changed size",
                          (unsigned long long)id);
         b = NULL;
@@ -111,7 +122,9 @@ static strata_buffer *shadow_get(struct session *s, uint64_t id, size_t size,
         if (!*err) {
             s->shadows[s->num_shadows].id = id;
             s->shadows[s->num_shadows].buf = b;
+            s->shadows[s->num_shadows].resident = create;
             s->num_shadows++;
+            *resident = create;
         }
     }
 out:
@@ -153,7 +166,7 @@ static void send_outputs(struct session *s, struct stask *t)
         size_t n = strata_args_tensor_nbytes(a, i);
         size_t off = 0;
 
-        if (!tag_returns(a->tensors[i].tag))
+        if (!tag_returns(a->tensors[i].tag) || t->resident[i])
             continue;
         do {
             size_t len = n - off < WIRE_CHUNK_MAX ? n - off : WIRE_CHUNK_MAX;
@@ -193,12 +206,13 @@ static void *task_thread(void *arg)
                         strata_callable_digest_hex(tmp, hex));
     } else {
         memcpy(&fn, &c->fn, sizeof(fn));
-        err = strata_worker_run(s->w, fn, t->args, NULL);
+        /* Past a deadline, the run keeps t->args (set to NULL). */
+        err = worker_run_bounded(s->w, fn, &t->args, t->task.deadline_ms);
     }
     if (!err) {
         send_outputs(s, t);
         for (uint32_t i = 0; i < t->args->num_tensors; i++)
-            if (tag_returns(t->args->tensors[i].tag))
+            if (tag_returns(t->args->tensors[i].tag) && !t->resident[i])
                 outs[nout++] = i;
     }
     m.u.completion.request_id = t->task.request_id;
@@ -253,7 +267,8 @@ static strata_err bind_args(struct session *s, struct stask *t)
     for (uint32_t i = 0; !err && i < wa->num_tensors; i++) {
         const struct wire_tensor *x = &wa->tensors[i];
         size_t shape[STRATA_MAX_DIMS];
-        strata_buffer *b = shadow_get(s, x->buffer_id, x->buffer_size, &err);
+        strata_buffer *b = shadow_get(s, x->buffer_id, x->buffer_size, false,
+                                      &t->resident[i], &err);
 
         for (unsigned d = 0; d < x->ndims; d++)
             shape[d] = (size_t)x->shape[d];
@@ -335,16 +350,74 @@ static void on_chunk(struct session *s, const struct wire_data_chunk *c)
     }
 }
 
+/* BUFFER_WRITE / BUFFER_READ on a shadow; the parent makes sure no task
+ * uses those bytes meanwhile. A read's bytes go out from the shadow. */
+static strata_err buffer_copy(struct session *s, const struct wire_control *c,
+                              struct wire_operands *res)
+{
+    const struct wire_operands *o = &c->operands;
+    strata_buffer *b = NULL;
+    uint8_t *p;
+
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->num_shadows && !b; i++)
+        if (s->shadows[i].id == o->buffer_id)
+            b = s->shadows[i].buf;
+    pthread_mutex_unlock(&s->mu);
+    if (!b)
+        return base_fail(STRATA_ENOENT, "no buffer %llu on this node",
+                         (unsigned long long)o->buffer_id);
+    if (o->offset > strata_buffer_size(b) ||
+        o->nbytes > strata_buffer_size(b) - o->offset)
+        return base_fail(
+            STRATA_EINVAL,
+            "bytes [%llu, +%llu) outside buffer %llu of %zu "
+            "bytes",
+            (unsigned long long)o->offset, (unsigned long long)o->nbytes,
+            (unsigned long long)o->buffer_id, strata_buffer_size(b));
+    p = (uint8_t *)strata_buffer_data(b) + o->offset;
+    if (c->op == WIRE_CTRL_BUFFER_READ) {
+        res->present = WIRE_OPND_BIT(WIRE_OPND_DATA);
+        res->data = p;
+        res->data_len = o->nbytes;
+    } else if (!(o->present & WIRE_OPND_BIT(WIRE_OPND_DATA))) {
+        return base_fail(STRATA_ENOTSUP, "BUFFER_WRITE takes its bytes "
+                                         "inline here");
+    } else {
+        memcpy(p, o->data, o->nbytes);
+    }
+    return STRATA_OK;
+}
+
 static void on_control(struct session *s, const struct wire_control *c)
 {
     struct wire_msg m = {.type = WIRE_MSG_CONTROL_REPLY};
     strata_err err = STRATA_OK;
+    bool resident;
 
     switch (c->op) {
     case WIRE_CTRL_PING:
         break;
     case WIRE_CTRL_BUFFER_RELEASE:
         err = shadow_release(s, c->operands.buffer_id);
+        break;
+    case WIRE_CTRL_BUFFER_CREATE:
+        if (!(c->operands.present & WIRE_OPND_BIT(WIRE_OPND_BUFFER_ID))) {
+            err = base_fail(STRATA_ENOTSUP, "BUFFER_CREATE needs the "
+                                            "sender's buffer_id here");
+            break;
+        }
+        shadow_get(s, c->operands.buffer_id, c->operands.nbytes, true,
+                   &resident, &err);
+        m.u.control_reply.results.present =
+            err ? 0 : WIRE_OPND_BIT(WIRE_OPND_BUFFER_ID);
+        m.u.control_reply.results.buffer_id = c->operands.buffer_id;
+        break;
+    case WIRE_CTRL_BUFFER_WRITE:
+    case WIRE_CTRL_BUFFER_READ:
+        err = buffer_copy(s, c, &m.u.control_reply.results);
+        if (err)
+            m.u.control_reply.results.present = 0;
         break;
     default:
         err = base_fail(STRATA_ENOTSUP, "control op %s is not supported",
@@ -473,7 +546,11 @@ static void on_hello(struct session *s, const struct wire_hello *h)
     r->version = err ? 0 : version;
     r->error = err;
     r->message = err ? strata_errmsg() : "";
-    r->capabilities = err ? 0 : h->capabilities & WIRE_CAP_DATA_CHUNKS;
+    r->capabilities =
+        err ? 0
+            : h->capabilities &
+                  (WIRE_CAP_DATA_CHUNKS | WIRE_CAP_REMOTE_BUFFERS |
+                   WIRE_CAP_GLOBAL_DOMAINS | WIRE_CAP_DEADLINES);
     r->node_name = host;
     r->pid = (uint32_t)getpid();
     send_msg(s, &m);
@@ -514,6 +591,10 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
         return;
     } else if (type == WIRE_MSG_DATA_CHUNK) {
         on_chunk(s, &m.u.data_chunk);
+    } else if (type == WIRE_MSG_CONTROL &&
+               (m.u.control.op == WIRE_CTRL_WINDOW_WRITE ||
+                m.u.control.op == WIRE_CTRL_WINDOW_READ)) {
+        on_domain(s, type, body, len); /* waits for a chip: off the loop */
     } else if (type == WIRE_MSG_CONTROL) {
         on_control(s, &m.u.control);
     } else if (type == WIRE_MSG_DOMAIN_CMD || type == WIRE_MSG_COMM_INIT) {
@@ -605,6 +686,11 @@ static void finish(struct session *s)
         wire_task_free(&t->task);
         strata_args_destroy(t->args);
         base_free(t);
+    }
+    if (s->w && !worker_bounded_settle(s->w, 5.0)) {
+        LOG_WARN("a task past its deadline does not end; leaving without "
+                 "teardown");
+        s->w = NULL;
     }
     if (s->w && strata_worker_destroy(s->w) != STRATA_OK)
         LOG_WARN("worker teardown: %s", strata_errmsg());

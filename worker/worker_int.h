@@ -52,6 +52,9 @@ struct strata_worker {
     /* global domains, L4 side */
     struct strata_global_domain *gdomains;
     bool poisoned; /* a failed ABORT: runs are refused */
+    /* node side: runs of tasks with deadlines (deadline.c) */
+    uint32_t bounded_running; /* futex word */
+    bool bounded_late;        /* one passed its deadline */
     /* buffers */
     pthread_mutex_t buf_mu;
     strata_buffer **bufs;
@@ -89,6 +92,18 @@ strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
 /* gdomain.c: the L4 side; frees every domain at destroy. */
 void gdomain_free_all(strata_worker *w);
 
+/* deadline.c: runs fn as a run of w. deadline_ms 0: strata_worker_run.
+ * Otherwise fn runs on a thread of its own; past the deadline this returns
+ * STRATA_ETIMEDOUT and the run goes on in the background, owning *args
+ * (set to NULL); in time, *args is left as it was. Errors as
+ * strata_worker_run. */
+strata_err worker_run_bounded(strata_worker *w, strata_orch_fn fn,
+                              strata_args **args, uint64_t deadline_ms);
+/* Before destroying w: when a run passed its deadline and still goes on,
+ * kills w's chips and subs and waits up to grace_s for such runs to end.
+ * False when one is still running (w must not be destroyed then). */
+bool worker_bounded_settle(strata_worker *w, double grace_s);
+
 /* remote.c: remote nodes of an L4. */
 void remote_node_free(struct remote_node *r);
 /* Fills the endpoint of remote node index (eventfds, private mailbox). */
@@ -111,6 +126,21 @@ void worker_buffers_forget_inherited(strata_worker *w);
 strata_err worker_buffer_import(strata_worker *w, int creator, uint64_t id,
                                 size_t size, strata_buffer **out);
 strata_buffer *worker_buffer_find(strata_worker *w, int creator, uint64_t id);
+uint64_t worker_buffer_next_id(void);
+strata_err worker_buffer_track(strata_worker *w, strata_buffer *b);
+
+/* rbuffer.c: a request id for a message the L4 builds itself. */
+uint64_t worker_request_id(void);
+struct wire_control;
+struct wire_msg;
+/* Sends c (its request id is filled in) to remote node `node` through
+ * the scheduler, after the node's earlier work, and waits. The reply
+ * lands in reply (cap bytes) and is decoded into *out, which the caller
+ * frees with wire_msg_free on STRATA_OK. A reply with an error is that
+ * error, named after the node. o may be NULL (outside runs). */
+strata_err worker_remote_control(strata_worker *w, strata_orch *o, int node,
+                                 struct wire_control *c, void *reply,
+                                 size_t cap, struct wire_msg *out);
 void worker_reclaim_stale_segments(void);
 
 #endif

@@ -225,7 +225,9 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_worker_init(strata_worker *w);
  * fence (every submitted task finished). Returns the run's first error:
  * STRATA_ETASK when a task returned an error (strata_errmsg names the
  * callable, the target and the task's message), STRATA_EPEER when a child
- * died, or fn's own error. The worker stays usable after a failed run. */
+ * died, STRATA_ETIMEDOUT when a node task passed its deadline
+ * (strata_orch_set_deadline), or fn's own error. The worker stays usable
+ * after a failed run. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_run(
     strata_worker *w, strata_orch_fn fn, const strata_args *args, void *user);
 
@@ -254,6 +256,22 @@ STRATA_API size_t strata_buffer_size(const strata_buffer *b);
 /* Unmaps and frees a buffer everywhere. STRATA_ESTATE (buffer kept) while
  * an unfinished run names it. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_buffer_release(strata_buffer *b);
+
+/* Copies n bytes from src into b at offset (write), or from b at offset
+ * into dst (read). A host buffer is copied with memcpy; a remote buffer's
+ * bytes travel over its node's connection, in pieces under 1 MiB, each
+ * after the node's earlier work. Returns when the bytes have arrived. n = 0
+ * is a no-op. STRATA_EINVAL for a NULL argument or bytes outside b;
+ * STRATA_ESTATE (nothing copied) while an unfinished task names b;
+ * STRATA_EPEER when the node is lost (the copy may be partial). Any thread
+ * but a kernel's; not concurrently with a submit naming b. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_buffer_write(strata_buffer *b,
+                                                            size_t offset,
+                                                            const void *src,
+                                                            size_t n);
+STRATA_API STRATA_MUST_CHECK strata_err strata_buffer_read(strata_buffer *b,
+                                                           size_t offset,
+                                                           void *dst, size_t n);
 
 /* Drains every unfinished run, shuts the subtree down (SHUTDOWN, then
  * SIGTERM, then SIGKILL of each child's process group under one deadline),
@@ -289,6 +307,19 @@ typedef struct strata_remote_spec {
  * no or two authentication modes, a bad endpoint). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_add_remote_worker(
     strata_worker *parent, const strata_remote_spec *spec, int *worker_id_out);
+/* Creates nbytes (> 0) of zeroed memory that lives on remote node node_id
+ * of w (level 4+, after strata_worker_init) and nowhere else: tasks sent to
+ * that node name it like any buffer, and no bytes move with them. Fill and
+ * drain it with strata_buffer_write / strata_buffer_read. Its data pointer
+ * here is NULL; strata_buffer_release frees it on the node. Submitting it
+ * to any other target is STRATA_EINVAL. STRATA_EINVAL for a NULL argument,
+ * nbytes 0, no such node or a forked node (it maps host buffers directly);
+ * STRATA_ESTATE before init; STRATA_EPEER when the node is lost; the
+ * node's own error (STRATA_ENOMEM) otherwise. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_worker_create_remote_buffer(
+    strata_worker *w, int node_id, size_t nbytes, strata_buffer **out);
+/* The node a remote buffer lives on; -1 for a host buffer (or NULL). */
+STRATA_API int strata_buffer_node(const strata_buffer *b);
 /* Nodes added with strata_worker_add_worker. */
 STRATA_API size_t strata_worker_num_nodes(const strata_worker *w);
 /* Process id of node node_id (or -1). */
@@ -369,6 +400,18 @@ strata_orch_submit_sub(strata_orch *o, strata_callable c, const strata_args *a);
  * left open when the orch fn returns makes the run fail with STRATA_ESTATE. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_scope_begin(strata_orch *o);
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_scope_end(strata_orch *o);
+/* Sets a deadline on the tasks this orch fn submits from now on to nodes
+ * (level-4 workers; forked or remote): a task not finished seconds after
+ * its node received it fails with STRATA_ETIMEDOUT, and its results are
+ * dropped. The node cannot stop it: it goes on in the background (later
+ * tasks naming the same buffers run after it), and is killed with the
+ * node's chips when the worker is destroyed. A deadline is separate from
+ * liveness: without one, a task may run for as long as it needs on a
+ * healthy node. 0 clears it. Submitting a chip or sub task while a
+ * deadline is set is STRATA_ENOTSUP (a kernel cannot be interrupted).
+ * STRATA_EINVAL for a negative, NaN or absurd (> 1e7 s) value. */
+STRATA_API STRATA_MUST_CHECK strata_err
+strata_orch_set_deadline(strata_orch *o, double seconds);
 /* The worker an orch fn runs on. */
 STRATA_API strata_worker *strata_orch_worker(strata_orch *o);
 

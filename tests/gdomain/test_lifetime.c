@@ -359,6 +359,8 @@ struct cp {
     uint64_t id;
     strata_buffer *own;
     uint32_t pattern[COUNT], back[COUNT], kernel_back[COUNT];
+    uint32_t remote_back[COUNT];
+    bool remote_big_ok;
     uint32_t at_end[2];
     strata_err errs[16];
     strata_err remote_to, remote_from, after_release;
@@ -426,11 +428,25 @@ static strata_err cp_orch(strata_orch *o, const strata_args *args, void *user)
         strata_orch_copy_from_global_domain(NULL, g, 0, "vec", 0, &word, 4);
     c->errs[k++] =
         strata_orch_copy_from_global_domain(o, NULL, 0, "vec", 0, &word, 4);
-    /* Ranks 2 and 3 are on the remote node. */
-    c->remote_to =
-        strata_orch_copy_to_global_domain(o, g, 2, "vec", 0, &word, 4);
-    c->remote_from =
-        strata_orch_copy_from_global_domain(o, g, 3, NULL, 0, &word, 4);
+    /* Ranks 2 and 3 are on the remote node: the bytes travel as CONTROL
+     * frames; 1 MiB takes two pieces. */
+    c->remote_to = strata_orch_copy_to_global_domain(o, g, 2, "vec", 0,
+                                                     c->pattern, COUNT * 4);
+    c->remote_from = strata_orch_copy_from_global_domain(
+        o, g, 2, "vec", 0, c->remote_back, COUNT * 4);
+    {
+        static uint8_t again[1u << 20];
+
+        for (size_t i = 0; i < sizeof(again); i++)
+            big[i] = (uint8_t)(i * 7 + 3);
+        gd_try(strata_orch_copy_to_global_domain(
+            o, g, 3, NULL, BIG_WINDOW - (1u << 20), big, 1u << 20));
+        gd_try(strata_orch_copy_from_global_domain(
+            o, g, 3, NULL, BIG_WINDOW - (1u << 20), again, 1u << 20));
+        c->remote_big_ok = memcmp(again, big, sizeof(again)) == 0;
+    }
+    c->errs[k++] = strata_orch_copy_to_global_domain(o, g, 3, "vec", 4,
+                                                     c->pattern, COUNT * 4);
     gd_try(strata_global_domain_release(g));
     c->after_release =
         strata_orch_copy_from_global_domain(o, g, 0, "vec", 0, &word, 4);
@@ -464,12 +480,14 @@ static void test_gd_lifetime_copies_ranges_checked(void **state)
     }
     assert_int_equal(c.whole_ok, STRATA_OK);
     assert_int_equal(c.whole_last_ok, STRATA_OK);
-    for (int i = 0; i < 13; i++)
+    for (int i = 0; i < 14; i++)
         if (c.errs[i] != STRATA_EINVAL)
             fail_msg("range case %d: %s, want STRATA_EINVAL", i,
                      strata_errname(c.errs[i]));
-    assert_int_equal(c.remote_to, STRATA_ENOTSUP);
-    assert_int_equal(c.remote_from, STRATA_ENOTSUP);
+    assert_int_equal(c.remote_to, STRATA_OK);
+    assert_int_equal(c.remote_from, STRATA_OK);
+    assert_memory_equal(c.remote_back, c.pattern, sizeof(c.pattern));
+    assert_true(c.remote_big_ok);
     assert_int_equal(c.after_release, STRATA_ESTATE);
     assert_true(strata_global_domain_freed(c.g));
     assert_int_equal(gd_window_maps_below(), 0);

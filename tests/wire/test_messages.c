@@ -241,18 +241,20 @@ static void test_messages_control_rules_eproto(void **state)
     struct wire_msg m = wire_sample_copy("control_create");
 
     (void)state;
-    WIRE_EXPECT_EDIT(&m, WIRE_PATH(2), obj(u(7)),
-                     "CONTROL: field 'op' has unknown value 7");
+    WIRE_EXPECT_EDIT(&m, WIRE_PATH(2), obj(u(9)),
+                     "CONTROL: field 'op' has unknown value 9");
     WIRE_EXPECT_EDIT(&m, WIRE_PATH(3, WIRE_OPND_NBYTES), NULL,
                      "field 'operands.nbytes' missing");
     WIRE_EXPECT_EDIT(&m, WIRE_PATH(3, WIRE_OPND_NBYTES), obj(u(0)),
                      "field 'operands.nbytes' is 0");
-    WIRE_EXPECT_EDIT(&m, WIRE_PATH(3, WIRE_OPND_BUFFER_ID), obj(u(3)),
-                     "field 'operands.buffer_id' not allowed for this op");
+    WIRE_EXPECT_EDIT(&m, WIRE_PATH(3, WIRE_OPND_OFFSET), obj(u(3)),
+                     "field 'operands.offset' not allowed for this op");
+    WIRE_EXPECT_EDIT(&m, WIRE_PATH(3, WIRE_OPND_RANK), obj(u(1u << 31)),
+                     "field 'operands.rank' is 2147483648");
     WIRE_EXPECT_EDIT(&m, WIRE_PATH(3, WIRE_OPND_NAME), obj(s("")),
                      "field 'operands.name' must be str of 1..255");
-    WIRE_EXPECT_EDIT(&m, WIRE_PATH(3, 7), obj(u(3)),
-                     "field 'operands' has unknown key 7");
+    WIRE_EXPECT_EDIT(&m, WIRE_PATH(3, 9), obj(u(3)),
+                     "field 'operands' has unknown key 9");
     WIRE_EXPECT_EDIT(&m, WIRE_PATH(3, WIRE_OPND_NAME), obj(u(3)),
                      "field 'operands.name' must be str");
     m = wire_sample_copy("control_write_inline");

@@ -289,6 +289,29 @@ static void build_control(void)
                                     .op = WIRE_CTRL_BUFFER_RELEASE,
                                     .error = STRATA_ENOENT,
                                     .message = "buffer 12 unknown"};
+    m = add("control_window_write", WIRE_MSG_CONTROL);
+    m->u.control = (struct wire_control){
+        .request_id = 83,
+        .op = WIRE_CTRL_WINDOW_WRITE,
+        .operands = {.present = WIRE_OPND_BIT(WIRE_OPND_DOMAIN_ID) |
+                                WIRE_OPND_BIT(WIRE_OPND_RANK) |
+                                WIRE_OPND_BIT(WIRE_OPND_OFFSET) |
+                                WIRE_OPND_BIT(WIRE_OPND_NBYTES) |
+                                WIRE_OPND_BIT(WIRE_OPND_DATA),
+                     .domain_id = 5,
+                     .rank = 3,
+                     .offset = 64,
+                     .nbytes = sizeof(inline_bytes),
+                     .data = inline_bytes,
+                     .data_len = sizeof(inline_bytes)}};
+    m = add("control_reply_window_read", WIRE_MSG_CONTROL_REPLY);
+    m->u.control_reply = (struct wire_control_reply){
+        .request_id = 84,
+        .op = WIRE_CTRL_WINDOW_READ,
+        .error = STRATA_OK,
+        .results = {.present = WIRE_OPND_BIT(WIRE_OPND_DATA),
+                    .data = inline_bytes,
+                    .data_len = 5}};
     m = add("control_reply_comm_init", WIRE_MSG_CONTROL_REPLY);
     m->u.control_reply = (struct wire_control_reply){.request_id = 90};
 }

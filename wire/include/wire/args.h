@@ -13,6 +13,8 @@ struct strata_buffer {
     struct strata_worker *owner;
     int creator;   /* pid of the process that created it */
     bool foreign;  /* mapped from a creator above: never unlinked here */
+    bool remote;   /* lives on remote node `node` only; data is NULL */
+    int node;      /* the node of a remote buffer */
     uint32_t pins; /* unfinished tasks naming it (owner's lock) */
     void *access;  /* dependency records (orch/, owner's lock) */
     char name[64]; /* POSIX shm name */

@@ -34,7 +34,7 @@
 #define WIRE_MAX_CHIPS 1024   /* chips on one node */
 #define WIRE_MAX_SUBS 1024    /* sub workers on one node */
 #define WIRE_CHUNK_MAX (1u << 20)       /* DATA_CHUNK payload */
-#define WIRE_INLINE_MAX (64u << 10)     /* CONTROL inline data operand */
+#define WIRE_INLINE_MAX (1u << 20)      /* CONTROL inline data operand */
 #define WIRE_DEVICE_RANK_MAX 0x7fffffff /* ids and ranks fit an int */
 
 /* Decoded messages own their strings and arrays through this; it is the
@@ -140,14 +140,19 @@ struct wire_data_chunk {
 /* ---- CONTROL, CONTROL_REPLY ----------------------------------------- */
 
 enum wire_ctrl_op {
-    WIRE_CTRL_PING = 1,           /* no operands */
-    WIRE_CTRL_CANCEL = 2,         /* request */
-    WIRE_CTRL_BUFFER_CREATE = 3,  /* nbytes [name] -> buffer_id */
+    WIRE_CTRL_PING = 1,   /* no operands */
+    WIRE_CTRL_CANCEL = 2, /* request */
+    /* nbytes [name] [buffer_id] -> buffer_id: a zeroed buffer that lives
+     * on the node; the sender may choose its id (it echoes back). */
+    WIRE_CTRL_BUFFER_CREATE = 3,
     WIRE_CTRL_BUFFER_RELEASE = 4, /* buffer_id */
     WIRE_CTRL_BUFFER_WRITE = 5,   /* buffer_id offset nbytes [data] */
     WIRE_CTRL_BUFFER_READ = 6,    /* buffer_id offset nbytes -> [data] */
+    /* Bytes of a global domain member's window on the node. */
+    WIRE_CTRL_WINDOW_WRITE = 7, /* domain_id rank offset nbytes data */
+    WIRE_CTRL_WINDOW_READ = 8,  /* domain_id rank offset nbytes -> data */
 };
-#define WIRE_CTRL_OP_MAX WIRE_CTRL_BUFFER_READ
+#define WIRE_CTRL_OP_MAX WIRE_CTRL_WINDOW_READ
 
 /* Operand keys (inside the operands and results maps), each one type. */
 enum wire_operand {
@@ -157,8 +162,10 @@ enum wire_operand {
     WIRE_OPND_NBYTES = 4,    /* uint: byte count, >= 1 */
     WIRE_OPND_NAME = 5,      /* str: 1..255 bytes */
     WIRE_OPND_DATA = 6,      /* bin: 0..WIRE_INLINE_MAX bytes inline */
+    WIRE_OPND_DOMAIN_ID = 7, /* uint: a global domain */
+    WIRE_OPND_RANK = 8,      /* uint: a rank of it, < 2^31 */
 };
-#define WIRE_OPND_MAX WIRE_OPND_DATA
+#define WIRE_OPND_MAX WIRE_OPND_RANK
 #define WIRE_OPND_BIT(k) (1u << (k))
 
 /* A set of operands; a field is meaningful when its bit is in present. */
@@ -171,6 +178,8 @@ struct wire_operands {
     const char *name;
     const uint8_t *data;
     size_t data_len;
+    uint64_t domain_id;
+    uint32_t rank;
 };
 
 /* Which operands each op requires and allows (WIRE_OPND_BIT masks),
