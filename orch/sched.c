@@ -142,6 +142,13 @@ static void *thread_main(void *arg)
     }
 }
 
+void orch_harvest_now(struct orch_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    orch_harvest(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
 strata_err orch_sched_start(struct orch_sched *s)
 {
     int rc = pthread_create(&s->thread, NULL, thread_main, s);

@@ -438,8 +438,8 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
         tail++;
         mbx_child_complete(mb, r->w->shared);
     }
-    if (__atomic_load_n(&r->w->shared->sched_parked, __ATOMIC_SEQ_CST))
-        ring_doorbell(r->w);
+    /* Finish the task here rather than wake the scheduler to do it. */
+    orch_harvest_now(r->w->sched);
 }
 
 static strata_args *args_of(struct remote_node *r, uint64_t req)

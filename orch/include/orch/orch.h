@@ -60,6 +60,10 @@ strata_err orch_sched_create(const struct orch_sched_cfg *cfg,
 strata_err orch_sched_start(struct orch_sched *s);
 /* Stops and joins the thread. Idempotent. */
 void orch_sched_stop(struct orch_sched *s);
+/* Takes finished frames and dispatches what they release, on the calling
+ * thread: a remote node's connection thread that has just published a
+ * completion saves waking the scheduler thread. */
+void orch_harvest_now(struct orch_sched *s);
 void orch_sched_destroy(struct orch_sched *s);
 
 /* Runs fn on the calling thread as a new run; *out tracks its fence. */
