@@ -11,7 +11,6 @@
 #include "worker_int.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -112,12 +111,7 @@ bool worker_bounded_settle(strata_worker *w, double grace_s)
     /* Runs past their deadline wait on chips that may never answer:
      * kill the chips and subs, so the runs fail and end. */
     LOG_INFO("stopping tasks that passed their deadline");
-    for (size_t i = 0; w->eps && i < w->num_chips + w->num_subs; i++) {
-        if (w->eps[i].pid > 0) {
-            kill(-w->eps[i].pid, SIGKILL);
-            kill(w->eps[i].pid, SIGKILL);
-        }
-    }
+    worker_kill_children(w);
     while ((n = __atomic_load_n(&w->bounded_running, __ATOMIC_ACQUIRE)) != 0 &&
            base_now_ns() < deadline)
         base_futex_wait(&w->bounded_running, n, deadline);

@@ -10,6 +10,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "chip/registry.h"
+#include "spool.h"
 #include "wire/conn.h"
 #include "wire/msg.h"
 #include "worker_int.h"
@@ -20,6 +21,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #define HELLO_TIMEOUT_S 10.0
@@ -33,6 +35,7 @@ struct shadow {
 };
 
 struct stask {
+    struct spool_job job; /* first: the pool hands it back */
     struct wire_task task;
     strata_args *args; /* decoded tensors, for shapes and tags */
     uint32_t waiting;  /* data tensors whose last chunk is missing */
@@ -47,13 +50,14 @@ struct session {
     strata_worker *w;
     bool hello_done;
     uint32_t peer_pid;
-    pthread_mutex_t mu; /* shadows, tasks, running */
-    pthread_cond_t idle;
+    pthread_mutex_t mu; /* shadows */
+    struct spool pool;  /* tasks and domain commands, off the loop */
+    struct spool_loop loop;
+    uint32_t work; /* tasks and commands started, not finished (atomic) */
     struct shadow *shadows;
     size_t num_shadows;
     size_t cap_shadows;
     struct stask *waiting; /* tasks still receiving input */
-    uint32_t running;
     struct event *timer;
     uint64_t hb_seq;
     int status;
@@ -71,15 +75,27 @@ static void send_msg(struct session *s, const struct wire_msg *m)
     wire_buf_fini(&b);
 }
 
+/* Nobody will take the results of running work: kill the chips and subs
+ * so it fails at once (it may be running on the thread that must end the
+ * session). */
+static void abandon_work(struct session *s)
+{
+    if (!s->abandon || __atomic_load_n(&s->work, __ATOMIC_ACQUIRE) == 0)
+        return;
+    LOG_INFO("abandoning running tasks");
+    worker_kill_children(s->w);
+}
+
 static void stop(struct session *s, int status, const char *why)
 {
     LOG_INFO("session ends: %s", why);
     s->status = status;
-    /* Only an orderly GOODBYE lets running tasks finish; otherwise nobody
-     * will take their results. */
-    if (status != 0)
+    /* Only an orderly GOODBYE lets running tasks finish. */
+    if (status != 0) {
         s->abandon = true;
-    event_base_loopexit(s->base, NULL);
+        abandon_work(s);
+    }
+    spool_loop_end(&s->loop, NULL);
 }
 
 /* ---- shadows ------------------------------------------------------- */
@@ -184,9 +200,9 @@ static void send_outputs(struct session *s, struct stask *t)
     }
 }
 
-static void *task_thread(void *arg)
+static void task_job(struct spool_job *job)
 {
-    struct stask *t = arg;
+    struct stask *t = (struct stask *)job;
     struct session *s = t->s;
     const struct chip_callable *c = chip_registry_find(t->task.digest);
     struct wire_msg m = {.type = WIRE_MSG_COMPLETION};
@@ -224,34 +240,25 @@ static void *task_thread(void *arg)
     wire_task_free(&t->task);
     strata_args_destroy(t->args);
     base_free(t);
-    pthread_mutex_lock(&s->mu);
-    if (--s->running == 0)
-        pthread_cond_broadcast(&s->idle);
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
+    __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
 }
 
+/* A task runs on the thread that read it when it can (the loop moves to
+ * a pool thread), else on a pool thread. */
 static void start_task(struct session *s, struct stask *t)
 {
-    pthread_attr_t attr;
-    pthread_t th;
-
-    pthread_mutex_lock(&s->mu);
-    s->running++;
-    pthread_mutex_unlock(&s->mu);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &attr, task_thread, t) != 0) {
-        LOG_ERROR("cannot start a task thread");
-        pthread_mutex_lock(&s->mu);
-        s->running--;
-        pthread_mutex_unlock(&s->mu);
+    t->job.fn = task_job;
+    __atomic_add_fetch(&s->work, 1, __ATOMIC_RELEASE);
+    if (spool_loop_offer(&s->loop, &t->job))
+        return;
+    if (spool_submit(&s->pool, &t->job) != STRATA_OK) {
+        LOG_ERROR("cannot run a task: %s", strata_errmsg());
         wire_task_free(&t->task);
         strata_args_destroy(t->args);
         base_free(t);
+        __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
         stop(s, 1, "out of threads");
     }
-    pthread_attr_destroy(&attr);
 }
 
 /* Maps the task's tensors onto shadow buffers. */
@@ -433,15 +440,16 @@ static void on_control(struct session *s, const struct wire_control *c)
 /* ---- global domain commands ------------------------------------------ */
 
 struct scmd {
+    struct spool_job job; /* first: the pool hands it back */
     struct session *s;
     size_t len;
     uint8_t frame[]; /* header + body */
 };
 
 /* Drives the chips, which waits: off the loop, like a task. */
-static void *cmd_thread(void *arg)
+static void cmd_job(struct spool_job *job)
 {
-    struct scmd *c = arg;
+    struct scmd *c = (struct scmd *)job;
     struct session *s = c->s;
     struct wire_buf reply;
 
@@ -451,11 +459,7 @@ static void *cmd_thread(void *arg)
         LOG_WARN("domain command: %s", strata_errmsg());
     wire_buf_fini(&reply);
     base_free(c);
-    pthread_mutex_lock(&s->mu);
-    if (--s->running == 0)
-        pthread_cond_broadcast(&s->idle);
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
+    __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
 }
 
 static void on_domain(struct session *s, unsigned type, const uint8_t *body,
@@ -464,8 +468,6 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
     struct scmd *c = base_malloc(sizeof(*c) + WIRE_FRAME_HEADER_SIZE + len);
     struct wire_frame_header h = {WIRE_FRAME_VERSION, (uint8_t)type, 0,
                                   (uint32_t)len};
-    pthread_attr_t attr;
-    pthread_t th;
 
     if (!c) {
         stop(s, 1, "out of memory");
@@ -475,19 +477,13 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
     c->len = WIRE_FRAME_HEADER_SIZE + len;
     wire_frame_header_pack(&h, c->frame);
     memcpy(c->frame + WIRE_FRAME_HEADER_SIZE, body, len);
-    pthread_mutex_lock(&s->mu);
-    s->running++;
-    pthread_mutex_unlock(&s->mu);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &attr, cmd_thread, c) != 0) {
+    c->job.fn = cmd_job;
+    __atomic_add_fetch(&s->work, 1, __ATOMIC_RELEASE);
+    if (spool_submit(&s->pool, &c->job) != STRATA_OK) {
         base_free(c);
-        pthread_mutex_lock(&s->mu);
-        s->running--;
-        pthread_mutex_unlock(&s->mu);
+        __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
         stop(s, 1, "out of threads");
     }
-    pthread_attr_destroy(&attr);
 }
 
 /* ---- HELLO ---------------------------------------------------------- */
@@ -639,46 +635,31 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     send_msg(s, &m);
 }
 
+/* SIGTERM arrives on a signalfd: whichever thread runs the loop reads it,
+ * and no thread is interrupted (tasks run on the loop's thread too). */
 static void on_sigterm(evutil_socket_t fd, short what, void *arg)
 {
     static const struct timeval grace = {1, 0};
     struct session *s = arg;
+    struct signalfd_siginfo si;
 
-    (void)fd;
     (void)what;
+    if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+        return;
     /* GOODBYE first; the loop ends once it is flushed (on_state), or after
      * a short grace if the peer does not read. */
     s->abandon = true;
     s->status = 0;
+    abandon_work(s);
     wire_conn_close(s->conn, STRATA_EPEER, "strata-node is shutting down");
-    event_base_loopexit(s->base, &grace);
-}
-
-/* Kills this session's chips and subs, so running tasks fail at once. */
-static void kill_work(struct session *s)
-{
-    strata_worker *w = s->w;
-
-    for (size_t i = 0; w && w->eps && i < w->num_chips + w->num_subs; i++) {
-        if (w->eps[i].pid > 0) {
-            kill(-w->eps[i].pid, SIGKILL);
-            kill(w->eps[i].pid, SIGKILL);
-        }
-    }
+    spool_loop_end(&s->loop, &grace);
 }
 
 static void finish(struct session *s)
 {
-    pthread_mutex_lock(&s->mu);
-    if (s->abandon && s->running > 0) {
-        pthread_mutex_unlock(&s->mu);
-        LOG_INFO("abandoning running tasks");
-        kill_work(s);
-        pthread_mutex_lock(&s->mu);
-    }
-    while (s->running > 0)
-        pthread_cond_wait(&s->idle, &s->mu);
-    pthread_mutex_unlock(&s->mu);
+    abandon_work(s);
+    spool_wait_idle(&s->pool);
+    spool_fini(&s->pool);
     while (s->waiting) {
         struct stask *t = s->waiting;
 
@@ -703,10 +684,17 @@ int worker_session_main(int fd, SSL_CTX *ctx, const char *peer)
     struct session s;
     struct wire_conn_cbs cbs = {on_msg, on_state, &s};
     struct event *sig = NULL;
+    sigset_t term;
+    int sfd;
 
+    /* Before any thread: every thread inherits the mask. */
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, NULL);
+    sfd = signalfd(-1, &term, SFD_CLOEXEC | SFD_NONBLOCK);
     memset(&s, 0, sizeof(s));
     pthread_mutex_init(&s.mu, NULL);
-    pthread_cond_init(&s.idle, NULL);
+    spool_init(&s.pool);
     base_log_set_role("session");
     evthread_use_pthreads();
     s.base = event_base_new();
@@ -714,15 +702,21 @@ int worker_session_main(int fd, SSL_CTX *ctx, const char *peer)
         wire_conn_accept(s.base, ctx, fd, peer, &cbs, &s.conn) != STRATA_OK)
         return 1;
     s.timer = event_new(s.base, -1, EV_PERSIST, on_timer, &s);
-    sig = evsignal_new(s.base, SIGTERM, on_sigterm, &s);
+    sig = sfd >= 0
+              ? event_new(s.base, sfd, EV_READ | EV_PERSIST, on_sigterm, &s)
+              : NULL;
     if (!s.timer || !sig || event_add(s.timer, &tick) != 0 ||
         event_add(sig, NULL) != 0)
         return 1;
     s.status = 1;
-    event_base_dispatch(s.base);
+    if (spool_loop_init(&s.loop, &s.pool, s.base) != STRATA_OK)
+        LOG_WARN("every task runs on a pool thread: %s", strata_errmsg());
+    spool_loop_run(&s.loop);
     finish(&s);
+    spool_loop_fini(&s.loop);
     event_free(s.timer);
     event_free(sig);
+    close(sfd);
     wire_conn_free(s.conn);
     event_base_free(s.base);
     return s.status;

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -109,6 +110,14 @@ static strata_err fork_child(strata_worker *w, size_t i, uint64_t deadline)
     pid = fork();
     if (pid < 0)
         return base_fail_errno(errno, "fork of %s %d", who(ep), ep->id);
+    if (pid == 0) {
+        sigset_t none;
+
+        /* A caller (a strata-node session) may block signals it reads
+         * from a signalfd; a child starts with none blocked. */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+    }
     if (pid == 0 && w->eps[i].kind == ORCH_EP_NODE)
         worker_node_main(w, i, deadline);
     if (pid == 0)

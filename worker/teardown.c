@@ -115,3 +115,13 @@ void worker_teardown_children(strata_worker *w)
         close(w->doorbell_fd);
     w->doorbell_fd = -1;
 }
+
+void worker_kill_children(strata_worker *w)
+{
+    for (size_t i = 0; w && w->eps && i < w->num_chips + w->num_subs; i++) {
+        if (w->eps[i].pid > 0) {
+            kill(-w->eps[i].pid, SIGKILL);
+            kill(w->eps[i].pid, SIGKILL);
+        }
+    }
+}

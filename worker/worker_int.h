@@ -115,6 +115,9 @@ strata_err remote_start(strata_worker *w, uint64_t deadline);
 void remote_stop(strata_worker *w);
 /* teardown.c: stops and reaps every child by deadline; frees mailboxes. */
 void worker_teardown_children(strata_worker *w);
+/* SIGKILLs every chip and sub of w (and their groups), so work running on
+ * them fails at once; they are reaped at teardown. NULL is a no-op. */
+void worker_kill_children(strata_worker *w);
 /* buffer.c */
 void worker_buffers_free_all(strata_worker *w);
 /* In a new child: drops the mappings of w's buffers it inherited through

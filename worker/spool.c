@@ -1,0 +1,277 @@
+/* A session's job threads (spool.h). Threads park on a condition variable
+ * between jobs; at most SPOOL_KEEP of them stay parked, the others leave. */
+#include "spool.h"
+#include "base/err.h"
+#include "base/log.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#define SPOOL_KEEP 16
+
+void spool_init(struct spool *p)
+{
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->idle, NULL);
+    p->head = p->tail = NULL;
+    p->queued = p->running = p->threads = p->idle_threads = 0;
+    p->stop = false;
+}
+
+static void *spool_main(void *arg)
+{
+    struct spool *p = arg;
+    struct spool_job *job;
+
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->head && !p->stop && p->idle_threads < SPOOL_KEEP) {
+            p->idle_threads++;
+            pthread_cond_wait(&p->work, &p->mu);
+            p->idle_threads--;
+        }
+        job = p->head;
+        if (!job)
+            break; /* stop, or enough threads are parked already */
+        p->head = job->next;
+        if (!p->head)
+            p->tail = NULL;
+        p->queued--;
+        pthread_mutex_unlock(&p->mu);
+        job->fn(job);
+        pthread_mutex_lock(&p->mu);
+        if (--p->running == 0)
+            pthread_cond_broadcast(&p->idle);
+    }
+    p->threads--;
+    pthread_cond_broadcast(&p->idle);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+strata_err spool_submit(struct spool *p, struct spool_job *job)
+{
+    strata_err err = STRATA_OK;
+
+    job->next = NULL;
+    pthread_mutex_lock(&p->mu);
+    /* A parked thread that was signalled but has not woken yet still
+     * counts as idle: compare with the jobs nobody has taken, so a second
+     * job never waits behind the first. */
+    if (p->queued < p->idle_threads) {
+        pthread_cond_signal(&p->work);
+    } else {
+        pthread_attr_t attr;
+        pthread_t th;
+        int rc;
+
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        rc = pthread_create(&th, &attr, spool_main, p);
+        pthread_attr_destroy(&attr);
+        if (rc != 0)
+            err = base_fail_errno(rc, "cannot start a job thread");
+        else
+            p->threads++;
+    }
+    if (!err) {
+        if (p->tail)
+            p->tail->next = job;
+        else
+            p->head = job;
+        p->tail = job;
+        p->queued++;
+        p->running++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return err;
+}
+
+uint32_t spool_running(struct spool *p)
+{
+    uint32_t n;
+
+    pthread_mutex_lock(&p->mu);
+    n = p->running;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+void spool_wait_idle(struct spool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    while (p->running > 0)
+        pthread_cond_wait(&p->idle, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void spool_fini(struct spool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->work);
+    while (p->threads > 0)
+        pthread_cond_wait(&p->idle, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    pthread_cond_destroy(&p->work);
+    pthread_cond_destroy(&p->idle);
+    pthread_mutex_destroy(&p->mu);
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+/* A job offered by the loop runs on the loop's thread right away. Nobody
+ * runs the loop meanwhile; if the job is still running after
+ * SPOOL_TAKEOVER_MS, the watch thread (parked on a timerfd) hands the loop
+ * to a pool thread, so a long job delays the loop by that much at most. A
+ * short job costs two timerfd_settime calls and wakes nobody. */
+#define SPOOL_TAKEOVER_MS 2
+
+static void arm(struct spool_loop *l, long ms)
+{
+    struct itimerspec its = {.it_value = {ms / 1000, (ms % 1000) * 1000000}};
+
+    if (timerfd_settime(l->tfd, 0, &its, NULL) != 0)
+        LOG_WARN("timerfd_settime: %s", strerror(errno));
+}
+
+static void runner_fn(struct spool_job *job);
+
+static void set_done(struct spool_loop *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->done = true;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Runs the loop on the calling thread until it ends or, after an offered
+ * job, the watch thread has given it to another thread. */
+static void drive(struct spool_loop *l)
+{
+    struct spool_job *job;
+    bool moved;
+
+    for (;;) {
+        event_base_loop(l->base, 0);
+        job = l->offered;
+        l->offered = NULL;
+        if (!job || l->ended)
+            break;
+        pthread_mutex_lock(&l->mu);
+        l->inline_running = true;
+        l->moved = false;
+        pthread_mutex_unlock(&l->mu);
+        arm(l, SPOOL_TAKEOVER_MS);
+        job->fn(job);
+        arm(l, 0);
+        pthread_mutex_lock(&l->mu);
+        l->inline_running = false;
+        moved = l->moved;
+        pthread_mutex_unlock(&l->mu);
+        if (moved)
+            return; /* the loop runs elsewhere now */
+    }
+    if (job && spool_submit(l->pool, job) != STRATA_OK)
+        job->fn(job);
+    set_done(l);
+}
+
+static void runner_fn(struct spool_job *job)
+{
+    drive((struct spool_loop *)((char *)job -
+                                offsetof(struct spool_loop, runner)));
+}
+
+static void *watch_main(void *arg)
+{
+    struct spool_loop *l = arg;
+    uint64_t ticks;
+
+    for (;;) {
+        if (read(l->tfd, &ticks, sizeof(ticks)) < 0 && errno != EINTR &&
+            errno != EAGAIN)
+            break;
+        pthread_mutex_lock(&l->mu);
+        if (l->stop) {
+            pthread_mutex_unlock(&l->mu);
+            break;
+        }
+        if (l->inline_running && !l->moved) {
+            l->runner.fn = runner_fn;
+            if (spool_submit(l->pool, &l->runner) == STRATA_OK)
+                l->moved = true;
+            else
+                LOG_WARN("no thread for the event loop: %s", strata_errmsg());
+        }
+        pthread_mutex_unlock(&l->mu);
+    }
+    return NULL;
+}
+
+strata_err spool_loop_init(struct spool_loop *l, struct spool *pool,
+                           struct event_base *base)
+{
+    int rc;
+
+    memset(l, 0, sizeof(*l));
+    l->pool = pool;
+    l->base = base;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    if (l->tfd < 0)
+        return base_fail_errno(errno, "timerfd_create");
+    rc = pthread_create(&l->watch, NULL, watch_main, l);
+    if (rc != 0) {
+        close(l->tfd);
+        l->tfd = -1;
+        return base_fail_errno(rc, "cannot start the loop's watch thread");
+    }
+    l->watching = true;
+    return STRATA_OK;
+}
+
+void spool_loop_run(struct spool_loop *l)
+{
+    drive(l);
+    pthread_mutex_lock(&l->mu);
+    while (!l->done)
+        pthread_cond_wait(&l->cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+}
+
+bool spool_loop_offer(struct spool_loop *l, struct spool_job *job)
+{
+    if (l->offered || l->ended || !l->watching)
+        return false;
+    l->offered = job;
+    event_base_loopbreak(l->base);
+    return true;
+}
+
+void spool_loop_end(struct spool_loop *l, const struct timeval *tv)
+{
+    l->ended = true;
+    event_base_loopexit(l->base, tv);
+}
+
+void spool_loop_fini(struct spool_loop *l)
+{
+    if (l->watching) {
+        pthread_mutex_lock(&l->mu);
+        l->stop = true;
+        pthread_mutex_unlock(&l->mu);
+        arm(l, 1);
+        pthread_join(l->watch, NULL);
+    }
+    if (l->tfd >= 0)
+        close(l->tfd);
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+}
