@@ -264,29 +264,25 @@ static void start_task(struct session *s, struct stask *t)
 /* Maps the task's tensors onto shadow buffers. */
 static strata_err bind_args(struct session *s, struct stask *t)
 {
-    strata_args *wa;
-    strata_err err = strata_args_create(&wa);
+    strata_err err = strata_args_create(&t->args);
 
+    /* The decoder checked every tensor against its buffer's size, which
+     * its shadow has too; the tensor then names the shadow, so the node's
+     * chips map it by identity. */
     if (!err)
-        err = strata_args_create(&t->args);
-    if (!err)
-        err = wire_args_decode(t->task.args, t->task.args_len, wa);
-    for (uint32_t i = 0; !err && i < wa->num_tensors; i++) {
-        const struct wire_tensor *x = &wa->tensors[i];
-        size_t shape[STRATA_MAX_DIMS];
+        err = wire_args_decode(t->task.args, t->task.args_len, t->args);
+    for (uint32_t i = 0; !err && i < t->args->num_tensors; i++) {
+        struct wire_tensor *x = &t->args->tensors[i];
         strata_buffer *b = shadow_get(s, x->buffer_id, x->buffer_size, false,
                                       &t->resident[i], &err);
 
-        for (unsigned d = 0; d < x->ndims; d++)
-            shape[d] = (size_t)x->shape[d];
-        if (b)
-            err = strata_args_add_tensor(t->args, b, x->offset,
-                                         (strata_dtype)x->dtype, x->ndims,
-                                         shape, (strata_tag)x->tag);
+        if (!b)
+            break;
+        x->buffer_id = b->id;
+        x->creator = b->creator;
+        t->args->buffers[i] = b;
+        t->args->data[i] = (char *)b->data + x->offset;
     }
-    for (uint32_t i = 0; !err && i < wa->num_scalars; i++)
-        err = strata_args_add_scalar(t->args, wa->scalars[i]);
-    strata_args_destroy(wa);
     return err;
 }
 
