@@ -102,8 +102,13 @@ static void serve(strata_chip *chip)
     const struct chip_child_cfg *cfg = chip->cfg;
     struct mbx_frame *f;
     strata_err err;
+    bool spin = true;
 
-    while ((f = mbx_child_wait(cfg->mbx)) != NULL) {
+    /* Spin for the next frame only after a task: control frames (domain
+     * set-up and release, unmaps) come alone, and a spinning chip only
+     * takes the CPU from the process that has work. */
+    while ((f = mbx_child_wait_spin(cfg->mbx, spin)) != NULL) {
+        spin = f->kind == MBX_TASK;
         if (f->kind == MBX_TASK)
             err = run_task(chip, f);
         else if (f->kind == MBX_CONTROL)

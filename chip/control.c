@@ -117,6 +117,35 @@ static strata_err staged_copy(strata_chip *chip, struct mbx_frame *f,
     return STRATA_OK;
 }
 
+/* Maps every rank's window, made by the worker, at the addresses it chose
+ * inside the range this process inherited. */
+static strata_err adopt(strata_chip *chip, struct mbx_frame *f)
+{
+    const struct chip_backend_ops *ops = chip->cfg->ops;
+    const struct chip_child_cfg *cfg = chip->cfg;
+    struct chip_window_req req = {
+        .alloc_id = f->arg[0],
+        .rank = (uint32_t)f->arg[1],
+        .rank_count = (uint32_t)(f->arg[1] >> 32),
+        .window_size = f->arg[2],
+        .creator_pid = cfg->parent,
+    };
+    uint64_t base = f->arg[3], map = f->arg[2];
+    strata_err err = need(chip, ops->window_adopt != NULL, "adopted windows");
+
+    if (err)
+        return err;
+    if (req.rank_count == 0 || req.rank >= req.rank_count || map == 0 ||
+        map > cfg->va_size / req.rank_count || base < cfg->va_base ||
+        base - cfg->va_base > cfg->va_size - map * req.rank_count)
+        return base_fail(STRATA_EPROTO,
+                         "window adopt: %u x %llu bytes at 0x%llx fall "
+                         "outside the reserved range",
+                         req.rank_count, (unsigned long long)map,
+                         (unsigned long long)base);
+    return ops->window_adopt(chip->state, &req, base, map);
+}
+
 strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)
 {
     const struct chip_backend_ops *ops = chip->cfg->ops;
@@ -140,6 +169,8 @@ strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)
         return prepare(chip, f);
     case MBX_CTL_WINDOW_IMPORT:
         return import(chip, f);
+    case MBX_CTL_WINDOW_ADOPT:
+        return adopt(chip, f);
     case MBX_CTL_WINDOW_RELEASE:
         err = need(chip, ops->window_release != NULL, "windows");
         return err ? err : ops->window_release(chip->state, f->arg[0]);

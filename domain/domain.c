@@ -10,6 +10,7 @@
 #include "sim/sim.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ static void domain_free(void *obj)
     base_free(d->buffers);
     base_free(d->buffer_names);
     base_free(d->ctls);
+    base_free(d->adopt_ctls);
     base_free(d->ctl_ptrs);
     base_free(d);
 }
@@ -187,11 +189,32 @@ static strata_err exchange(struct strata_domain *d, strata_orch *o)
 }
 
 /* Prepare and import; on failure every member releases what it made. */
+/* STRATA_DOMAIN_EXCHANGE=1 makes every domain exchange descriptors with
+ * its members, as backends without host windows do (tests, diagnosis). */
+static bool exchange_forced(void)
+{
+    static int forced = -1;
+    int f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
+
+    if (f < 0) {
+        const char *env = getenv("STRATA_DOMAIN_EXCHANGE");
+
+        f = env && env[0] && strcmp(env, "0") != 0;
+        __atomic_store_n(&forced, f, __ATOMIC_RELAXED);
+    }
+    return f;
+}
+
 static strata_err build(struct strata_domain *d, strata_orch *o)
 {
-    strata_err err = phase(d, o, MBX_CTL_WINDOW_PREPARE, NULL, 0);
     char msg[STRATA_ERRMSG_MAX];
+    strata_err err;
+    bool used = false;
 
+    err = exchange_forced() ? STRATA_OK : domain_adopt_build(d, &used);
+    if (used)
+        return err;
+    err = phase(d, o, MBX_CTL_WINDOW_PREPARE, NULL, 0);
     if (!err)
         err = exchange(d, o);
     /* Every peer has mapped (or given up): the names are not needed. */
@@ -226,6 +249,10 @@ static void fence_hook(struct orch_sched *s, void *arg)
     if (!d->allocated || d->freed || d->release_pending)
         return;
     __atomic_store_n(&d->released, true, __ATOMIC_RELEASE);
+    if (d->adopted) {
+        domain_adopt_release_locked(d);
+        return;
+    }
     d->release_pending = d->n + 1; /* +1 until every frame is posted */
     for (uint32_t r = 0; r < d->n; r++) {
         struct orch_ctl *c = &d->ctls[r];

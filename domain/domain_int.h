@@ -30,6 +30,12 @@ struct strata_domain {
     bool released;
     bool freed;
     uint32_t release_pending;
+    /* Windows the worker made (adopt.c): their piece of the reserved
+     * range, and ADOPT frames not yet done. */
+    bool adopted;
+    struct orch_ctl *adopt_ctls; /* ADOPT frames may outlive the run */
+    uint64_t va_start, va_len;
+    uint32_t adopt_pending;
     struct strata_domain *next_live;
 };
 
@@ -40,5 +46,12 @@ strata_err domain_validate(struct orch_sched *s, strata_run *run,
 bool domain_name_live(strata_run *run, const char *name);
 void domain_live_add(struct strata_domain *d);
 void domain_live_remove(struct strata_domain *d);
+/* adopt.c: builds d without a round trip when the backend makes windows
+ * in the worker and the reserved range has room; *used says whether it
+ * did (else nothing happened and the exchange of descriptors follows). */
+strata_err domain_adopt_build(struct strata_domain *d, bool *used);
+/* At the fence, under the scheduler lock: RELEASE to every member, as
+ * work of the run (the fence waits for them). */
+void domain_adopt_release_locked(struct strata_domain *d);
 
 #endif

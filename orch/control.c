@@ -34,6 +34,24 @@ int orch_chip_id(const struct orch_sched *s, int index)
     return s->eps[index].id;
 }
 
+const struct chip_backend_ops *orch_backend_ops(const struct orch_sched *s)
+{
+    return s->ops;
+}
+
+uint64_t orch_run_id(const strata_run *r)
+{
+    return r ? r->id : 0;
+}
+
+void orch_run_fail_locked(struct orch_sched *s, uint64_t run_id, strata_err err,
+                          const char *msg)
+{
+    for (struct strata_run *r = s->live_runs; r; r = r->next_live)
+        if (r->id == run_id && !r->done)
+            orch_run_record_error(r, err, "%s", msg);
+}
+
 void orch_lock(struct orch_sched *s)
 {
     pthread_mutex_lock(&s->mu);

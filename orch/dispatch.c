@@ -68,7 +68,14 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
     ep->early[ep->mbx->h.head % MBX_RING] = false;
     ep->ring_slot[ep->mbx->h.head % MBX_RING] = t->slot;
     t->state = TASK_RUNNING;
-    mbx_post(ep->mbx);
+    if (t->ctl && t->ctl->quiet && in_flight(ep) < MBX_RING / 2 &&
+        ep->notify_fd < 0) {
+        mbx_post_quiet(ep->mbx);
+        ep->quiet = true;
+    } else {
+        mbx_post(ep->mbx);
+        ep->quiet = false;
+    }
     if (ep->notify_fd >= 0) {
         uint64_t one = 1;
 
@@ -125,11 +132,18 @@ void orch_make_ready(struct orch_sched *s, struct orch_task *t)
     }
 }
 
+/* A group takes its targets once nothing else holds them and nothing
+ * queued before it waits for them: frames posted without waiting (a
+ * domain's ADOPT) must reach a chip before the group's tasks do. */
 static bool try_reserve(struct orch_sched *s, struct orch_group *g)
 {
-    for (uint32_t i = 0; i < g->n; i++)
-        if (s->eps[s->slots[g->members[i].slot]->ep].reserved)
+    for (uint32_t i = 0; i < g->n; i++) {
+        const struct orch_endpoint *ep =
+            &s->eps[s->slots[g->members[i].slot]->ep];
+
+        if (ep->reserved || (!ep->dead && ep->fifo_head != ORCH_NONE))
             return false;
+    }
     for (uint32_t i = 0; i < g->n; i++)
         s->eps[s->slots[g->members[i].slot]->ep].reserved = g;
     g->reserved = true;
@@ -145,13 +159,16 @@ static bool try_launch(struct orch_sched *s, struct orch_group *g)
         struct orch_endpoint *ep = &s->eps[s->slots[g->members[i].slot]->ep];
 
         dead |= ep->dead;
-        if (!ep->dead && in_flight(ep) > 0)
+        if (!ep->dead && in_flight(ep) > 0) {
+            orch_ring_quiet_locked(s);
             return false;
+        }
     }
     for (uint32_t i = 0; i < g->n; i++)
         s->eps[s->slots[g->members[i].slot]->ep].reserved = NULL;
-    /* Members wait on each other: never start some without the rest. */
-    for (uint32_t i = 0; i < g->n; i++) {
+    /* Members wait on each other: never start some without the rest. The
+     * last member to complete frees g: read nothing of g after that. */
+    for (uint32_t i = 0, n = g->n; i < n; i++) {
         struct orch_task *m = s->slots[g->members[i].slot];
 
         if (dead)
@@ -236,6 +253,16 @@ static void dispatch_subs(struct orch_sched *s)
             orch_complete(s, t, STRATA_EPEER, "no sub worker is alive");
         else
             post(s, ep, t);
+    }
+}
+
+void orch_ring_quiet_locked(struct orch_sched *s)
+{
+    for (size_t i = 0; i < s->num_chips + s->num_subs; i++) {
+        if (s->eps[i].quiet) {
+            s->eps[i].quiet = false;
+            mbx_ring(s->eps[i].mbx);
+        }
     }
 }
 

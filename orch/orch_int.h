@@ -107,6 +107,10 @@ struct strata_run {
     bool hooks_fired;
 };
 
+struct va_extent {
+    uint64_t start, len;
+};
+
 struct orch_sched {
     pthread_mutex_t mu;
     strata_worker *worker;
@@ -141,12 +145,24 @@ struct orch_sched {
     struct adopted *adopted;
     uint32_t num_adopted;
     uint32_t cap_adopted;
+    /* windows: the backend, and the reserved address range (varange.c) */
+    const struct chip_backend_ops *ops;
+    uint64_t va_base, va_size;
+    struct va_extent *va_free; /* sorted, disjoint */
+    uint32_t va_num, va_cap;
     /* thread */
     struct pollfd *pfd; /* doorbell, then one pidfd per endpoint */
     pthread_t thread;
     bool thread_started;
     bool stopping;
 };
+
+/* dispatch.c: wakes every child holding frames posted quietly (before a
+ * wait that may need them done). Under the lock. */
+void orch_ring_quiet_locked(struct orch_sched *s);
+
+/* varange.c */
+strata_err orch_va_init(struct orch_sched *s, uint64_t base, uint64_t size);
 
 /* slots.c */
 strata_err orch_slot_alloc(struct orch_sched *s, struct orch_task **out);

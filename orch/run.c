@@ -122,6 +122,8 @@ strata_err orch_wait(struct orch_sched *s, bool (*done)(void *), void *arg,
         s->waiters++;
         seq = s->progress_seq;
         ok = done(arg);
+        if (!ok)
+            orch_ring_quiet_locked(s); /* what we wait for may need them */
         pthread_mutex_unlock(&s->mu);
         if (!ok)
             base_futex_wait(&s->progress_seq, seq, deadline);

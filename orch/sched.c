@@ -39,6 +39,13 @@ strata_err orch_sched_create(const struct orch_sched_cfg *cfg,
     s->registry_count = cfg->registry_count;
     s->directed_kind =
         cfg->directed_kind ? cfg->directed_kind : STRATA_CALLABLE_KERNEL;
+    s->ops = cfg->ops;
+    if (orch_va_init(s, cfg->va_base, cfg->va_size) != STRATA_OK) {
+        pthread_mutex_destroy(&s->mu);
+        base_free(s->pfd);
+        base_free(s);
+        return base_fail(STRATA_ENOMEM, "out of memory creating scheduler");
+    }
     s->free_head = ORCH_NONE;
     s->sub_head = s->sub_tail = ORCH_NONE;
     for (size_t i = 0; i < s->num_chips + s->num_subs; i++) {
@@ -212,6 +219,7 @@ void orch_sched_destroy(struct orch_sched *s)
     free_slots(s);
     base_free(s->work);
     base_free(s->pfd);
+    base_free(s->va_free);
     pthread_mutex_destroy(&s->mu);
     base_free(s);
 }

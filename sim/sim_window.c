@@ -28,6 +28,7 @@ struct sim_window {
     void *own;
     void **peers;             /* rank_count mappings once imported */
     strata_comm_context *ctx; /* once imported */
+    bool adopted;             /* peers mapped inside the reserved range */
     struct sim_window *next;
 };
 
@@ -141,11 +142,25 @@ static strata_err check_table(const struct sim_window *w,
     return STRATA_OK;
 }
 
+/* Gives an adopted window's addresses back to the reserved range. */
+static void unreserve_fixed(void *p, size_t size)
+{
+    if (mmap(p, size, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+             0) == MAP_FAILED)
+        munmap(p, size); /* the hole stays; nothing maps there again */
+}
+
 static void unmap_peers(struct sim_window *w)
 {
-    for (uint32_t r = 0; w->peers && r < w->rank_count; r++)
-        if (r != w->rank && w->peers[r])
+    for (uint32_t r = 0; w->peers && r < w->rank_count; r++) {
+        if (!w->peers[r] || (r == w->rank && !w->adopted))
+            continue;
+        if (w->adopted)
+            unreserve_fixed(w->peers[r], w->mapping_size);
+        else
             munmap(w->peers[r], w->mapping_size);
+    }
     base_free(w->peers);
     w->peers = NULL;
 }
@@ -197,7 +212,8 @@ fail:
 static void free_window(struct sim_window *w)
 {
     unmap_peers(w);
-    munmap(w->own, w->mapping_size);
+    if (!w->adopted)
+        munmap(w->own, w->mapping_size);
     base_free(w->ctx);
     base_free(w);
 }
@@ -250,4 +266,123 @@ const strata_comm_context *sim_comm_context(void *state, uint64_t device_ctx)
         if (w->ctx && (SIM_CTX_TAG | w->alloc_id) == device_ctx)
             return w->ctx;
     return NULL;
+}
+
+/* ---- windows the worker makes (no round trip to the members) ---------- */
+
+uint64_t sim_window_mapping_size(uint64_t window_size)
+{
+    return page_round(window_size);
+}
+
+strata_err sim_host_window_create(const struct chip_window_req *req,
+                                  uint64_t *device_ctx_out)
+{
+    char name[CHIP_WINDOW_HANDLE_MAX];
+    strata_err err = STRATA_OK;
+    int fd;
+
+    if (BASE_FAULT("window.prepare"))
+        return base_fail(STRATA_EIO, "fault point window.prepare");
+    sim_window_name(name, sizeof(name), req->creator_pid, req->alloc_id,
+                    req->rank);
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    /* Our pid and a new allocation id: an existing name is a dead
+     * process's leftover under a reused pid. */
+    if (fd < 0 && errno == EEXIST && shm_unlink(name) == 0)
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        return base_fail_errno(errno, "shm_open %s", name);
+    /* Freshly truncated: zero before any member can see it. */
+    if (ftruncate(fd, (off_t)page_round(req->window_size)) != 0) {
+        err = base_fail_errno(errno, "ftruncate %s", name);
+        shm_unlink(name);
+    }
+    close(fd);
+    if (!err)
+        *device_ctx_out = SIM_CTX_TAG | req->alloc_id;
+    return err;
+}
+
+void sim_host_window_unlink(const struct chip_window_req *req)
+{
+    char name[CHIP_WINDOW_HANDLE_MAX];
+
+    sim_window_name(name, sizeof(name), req->creator_pid, req->alloc_id,
+                    req->rank);
+    shm_unlink(name); /* ENOENT: never made, or gone already */
+}
+
+static strata_err map_fixed(const char *name, void *at, size_t size)
+{
+    int fd = shm_open(name, O_RDWR, 0);
+    void *p;
+
+    if (fd < 0)
+        return base_fail_errno(errno, "shm_open %s", name);
+    /* at lies in the range this process reserved: MAP_FIXED replaces
+     * only that reservation. */
+    p = mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return base_fail_errno(errno, "mmap %s", name);
+    return STRATA_OK;
+}
+
+strata_err sim_window_adopt(void *state, const struct chip_window_req *req,
+                            uint64_t base, uint64_t mapping_size)
+{
+    struct sim_state *s = state;
+    uint32_t n = req->rank_count;
+    char name[CHIP_WINDOW_HANDLE_MAX];
+    struct sim_window *w;
+    strata_err err = STRATA_OK;
+
+    if (find(s, req->alloc_id))
+        return base_fail(STRATA_EEXIST, "window %llu already here",
+                         (unsigned long long)req->alloc_id);
+    if (BASE_FAULT("window.import"))
+        return base_fail(STRATA_EIO, "fault point window.import");
+    w = base_calloc(1, sizeof(*w));
+    if (w) {
+        w->peers = base_calloc(n, sizeof(void *));
+        w->ctx = base_calloc(1, sizeof(*w->ctx) + n * sizeof(void *));
+    }
+    if (!w || !w->peers || !w->ctx) {
+        if (w) {
+            base_free(w->peers);
+            base_free(w->ctx);
+        }
+        base_free(w);
+        return base_fail(STRATA_ENOMEM, "out of memory adopting %u windows", n);
+    }
+    w->alloc_id = req->alloc_id;
+    w->rank = req->rank;
+    w->rank_count = n;
+    w->mapping_size = mapping_size;
+    w->adopted = true;
+    for (uint32_t r = 0; r < n && !err; r++) {
+        void *at = (void *)(uintptr_t)(base + (uint64_t)r * mapping_size);
+
+        sim_window_name(name, sizeof(name), req->creator_pid, req->alloc_id, r);
+        err = map_fixed(name, at, mapping_size);
+        if (!err) {
+            w->peers[r] = at;
+            w->ctx->window_base[r] = at;
+        }
+    }
+    if (err) {
+        unmap_peers(w);
+        base_free(w->ctx);
+        base_free(w);
+        return err;
+    }
+    w->own = w->peers[w->rank];
+    w->ctx->version = STRATA_COMM_CONTEXT_VERSION;
+    w->ctx->rank = w->rank;
+    w->ctx->rank_count = n;
+    w->ctx->window_size = mapping_size;
+    w->next = s->windows;
+    s->windows = w;
+    return STRATA_OK;
 }

@@ -24,5 +24,12 @@ void *sim_window_local(void *state, uint64_t alloc_id, size_t *size_out);
 const struct strata_comm_context *sim_comm_context(void *state,
                                                    uint64_t device_ctx);
 void sim_windows_release_all(struct sim_state *s);
+/* Windows the worker makes (chip_backend.h: host_window_create ...). */
+uint64_t sim_window_mapping_size(uint64_t window_size);
+strata_err sim_host_window_create(const struct chip_window_req *req,
+                                  uint64_t *device_ctx_out);
+void sim_host_window_unlink(const struct chip_window_req *req);
+strata_err sim_window_adopt(void *state, const struct chip_window_req *req,
+                            uint64_t base, uint64_t mapping_size);
 
 #endif

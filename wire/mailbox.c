@@ -70,6 +70,16 @@ void mbx_post(struct mbx *m)
     ring_bell(m);
 }
 
+void mbx_post_quiet(struct mbx *m)
+{
+    __atomic_add_fetch(&m->h.head, 1, __ATOMIC_SEQ_CST);
+}
+
+void mbx_ring(struct mbx *m)
+{
+    ring_bell(m);
+}
+
 void mbx_shutdown(struct mbx *m)
 {
     __atomic_store_n(&m->h.shutdown, 1, __ATOMIC_SEQ_CST);
@@ -87,7 +97,12 @@ static int pending(struct mbx *m)
 
 struct mbx_frame *mbx_child_wait(struct mbx *m)
 {
-    unsigned spins = base_spin_budget();
+    return mbx_child_wait_spin(m, true);
+}
+
+struct mbx_frame *mbx_child_wait_spin(struct mbx *m, bool spin)
+{
+    unsigned spins = spin ? base_spin_budget() : 0;
     int p;
 
     for (;;) {

@@ -85,6 +85,8 @@ _Noreturn static void become_child(strata_worker *w, size_t i)
         .shared = w->shared,
         .doorbell_fd = w->doorbell_fd,
         .parent = w->creator,
+        .va_base = (uint64_t)(uintptr_t)w->va_base,
+        .va_size = w->va_size,
     };
 
     for (size_t j = 0; j < n; j++) {
@@ -211,6 +213,9 @@ static strata_err start_scheduler(strata_worker *w)
         .registry_count = chip_registry_count(),
         .directed_kind =
             w->level == 3 ? STRATA_CALLABLE_KERNEL : STRATA_CALLABLE_ORCH,
+        .ops = w->ops,
+        .va_base = (uint64_t)(uintptr_t)w->va_base,
+        .va_size = w->va_size,
     };
     strata_err err = orch_sched_create(&cfg, &w->sched);
 
@@ -219,11 +224,38 @@ static strata_err start_scheduler(strata_worker *w)
     return err;
 }
 
+/* Address space for windows every member maps at one address: reserved
+ * (PROT_NONE, no memory behind it) before the chips fork, so all of them
+ * and the worker hold the same range. Smaller sizes are tried where the
+ * address space is tight (sanitizers); without any, domains fall back to
+ * the exchange of descriptors. */
+static void reserve_window_range(strata_worker *w)
+{
+    static const size_t sizes[] = {(size_t)64 << 30, (size_t)8 << 30,
+                                   (size_t)1 << 30};
+
+    if (w->level != 3 || w->num_chips == 0 || !w->ops ||
+        !w->ops->window_adopt || !w->ops->host_window_create)
+        return;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        void *p = mmap(NULL, sizes[i], PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+        if (p != MAP_FAILED) {
+            w->va_base = p;
+            w->va_size = sizes[i];
+            return;
+        }
+    }
+    LOG_INFO("no address range for adopted windows: %s", strerror(errno));
+}
+
 strata_err worker_spawn(strata_worker *w, uint64_t deadline)
 {
     strata_err err;
 
     worker_reclaim_stale_segments();
+    reserve_window_range(w);
     err = make_endpoints(w);
     /* Anything buffered now would be printed again by every child. */
     fflush(NULL);

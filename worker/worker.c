@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 void strata_worker_config_init(strata_worker_config *cfg, int level)
@@ -223,6 +224,8 @@ void worker_free(strata_worker *w)
     gnode_free_all(w);
     gdomain_free_all(w);
     worker_buffers_free_all(w);
+    if (w->va_base)
+        munmap(w->va_base, w->va_size);
     pthread_mutex_destroy(&w->gv_mu);
     pthread_mutex_destroy(&w->buf_mu);
     base_free(w->chip_ids);

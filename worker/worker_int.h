@@ -55,6 +55,9 @@ struct strata_worker {
     /* node side: runs of tasks with deadlines (deadline.c) */
     uint32_t bounded_running; /* futex word */
     bool bounded_late;        /* one passed its deadline */
+    /* address range reserved before the fork for adopted windows */
+    void *va_base;
+    size_t va_size;
     /* buffers */
     pthread_mutex_t buf_mu;
     strata_buffer **bufs;

@@ -28,6 +28,27 @@ struct states {
     strata_err ctx0, ctx1, rel2, copy1;
 };
 
+struct maps_want {
+    const strata_worker *w;
+    size_t want;
+};
+
+static bool maps_reached(void *arg)
+{
+    const struct maps_want *m = arg;
+
+    return dom_chip_window_maps(m->w, it_ids4, 4) == m->want;
+}
+
+/* Window mappings in chips 0..3 once they reach want (or after 5 s). */
+static size_t wait_maps(const strata_worker *w, size_t want)
+{
+    struct maps_want m = {w, want};
+
+    testutil_wait_until(maps_reached, &m, 5.0);
+    return dom_chip_window_maps(w, it_ids4, 4);
+}
+
 static strata_err states_orch(strata_orch *o, const strata_args *args,
                               void *user)
 {
@@ -42,10 +63,12 @@ static strata_err states_orch(strata_orch *o, const strata_args *args,
     s->released0 = strata_domain_released(s->d);
     s->freed0 = strata_domain_freed(s->d);
     s->ctx0 = strata_domain_context(s->d, 1, &c);
-    s->maps_live = dom_chip_window_maps(s->f->w, it_ids4, 4);
     /* Submitted before the release: the task keeps using the windows. */
     it_try(
         dom_submit_allreduce(o, s->d, ids012, 3, 0, 256, 2048, 9, s->f->b[0]));
+    /* Members map before running anything submitted after the allocation;
+     * the allocation itself does not wait for them. */
+    s->maps_live = wait_maps(s->f->w, 9);
     it_try(strata_domain_release(s->d));
     s->released1 = strata_domain_released(s->d);
     s->freed1 = strata_domain_freed(s->d);

@@ -20,6 +20,10 @@ struct chip_child_cfg {
     struct mbx_shared *shared;
     int doorbell_fd; /* eventfd the parent's scheduler polls */
     pid_t parent;    /* the worker process */
+    /* Address range reserved (PROT_NONE) before the fork, where adopted
+     * windows are mapped; 0 when none. */
+    uint64_t va_base;
+    uint64_t va_size;
 };
 
 /* Runs a child until shutdown; never returns. Called right after fork. */

@@ -26,6 +26,10 @@ struct orch_ctl {
     void *staged_reply;
     uint32_t staged_reply_cap;
     uint32_t staged_reply_len;
+    /* Post without waking the chip: it runs the frame before its next
+     * task, or when a wait needs it (only for frames nobody waits on
+     * right away; at most half the ring is left quiet). */
+    bool quiet;
     /* Called under the scheduler lock when done (may be NULL). */
     void (*on_done)(struct orch_ctl *c, void *arg);
     void *on_done_arg;
@@ -72,6 +76,19 @@ strata_err orch_run_on_fence(strata_orch *o, orch_fence_fn fn, void *arg);
 /* Frees obj with free_fn when the scheduler is destroyed. */
 strata_err orch_sched_adopt(struct orch_sched *s, void *obj,
                             void (*free_fn)(void *));
+/* The chips' backend (NULL when unknown). */
+const struct chip_backend_ops *orch_backend_ops(const struct orch_sched *s);
+/* A piece of len bytes of the reserved range at *out (under the lock);
+ * false when none is left (or there is no range). */
+bool orch_va_alloc_locked(struct orch_sched *s, uint64_t len, uint64_t *out);
+/* Gives a piece back (under the lock). */
+void orch_va_free_locked(struct orch_sched *s, uint64_t start, uint64_t len);
+/* Records err as the first error of the run with run_id, unless it has
+ * one or has ended (under the lock): a failure of a control frame nobody
+ * waits for. */
+void orch_run_fail_locked(struct orch_sched *s, uint64_t run_id, strata_err err,
+                          const char *msg);
+uint64_t orch_run_id(const strata_run *r);
 /* The worker-lifetime base communicator of chip index ep: true once it
  * was initialized (under the lock). */
 bool orch_comm_ready(const struct orch_sched *s, int ep);

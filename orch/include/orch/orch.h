@@ -39,7 +39,11 @@ struct orch_endpoint {
     /* Remote nodes complete frames out of order: those already finished
      * ahead of the ring's tail. */
     bool early[MBX_RING];
+    /* Frames were posted without waking the child (orch_ctl.quiet). */
+    bool quiet;
 };
+
+struct chip_backend_ops;
 
 struct orch_sched_cfg {
     strata_worker *worker;
@@ -50,6 +54,10 @@ struct orch_sched_cfg {
     int doorbell_fd;
     uint32_t registry_count; /* callables the children inherited */
     uint32_t directed_kind;  /* callables the directed endpoints run */
+    /* The chips' backend, and the address range reserved before the
+     * fork for windows every member maps at one address (0: none). */
+    const struct chip_backend_ops *ops;
+    uint64_t va_base, va_size;
 };
 
 struct orch_sched;

@@ -68,8 +68,24 @@ struct chip_backend_ops {
     strata_err (*launch)(void *state, strata_chip *chip, strata_kernel_fn fn,
                          const strata_args *args);
     strata_err (*sync)(void *state);
+    /* Optional, for backends whose windows are host memory (sim). The
+     * worker process then makes a domain without waiting for its members:
+     * host_window_create (in the worker) creates rank req->rank's window,
+     * zeroed, and says the device_ctx every member will answer to; each
+     * member's window_adopt maps all rank_count windows, rank r at
+     * base + r * mapping_size, inside the address range reserved before
+     * the worker forked (so every member sees every window at the same
+     * address); host_window_unlink (in the worker) drops the names once
+     * every member has mapped. window_release undoes window_adopt. */
+    strata_err (*host_window_create)(const struct chip_window_req *req,
+                                     uint64_t *device_ctx_out);
+    void (*host_window_unlink)(const struct chip_window_req *req);
+    strata_err (*window_adopt)(void *state, const struct chip_window_req *req,
+                               uint64_t base, uint64_t mapping_size);
+    /* Bytes a window of window_size takes (page rounded on sim). */
+    uint64_t (*window_mapping_size)(uint64_t window_size);
 };
 
-#define CHIP_BACKEND_ABI 1u
+#define CHIP_BACKEND_ABI 2u
 
 #endif

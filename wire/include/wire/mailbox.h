@@ -52,6 +52,9 @@ enum mbx_control_op {
      * staged bytes into a window / window bytes back into staging. */
     MBX_CTL_WINDOW_WRITE = 10,
     MBX_CTL_WINDOW_READ = 11,
+    /* arg = alloc id, rank | rank count << 32, mapping size, base: map
+     * every rank's window, made by the worker, at base + r * mapping. */
+    MBX_CTL_WINDOW_ADOPT = 12,
 };
 
 /* One unit of work. Identity (run, slot, generation) lets the parent match
@@ -118,12 +121,20 @@ static inline struct mbx_frame *mbx_next_frame(struct mbx *m)
 }
 /* Publishes the frame from mbx_next_frame and wakes the child if parked. */
 void mbx_post(struct mbx *m);
+/* Publishes the next frame without waking a parked child: it runs the
+ * frame when something else wakes it (mbx_ring, the next mbx_post). */
+void mbx_post_quiet(struct mbx *m);
+/* Wakes the child if it is parked. */
+void mbx_ring(struct mbx *m);
 /* Sets the sticky shutdown word and wakes the child. */
 void mbx_shutdown(struct mbx *m);
 
 /* Child side. Waits until a frame is posted or shutdown is set, spinning
  * first, then parking. Returns the frame, or NULL on shutdown. */
 struct mbx_frame *mbx_child_wait(struct mbx *m);
+/* The same, spinning first only when spin is true (the previous frame was
+ * a task, so more may follow at once); otherwise it parks at once. */
+struct mbx_frame *mbx_child_wait_spin(struct mbx *m, bool spin);
 /* Marks the oldest frame complete. Returns true if the parent's scheduler
  * is parked and must be woken through its doorbell. */
 bool mbx_child_complete(struct mbx *m, const struct mbx_shared *s);

@@ -1,0 +1,193 @@
+/* Domains whose windows the worker makes itself (backends with host
+ * windows, such as sim): no round trip to the members. The worker creates
+ * every rank's segment, zeroed, and picks one address for each inside the
+ * range every process of the tree reserved before the fork; then it posts
+ * one ADOPT frame per member, which maps all of them there, and returns at
+ * once. ADOPT frames are posted quietly (no wake-up): a member runs its
+ * ADOPT before its next task (same FIFO), or when something waits on it.
+ * The names are unlinked once every member has mapped. At the fence, one
+ * RELEASE frame per member, which the fence waits for: the domain is freed
+ * when the run returns. */
+#include "base/alloc.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "domain_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void unlink_all(struct strata_domain *d)
+{
+    const struct chip_backend_ops *ops = orch_backend_ops(d->sched);
+
+    for (uint32_t r = 0; r < d->n; r++) {
+        struct chip_window_req req = {.alloc_id = d->alloc_id,
+                                      .rank = r,
+                                      .rank_count = d->n,
+                                      .window_size = d->window_size,
+                                      .creator_pid = d->creator};
+
+        ops->host_window_unlink(&req);
+    }
+}
+
+/* Under the scheduler lock. */
+static void adopt_done(struct orch_ctl *c, void *arg)
+{
+    struct strata_domain *d = arg;
+
+    if (c && c->err) {
+        char msg[STRATA_ERRMSG_MAX];
+
+        snprintf(msg, sizeof(msg),
+                 "domain '%s': chip %d could not map the windows: %.400s",
+                 d->name, d->chips[c - d->adopt_ctls], c->msg);
+        LOG_WARN("%s", msg);
+        orch_run_fail_locked(d->sched, orch_run_id(d->run), c->err, msg);
+    }
+    if (--d->adopt_pending == 0)
+        unlink_all(d);
+}
+
+/* Under the scheduler lock. */
+static void release_done(struct orch_ctl *c, void *arg)
+{
+    struct strata_domain *d = arg;
+
+    if (c && c->err)
+        LOG_DEBUG("domain '%s': a member's release failed: %s", d->name,
+                  c->msg);
+    if (--d->release_pending == 0) {
+        orch_va_free_locked(d->sched, d->va_start, d->va_len);
+        __atomic_store_n(&d->freed, true, __ATOMIC_RELEASE);
+        domain_live_remove(d);
+    }
+}
+
+/* Under the scheduler lock: RELEASE to members 0..n-1 (those that got an
+ * ADOPT), as work of run (NULL: of none). */
+static void post_releases(struct strata_domain *d, strata_run *run, uint32_t n)
+{
+    d->release_pending = n + 1; /* +1 until every frame is posted */
+    for (uint32_t r = 0; r < n; r++) {
+        struct orch_ctl *c = &d->ctls[r];
+
+        memset(c, 0, sizeof(*c));
+        c->op = MBX_CTL_WINDOW_RELEASE;
+        c->arg[0] = d->alloc_id;
+        c->on_done = release_done;
+        c->on_done_arg = d;
+        if (orch_control_post_locked(d->sched, run, d->eps[r], c) !=
+            STRATA_OK) {
+            /* The chip keeps the mapping until it exits; its range
+             * piece is never handed out again. */
+            LOG_WARN("domain '%s': cannot post release to chip %d: %s", d->name,
+                     d->chips[r], strata_errmsg());
+            d->va_len = 0;
+            d->release_pending--;
+        }
+    }
+    release_done(NULL, d);
+}
+
+void domain_adopt_release_locked(struct strata_domain *d)
+{
+    post_releases(d, d->run, d->n);
+}
+
+static void forget_segments(struct strata_domain *d, uint32_t made)
+{
+    const struct chip_backend_ops *ops = orch_backend_ops(d->sched);
+
+    for (uint32_t r = 0; r < made; r++) {
+        struct chip_window_req req = {.alloc_id = d->alloc_id,
+                                      .rank = r,
+                                      .rank_count = d->n,
+                                      .window_size = d->window_size,
+                                      .creator_pid = d->creator};
+
+        ops->host_window_unlink(&req);
+    }
+}
+
+strata_err domain_adopt_build(struct strata_domain *d, bool *used)
+{
+    const struct chip_backend_ops *ops = orch_backend_ops(d->sched);
+    struct orch_sched *s = d->sched;
+    char msg[STRATA_ERRMSG_MAX];
+    uint64_t map, base = 0;
+    strata_err err = STRATA_OK;
+    uint32_t r;
+    bool have;
+
+    *used = false;
+    if (!ops || !ops->host_window_create || !ops->host_window_unlink ||
+        !ops->window_adopt || !ops->window_mapping_size)
+        return STRATA_OK;
+    map = ops->window_mapping_size(d->window_size);
+    if (map == 0 || map > UINT64_MAX / d->n)
+        return STRATA_OK;
+    /* Apart from d->ctls, which the RELEASE at the fence reuses while an
+     * ADOPT may still wait in a parked chip's ring. */
+    d->adopt_ctls = base_calloc(d->n, sizeof(*d->adopt_ctls));
+    if (!d->adopt_ctls)
+        return STRATA_OK; /* the exchange needs less */
+    orch_lock(s);
+    have = orch_va_alloc_locked(s, map * d->n, &base);
+    orch_unlock(s);
+    if (!have)
+        return STRATA_OK; /* no range (left): exchange descriptors */
+    *used = true;
+    d->adopted = true;
+    d->va_start = base;
+    d->va_len = map * d->n;
+    d->mapping_size = map;
+    for (r = 0; r < d->n && !err; r++) {
+        struct chip_window_req req = {.alloc_id = d->alloc_id,
+                                      .rank = r,
+                                      .rank_count = d->n,
+                                      .window_size = d->window_size,
+                                      .creator_pid = d->creator};
+
+        err = ops->host_window_create(&req, &d->device_ctx[r]);
+        d->local_base[r] = base + (uint64_t)r * map;
+    }
+    if (err) {
+        snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+        forget_segments(d, r);
+        orch_lock(s);
+        orch_va_free_locked(s, d->va_start, d->va_len);
+        orch_unlock(s);
+        return base_fail(err, "domain '%s': %s", d->name, msg);
+    }
+    d->adopt_pending = d->n + 1; /* +1 until every frame is posted */
+    for (r = 0; r < d->n && !err; r++) {
+        struct orch_ctl *c = &d->adopt_ctls[r];
+
+        memset(c, 0, sizeof(*c));
+        c->op = MBX_CTL_WINDOW_ADOPT;
+        c->arg[0] = d->alloc_id;
+        c->arg[1] = r | (uint64_t)d->n << 32;
+        c->arg[2] = map;
+        c->arg[3] = base;
+        c->on_done = adopt_done;
+        c->on_done_arg = d;
+        c->quiet = true;
+        /* Not work of the run: nothing waits for it but the chip's next
+         * task, and the RELEASE at the fence. */
+        err = orch_control_post(s, NULL, d->eps[r], c, NULL);
+    }
+    if (err)
+        snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+    orch_lock(s);
+    if (err) {
+        /* Members that got an ADOPT release again; the rest never map. */
+        uint32_t posted = r - 1;
+
+        d->adopt_pending -= d->n - posted;
+        post_releases(d, NULL, posted);
+    }
+    adopt_done(NULL, d);
+    orch_unlock(s);
+    return err ? base_fail(err, "domain '%s': %s", d->name, msg) : STRATA_OK;
+}
