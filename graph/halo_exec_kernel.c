@@ -260,38 +260,69 @@ static strata_err translate(struct rank_ctx *c)
     return STRATA_OK;
 }
 
-/* The last plan this chip ran, by plan id and rank: its paged rows and
- * index arrays do not change, so repeated calls skip rebuilding them
- * (8 bytes per edge, page-faulted afresh each time otherwise). One entry:
- * a chip keeps the arrays of its last plan until another replaces them. */
-static struct {
+/* The plans this chip ran lately, by plan id and rank: their paged rows
+ * and index arrays do not change, so repeated calls skip rebuilding them
+ * (8 bytes per edge, page-faulted afresh each time otherwise). A few
+ * entries, least recently used out first, so a chip that serves two
+ * handles in turn (a forward and a second graph, or two chip counts) does
+ * not rebuild on every call; at most CACHE_BYTES stay allocated. */
+#define CACHE_SLOTS 4
+#define CACHE_BYTES ((size_t)1 << 30)
+
+struct cache_entry {
+    bool used;
     uint64_t plan_id;
     uint32_t rank;
+    uint64_t stamp; /* last use */
+    size_t bytes;
     int64_t *paged_rows;
     int64_t *paged_cols;
     uint64_t *loc;
     uint64_t *order;
     uint64_t num_interior;
-} cache;
+};
 
-static void cache_drop(void)
+static struct cache_entry cache[CACHE_SLOTS];
+static uint64_t cache_clock;
+
+static void entry_drop(struct cache_entry *e)
 {
-    base_free(cache.paged_rows);
-    base_free(cache.paged_cols);
-    base_free(cache.loc);
-    base_free(cache.order);
-    memset(&cache, 0, sizeof(cache));
+    base_free(e->paged_rows);
+    base_free(e->paged_cols);
+    base_free(e->loc);
+    base_free(e->order);
+    memset(e, 0, sizeof(*e));
+}
+
+static struct cache_entry *cache_find(uint64_t plan_id, uint32_t rank)
+{
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i].used && cache[i].plan_id == plan_id &&
+            cache[i].rank == rank)
+            return &cache[i];
+    return NULL;
+}
+
+static bool cache_owns(const uint64_t *loc)
+{
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        if (cache[i].used && cache[i].loc == loc)
+            return true;
+    return false;
 }
 
 static bool cache_take(struct rank_ctx *c)
 {
-    if (!cache.loc || cache.plan_id != c->hdr->plan_id || cache.rank != c->rank)
+    struct cache_entry *e = cache_find(c->hdr->plan_id, c->rank);
+
+    if (!e)
         return false;
-    c->paged_rows = cache.paged_rows;
-    c->paged_cols = cache.paged_cols;
-    c->loc = cache.loc;
-    c->order = cache.order;
-    c->num_interior = cache.num_interior;
+    e->stamp = ++cache_clock;
+    c->paged_rows = e->paged_rows;
+    c->paged_cols = e->paged_cols;
+    c->loc = e->loc;
+    c->order = e->order;
+    c->num_interior = e->num_interior;
     if (c->paged_rows) {
         c->row_ptr = c->paged_rows;
         c->cols = c->paged_cols;
@@ -302,25 +333,62 @@ static bool cache_take(struct rank_ctx *c)
     return true;
 }
 
-static void cache_keep(struct rank_ctx *c)
+/* Keeps c's arrays; false when they are too large to keep (the caller
+ * frees them). */
+static bool cache_keep(struct rank_ctx *c)
 {
-    if (cache.loc != c->loc)
-        cache_drop();
-    cache.plan_id = c->hdr->plan_id;
-    cache.rank = c->rank;
-    cache.paged_rows = c->paged_rows;
-    cache.paged_cols = c->paged_cols;
-    cache.loc = c->loc;
-    cache.order = c->order;
-    cache.num_interior = c->num_interior;
+    struct cache_entry *e = cache_find(c->hdr->plan_id, c->rank);
+    size_t bytes = (c->rp->nnz + 1 + c->rows + 1) * sizeof(uint64_t);
+    size_t total = 0;
+
+    if (e && e->loc == c->loc) {
+        e->stamp = ++cache_clock;
+        return true;
+    }
+    if (e)
+        entry_drop(e);
+    if (c->paged_rows)
+        bytes += (c->rows + 1 + c->rp->nnz) * sizeof(int64_t);
+    if (bytes > CACHE_BYTES)
+        return false;
+    for (;;) {
+        struct cache_entry *free_slot = NULL, *oldest = NULL;
+
+        total = 0;
+        for (int i = 0; i < CACHE_SLOTS; i++) {
+            if (!cache[i].used) {
+                free_slot = free_slot ? free_slot : &cache[i];
+                continue;
+            }
+            total += cache[i].bytes;
+            if (!oldest || cache[i].stamp < oldest->stamp)
+                oldest = &cache[i];
+        }
+        if (free_slot && total + bytes <= CACHE_BYTES) {
+            e = free_slot;
+            break;
+        }
+        entry_drop(oldest);
+    }
+    e->used = true;
+    e->plan_id = c->hdr->plan_id;
+    e->rank = c->rank;
+    e->stamp = ++cache_clock;
+    e->bytes = bytes;
+    e->paged_rows = c->paged_rows;
+    e->paged_cols = c->paged_cols;
+    e->loc = c->loc;
+    e->order = c->order;
+    e->num_interior = c->num_interior;
+    return true;
 }
 
 /* ok: the index arrays are complete and stay cached; else they go. */
 static void ctx_close(struct rank_ctx *c, bool ok)
 {
-    if (ok) {
-        cache_keep(c);
-    } else if (c->loc != cache.loc) {
+    if (ok && cache_keep(c)) {
+        /* kept */
+    } else if (!cache_owns(c->loc)) {
         base_free(c->paged_rows);
         base_free(c->paged_cols);
         base_free(c->loc);
