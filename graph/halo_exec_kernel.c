@@ -8,6 +8,7 @@
 
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Everything a rank's kernel works from. */
 struct rank_ctx {
@@ -265,9 +266,24 @@ static strata_err translate(struct rank_ctx *c)
  * (8 bytes per edge, page-faulted afresh each time otherwise). A few
  * entries, least recently used out first, so a chip that serves two
  * handles in turn (a forward and a second graph, or two chip counts) does
- * not rebuild on every call; at most CACHE_BYTES stay allocated. */
+ * not rebuild on every call; at most an eighth of the machine's memory
+ * (and at least 256 MiB) stays allocated. */
 #define CACHE_SLOTS 4
-#define CACHE_BYTES ((size_t)1 << 30)
+
+static size_t cache_cap(void)
+{
+    static size_t cap;
+
+    if (!cap) {
+        long pages = sysconf(_SC_PHYS_PAGES);
+        long page = sysconf(_SC_PAGESIZE);
+        size_t c = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 8
+                                         : (size_t)1 << 30;
+
+        cap = c < ((size_t)256 << 20) ? (size_t)256 << 20 : c;
+    }
+    return cap;
+}
 
 struct cache_entry {
     bool used;
@@ -349,7 +365,7 @@ static bool cache_keep(struct rank_ctx *c)
         entry_drop(e);
     if (c->paged_rows)
         bytes += (c->rows + 1 + c->rp->nnz) * sizeof(int64_t);
-    if (bytes > CACHE_BYTES)
+    if (bytes > cache_cap())
         return false;
     for (;;) {
         struct cache_entry *free_slot = NULL, *oldest = NULL;
@@ -364,7 +380,7 @@ static bool cache_keep(struct rank_ctx *c)
             if (!oldest || cache[i].stamp < oldest->stamp)
                 oldest = &cache[i];
         }
-        if (free_slot && total + bytes <= CACHE_BYTES) {
+        if (free_slot && total + bytes <= cache_cap()) {
             e = free_slot;
             break;
         }
