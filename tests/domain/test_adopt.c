@@ -136,8 +136,7 @@ static strata_err next_orch(strata_orch *o, const strata_args *args, void *user)
                                 k->f->b[1]);
 }
 
-static strata_err warm_orch(strata_orch *o, const strata_args *args,
-                            void *user)
+static strata_err warm_orch(strata_orch *o, const strata_args *args, void *user)
 {
     (void)args;
     (void)user;
