@@ -43,7 +43,7 @@ static void adopt_done(struct orch_ctl *c, void *arg)
                  "domain '%s': chip %d could not map the windows: %.400s",
                  d->name, d->chips[c - d->adopt_ctls], c->msg);
         LOG_WARN("%s", msg);
-        orch_run_fail_locked(d->sched, orch_run_id(d->run), c->err, msg);
+        orch_run_fail_locked(d->sched, d->run_id, c->err, msg);
     }
     if (--d->adopt_pending == 0)
         unlink_all(d);
@@ -54,11 +54,15 @@ static void release_done(struct orch_ctl *c, void *arg)
 {
     struct strata_domain *d = arg;
 
-    if (c && c->err)
-        LOG_DEBUG("domain '%s': a member's release failed: %s", d->name,
-                  c->msg);
+    if (c && c->err) {
+        /* The member may still map the addresses: never hand them out
+         * again. */
+        LOG_WARN("domain '%s': a member's release failed: %s", d->name, c->msg);
+        d->va_len = 0;
+    }
     if (--d->release_pending == 0) {
-        orch_va_free_locked(d->sched, d->va_start, d->va_len);
+        if (d->va_len)
+            orch_va_free_locked(d->sched, d->va_start, d->va_len);
         __atomic_store_n(&d->freed, true, __ATOMIC_RELEASE);
         domain_live_remove(d);
     }

@@ -63,6 +63,7 @@ static strata_err create(struct orch_sched *s, strata_run *run,
     d->window_size = spec->window_size;
     d->sched = s;
     d->run = run;
+    d->run_id = orch_run_id(run);
     d->creator = (int)getpid();
     for (size_t r = 0; r < n; r++) {
         d->chips[r] = spec->workers[r];

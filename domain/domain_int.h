@@ -23,6 +23,7 @@ struct strata_domain {
     char (*buffer_names)[STRATA_DOMAIN_NAME_MAX];
     struct orch_sched *sched;
     strata_run *run;
+    uint64_t run_id;       /* the run may be gone when a late frame fails */
     struct orch_ctl *ctls; /* one per member, reused by every phase */
     struct orch_ctl **ctl_ptrs;
     /* Lifetime, under the scheduler lock (flags read atomically). */

@@ -200,8 +200,9 @@ void orch_endpoint_reap(struct orch_endpoint *ep, bool block)
     if (ep->reaped || ep->pid <= 0)
         return;
     if (waitpid(ep->pid, &status, block ? 0 : WNOHANG) == ep->pid) {
-        ep->reaped = true;
         ep->status = status;
+        /* Read without the lock by worker_kill_children. */
+        __atomic_store_n(&ep->reaped, true, __ATOMIC_RELEASE);
     }
 }
 

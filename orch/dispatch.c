@@ -133,15 +133,19 @@ void orch_make_ready(struct orch_sched *s, struct orch_task *t)
 }
 
 /* A group takes its targets once nothing else holds them and nothing
- * queued before it waits for them: frames posted without waiting (a
- * domain's ADOPT) must reach a chip before the group's tasks do. */
+ * submitted before it waits in their queues: frames posted without
+ * waiting (a domain's ADOPT) must reach a chip before the group's tasks
+ * do. Work submitted after the group does not hold it back. */
 static bool try_reserve(struct orch_sched *s, struct orch_group *g)
 {
+    uint64_t seq = s->slots[g->members[0].slot]->seq;
+
     for (uint32_t i = 0; i < g->n; i++) {
         const struct orch_endpoint *ep =
             &s->eps[s->slots[g->members[i].slot]->ep];
 
-        if (ep->reserved || (!ep->dead && ep->fifo_head != ORCH_NONE))
+        if (ep->reserved || (!ep->dead && ep->fifo_head != ORCH_NONE &&
+                             s->slots[ep->fifo_head]->seq < seq))
             return false;
     }
     for (uint32_t i = 0; i < g->n; i++)

@@ -53,6 +53,7 @@ struct orch_task {
     uint64_t op_arg2;
     struct orch_ctl *ctl; /* control request with replies, or NULL */
     uint32_t next;        /* queue link */
+    uint64_t seq;         /* submission order (slot allocation) */
 };
 
 struct orch_group {
@@ -126,6 +127,7 @@ struct orch_sched {
     uint32_t num_slots;
     uint32_t free_head;
     uint32_t unfinished; /* tasks and control frames not yet completed */
+    uint64_t task_seq;   /* last orch_task.seq handed out */
     /* queues */
     uint32_t sub_head;
     uint32_t sub_tail;

@@ -67,6 +67,7 @@ strata_err orch_slot_alloc(struct orch_sched *s, struct orch_task **out)
     s->free_head = t->next;
     t->next = ORCH_NONE;
     t->state = TASK_PENDING;
+    t->seq = ++s->task_seq;
     t->poisoned = false;
     t->poison_err = STRATA_OK;
     t->run = NULL;

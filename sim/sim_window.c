@@ -142,27 +142,35 @@ static strata_err check_table(const struct sim_window *w,
     return STRATA_OK;
 }
 
-/* Gives an adopted window's addresses back to the reserved range. */
-static void unreserve_fixed(void *p, size_t size)
+/* Gives an adopted window's addresses back to the reserved range; false
+ * when they could not be reserved again (the worker must not hand them
+ * out: the kernel may put other mappings in the hole). */
+static bool unreserve_fixed(void *p, size_t size)
 {
     if (mmap(p, size, PROT_NONE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
-             0) == MAP_FAILED)
-        munmap(p, size); /* the hole stays; nothing maps there again */
+             0) != MAP_FAILED)
+        return true;
+    munmap(p, size);
+    return false;
 }
 
-static void unmap_peers(struct sim_window *w)
+/* False when an adopted window's addresses were lost to the range. */
+static bool unmap_peers(struct sim_window *w)
 {
+    bool ok = true;
+
     for (uint32_t r = 0; w->peers && r < w->rank_count; r++) {
         if (!w->peers[r] || (r == w->rank && !w->adopted))
             continue;
         if (w->adopted)
-            unreserve_fixed(w->peers[r], w->mapping_size);
+            ok &= unreserve_fixed(w->peers[r], w->mapping_size);
         else
             munmap(w->peers[r], w->mapping_size);
     }
     base_free(w->peers);
     w->peers = NULL;
+    return ok;
 }
 
 strata_err sim_window_import(void *state, uint64_t alloc_id,
@@ -209,13 +217,15 @@ fail:
     return err;
 }
 
-static void free_window(struct sim_window *w)
+static bool free_window(struct sim_window *w)
 {
-    unmap_peers(w);
+    bool ok = unmap_peers(w);
+
     if (!w->adopted)
         munmap(w->own, w->mapping_size);
     base_free(w->ctx);
     base_free(w);
+    return ok;
 }
 
 strata_err sim_window_release(void *state, uint64_t alloc_id)
@@ -229,7 +239,11 @@ strata_err sim_window_release(void *state, uint64_t alloc_id)
             struct sim_window *w = *pp;
 
             *pp = w->next;
-            free_window(w);
+            if (!free_window(w))
+                return base_fail(STRATA_ESYS,
+                                 "window %llu: its addresses could not be "
+                                 "reserved again",
+                                 (unsigned long long)alloc_id);
             break;
         }
     }

@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* About 116 days: far enough, and the sum with the clock cannot wrap. */
+#define TASK_DEADLINE_MAX_MS 10000000000ull
+
 struct bounded {
     strata_worker *w;
     strata_orch_fn fn;
@@ -61,6 +64,8 @@ strata_err worker_run_bounded(strata_worker *w, strata_orch_fn fn,
 
     if (deadline_ms == 0)
         return strata_worker_run(w, fn, *args, NULL);
+    if (deadline_ms > TASK_DEADLINE_MAX_MS) /* a peer's value, unchecked */
+        deadline_ms = TASK_DEADLINE_MAX_MS;
     deadline = base_now_ns() + deadline_ms * 1000000u;
     b = base_calloc(1, sizeof(*b));
     if (!b)
@@ -101,19 +106,28 @@ strata_err worker_run_bounded(strata_worker *w, strata_orch_fn fn,
 
 bool worker_bounded_settle(strata_worker *w, double grace_s)
 {
-    uint64_t deadline = base_deadline_after(grace_s);
+    bool late = __atomic_load_n(&w->bounded_late, __ATOMIC_ACQUIRE);
+    uint64_t deadline = late ? base_deadline_after(grace_s) : BASE_NEVER;
     uint32_t n;
 
-    if (!__atomic_load_n(&w->bounded_late, __ATOMIC_ACQUIRE))
-        return true;
     if (__atomic_load_n(&w->bounded_running, __ATOMIC_ACQUIRE) == 0)
         return true;
     /* Runs past their deadline wait on chips that may never answer:
-     * kill the chips and subs, so the runs fail and end. */
-    LOG_INFO("stopping tasks that passed their deadline");
-    worker_kill_children(w);
+     * kill the chips and subs, so the runs fail and end. Runs that ended
+     * in time are only leaving their threads: wait for them too, they
+     * still touch w. */
+    if (late) {
+        LOG_INFO("stopping tasks that passed their deadline");
+        worker_kill_children(w);
+    }
     while ((n = __atomic_load_n(&w->bounded_running, __ATOMIC_ACQUIRE)) != 0 &&
            base_now_ns() < deadline)
         base_futex_wait(&w->bounded_running, n, deadline);
     return __atomic_load_n(&w->bounded_running, __ATOMIC_ACQUIRE) == 0;
+}
+
+bool worker_bounded_late_running(strata_worker *w)
+{
+    return __atomic_load_n(&w->bounded_late, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&w->bounded_running, __ATOMIC_ACQUIRE) > 0;
 }

@@ -104,6 +104,10 @@ static strata_err control(strata_worker *w, struct mbx_frame *f)
     case MBX_CTL_PING:
         return STRATA_OK;
     case MBX_CTL_UNMAP_BUFFER:
+        /* A run past its deadline may still use it: it stays mapped until
+         * this node ends. */
+        if (worker_bounded_late_running(w))
+            return STRATA_OK;
         b = worker_buffer_find(w, (int)f->arg[1], f->arg[0]);
         return b ? strata_buffer_release(b) : STRATA_OK;
     case MBX_CTL_NODE_CMD:

@@ -415,12 +415,14 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
 {
     struct mbx *mb = r->ep->mbx;
     uint32_t tail = mb->h.tail;
+    bool matched = false;
 
     for (uint32_t k = tail; k != r->sent; k++) {
         unsigned pos = k % MBX_RING;
 
         if (r->req[pos] != req || r->done[pos])
             continue;
+        matched = true;
         mb->ring[pos].result = (int32_t)err;
         if (err)
             snprintf(mb->ring[pos].msg, sizeof(mb->ring[pos].msg),
@@ -438,8 +440,11 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
         tail++;
         mbx_child_complete(mb, r->w->shared);
     }
-    /* Finish the task here rather than wake the scheduler to do it. */
-    orch_harvest_now(r->w->sched);
+    /* Finish the task here rather than wake the scheduler to do it. A
+     * frame was posted, so the scheduler exists (a reply to nothing, or
+     * one before the scheduler started, finishes nothing). */
+    if (matched)
+        orch_harvest_now(r->w->sched);
 }
 
 static strata_args *args_of(struct remote_node *r, uint64_t req)

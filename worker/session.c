@@ -152,6 +152,10 @@ static strata_err shadow_release(struct session *s, uint64_t id)
 {
     strata_err err = STRATA_OK;
 
+    /* A run past its deadline may still use it: it stays until the
+     * session ends. */
+    if (s->w && worker_bounded_late_running(s->w))
+        return STRATA_OK;
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < s->num_shadows; i++) {
         if (s->shadows[i].id == id) {
@@ -379,6 +383,10 @@ static strata_err buffer_copy(struct session *s, const struct wire_control *c,
             (unsigned long long)o->offset, (unsigned long long)o->nbytes,
             (unsigned long long)o->buffer_id, strata_buffer_size(b));
     p = (uint8_t *)strata_buffer_data(b) + o->offset;
+    if (c->op == WIRE_CTRL_BUFFER_READ && o->nbytes > WIRE_INLINE_MAX)
+        return base_fail(STRATA_EINVAL,
+                         "BUFFER_READ of %llu bytes: at most %u per request",
+                         (unsigned long long)o->nbytes, WIRE_INLINE_MAX);
     if (c->op == WIRE_CTRL_BUFFER_READ) {
         res->present = WIRE_OPND_BIT(WIRE_OPND_DATA);
         res->data = p;
@@ -655,7 +663,6 @@ static void finish(struct session *s)
 {
     abandon_work(s);
     spool_wait_idle(&s->pool);
-    spool_fini(&s->pool);
     while (s->waiting) {
         struct stask *t = s->waiting;
 
@@ -709,10 +716,13 @@ int worker_session_main(int fd, SSL_CTX *ctx, const char *peer)
         LOG_WARN("every task runs on a pool thread: %s", strata_errmsg());
     spool_loop_run(&s.loop);
     finish(&s);
+    /* The watch thread may submit to the pool: it goes first. */
     spool_loop_fini(&s.loop);
+    spool_fini(&s.pool);
     event_free(s.timer);
     event_free(sig);
-    close(sfd);
+    if (sfd >= 0)
+        close(sfd);
     wire_conn_free(s.conn);
     event_base_free(s.base);
     return s.status;

@@ -1,6 +1,10 @@
 /* A session's job threads (spool.h). Threads park on a condition variable
- * between jobs; at most SPOOL_KEEP of them stay parked, the others leave. */
+ * between jobs and stay until spool_fini joins them: a thread that exits
+ * on its own could still be running its thread-exit handlers (OpenSSL's
+ * per-thread state among them) when the process ends. A session has few
+ * jobs at once (a node's ring holds 8 frames), so few threads. */
 #include "spool.h"
+#include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
 
@@ -11,8 +15,6 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#define SPOOL_KEEP 16
-
 void spool_init(struct spool *p)
 {
     pthread_mutex_init(&p->mu, NULL);
@@ -21,6 +23,8 @@ void spool_init(struct spool *p)
     p->head = p->tail = NULL;
     p->queued = p->running = p->threads = p->idle_threads = 0;
     p->stop = false;
+    p->tids = NULL;
+    p->num_tids = p->cap_tids = 0;
 }
 
 static void *spool_main(void *arg)
@@ -30,14 +34,14 @@ static void *spool_main(void *arg)
 
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->head && !p->stop && p->idle_threads < SPOOL_KEEP) {
+        while (!p->head && !p->stop) {
             p->idle_threads++;
             pthread_cond_wait(&p->work, &p->mu);
             p->idle_threads--;
         }
         job = p->head;
         if (!job)
-            break; /* stop, or enough threads are parked already */
+            break; /* stop */
         p->head = job->next;
         if (!p->head)
             p->tail = NULL;
@@ -66,18 +70,27 @@ strata_err spool_submit(struct spool *p, struct spool_job *job)
     if (p->queued < p->idle_threads) {
         pthread_cond_signal(&p->work);
     } else {
-        pthread_attr_t attr;
-        pthread_t th;
-        int rc;
+        int rc = 0;
 
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        rc = pthread_create(&th, &attr, spool_main, p);
-        pthread_attr_destroy(&attr);
+        if (p->num_tids == p->cap_tids) {
+            size_t cap = p->cap_tids ? 2 * p->cap_tids : 8;
+            void *t = base_realloc(p->tids, cap * sizeof(*p->tids));
+
+            if (t) {
+                p->tids = t;
+                p->cap_tids = cap;
+            }
+        }
+        if (p->num_tids == p->cap_tids)
+            err = base_fail(STRATA_ENOMEM, "out of memory for a job thread");
+        else
+            rc = pthread_create(&p->tids[p->num_tids], NULL, spool_main, p);
         if (rc != 0)
             err = base_fail_errno(rc, "cannot start a job thread");
-        else
+        else if (!err) {
+            p->num_tids++;
             p->threads++;
+        }
     }
     if (!err) {
         if (p->tail)
@@ -115,9 +128,10 @@ void spool_fini(struct spool *p)
     pthread_mutex_lock(&p->mu);
     p->stop = true;
     pthread_cond_broadcast(&p->work);
-    while (p->threads > 0)
-        pthread_cond_wait(&p->idle, &p->mu);
     pthread_mutex_unlock(&p->mu);
+    for (size_t i = 0; i < p->num_tids; i++)
+        pthread_join(p->tids[i], NULL);
+    base_free(p->tids);
     pthread_cond_destroy(&p->work);
     pthread_cond_destroy(&p->idle);
     pthread_mutex_destroy(&p->mu);
@@ -151,31 +165,38 @@ static void set_done(struct spool_loop *l)
 }
 
 /* Runs the loop on the calling thread until it ends or, after an offered
- * job, the watch thread has given it to another thread. */
+ * job, the watch thread has given it to another thread. Each inline job
+ * has an epoch: the watch bumps it when it moves the loop, so a thread
+ * whose job outlived its epoch touches neither the flags nor the timer
+ * (they belong to whoever runs the loop now). */
 static void drive(struct spool_loop *l)
 {
     struct spool_job *job;
-    bool moved;
+    uint64_t epoch;
+    int rc;
 
     for (;;) {
-        event_base_loop(l->base, 0);
+        rc = event_base_loop(l->base, 0);
         job = l->offered;
         l->offered = NULL;
-        if (!job || l->ended)
+        if (rc < 0)
+            LOG_ERROR("the session's event loop failed");
+        if (!job || l->ended || rc < 0)
             break;
         pthread_mutex_lock(&l->mu);
+        epoch = ++l->epoch;
         l->inline_running = true;
-        l->moved = false;
-        pthread_mutex_unlock(&l->mu);
         arm(l, SPOOL_TAKEOVER_MS);
-        job->fn(job);
-        arm(l, 0);
-        pthread_mutex_lock(&l->mu);
-        l->inline_running = false;
-        moved = l->moved;
         pthread_mutex_unlock(&l->mu);
-        if (moved)
+        job->fn(job);
+        pthread_mutex_lock(&l->mu);
+        if (l->epoch != epoch) {
+            pthread_mutex_unlock(&l->mu);
             return; /* the loop runs elsewhere now */
+        }
+        l->inline_running = false;
+        arm(l, 0);
+        pthread_mutex_unlock(&l->mu);
     }
     if (job && spool_submit(l->pool, job) != STRATA_OK)
         job->fn(job);
@@ -202,12 +223,15 @@ static void *watch_main(void *arg)
             pthread_mutex_unlock(&l->mu);
             break;
         }
-        if (l->inline_running && !l->moved) {
+        if (l->inline_running) {
             l->runner.fn = runner_fn;
-            if (spool_submit(l->pool, &l->runner) == STRATA_OK)
-                l->moved = true;
-            else
+            if (spool_submit(l->pool, &l->runner) == STRATA_OK) {
+                l->epoch++;
+                l->inline_running = false;
+            } else {
                 LOG_WARN("no thread for the event loop: %s", strata_errmsg());
+                arm(l, SPOOL_TAKEOVER_MS); /* try again */
+            }
         }
         pthread_mutex_unlock(&l->mu);
     }

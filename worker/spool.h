@@ -27,6 +27,8 @@ struct spool {
     uint32_t threads;      /* alive */
     uint32_t idle_threads; /* waiting for work */
     bool stop;
+    pthread_t *tids; /* every thread, joined by spool_fini */
+    size_t num_tids, cap_tids;
 };
 
 void spool_init(struct spool *p);
@@ -37,7 +39,7 @@ strata_err spool_submit(struct spool *p, struct spool_job *job);
 uint32_t spool_running(struct spool *p);
 /* Waits until no job is queued or running. */
 void spool_wait_idle(struct spool *p);
-/* Ends every thread (call once idle) and frees the pool's locks. */
+/* Ends and joins every thread (call once idle), frees the pool. */
 void spool_fini(struct spool *p);
 
 /* An event loop that runs a job on the thread that read it: a loop
@@ -58,7 +60,7 @@ struct spool_loop {
     pthread_cond_t cv;
     bool done;           /* the loop has ended, on whichever thread */
     bool inline_running; /* a thread left the loop to run a job */
-    bool moved;          /* ... and the watch gave the loop to another */
+    uint64_t epoch;      /* of that job; bumped when the loop moves */
     bool stop;           /* the watch thread should leave */
     int tfd;             /* timerfd the watch thread waits on */
     pthread_t watch;

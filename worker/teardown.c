@@ -119,7 +119,9 @@ void worker_teardown_children(strata_worker *w)
 void worker_kill_children(strata_worker *w)
 {
     for (size_t i = 0; w && w->eps && i < w->num_chips + w->num_subs; i++) {
-        if (w->eps[i].pid > 0) {
+        /* A reaped pid may belong to someone else by now. */
+        if (w->eps[i].pid > 0 &&
+            !__atomic_load_n(&w->eps[i].reaped, __ATOMIC_ACQUIRE)) {
             kill(-w->eps[i].pid, SIGKILL);
             kill(w->eps[i].pid, SIGKILL);
         }

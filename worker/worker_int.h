@@ -106,6 +106,9 @@ strata_err worker_run_bounded(strata_worker *w, strata_orch_fn fn,
  * kills w's chips and subs and waits up to grace_s for such runs to end.
  * False when one is still running (w must not be destroyed then). */
 bool worker_bounded_settle(strata_worker *w, double grace_s);
+/* True while a run that passed its deadline may still be going: its
+ * buffers must not be freed under it. */
+bool worker_bounded_late_running(strata_worker *w);
 
 /* remote.c: remote nodes of an L4. */
 void remote_node_free(struct remote_node *r);

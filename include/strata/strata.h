@@ -402,10 +402,12 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_orch_scope_begin(strata_orch *o);
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_scope_end(strata_orch *o);
 /* Sets a deadline on the tasks this orch fn submits from now on to nodes
  * (level-4 workers; forked or remote): a task not finished seconds after
- * its node received it fails with STRATA_ETIMEDOUT, and its results are
- * dropped. The node cannot stop it: it goes on in the background (later
- * tasks naming the same buffers run after it), and is killed with the
- * node's chips when the worker is destroyed. A deadline is separate from
+ * its node started it fails with STRATA_ETIMEDOUT, and its results are
+ * dropped. The node cannot stop it: it goes on in the background until it
+ * ends, and may still read and write the buffers it was given, so do not
+ * give those buffers to other work meanwhile (the node keeps them mapped
+ * while it runs); it is killed with the node's chips when the worker is
+ * destroyed. A deadline is separate from
  * liveness: without one, a task may run for as long as it needs on a
  * healthy node. 0 clears it. Submitting a chip or sub task while a
  * deadline is set is STRATA_ENOTSUP (a kernel cannot be interrupted).
