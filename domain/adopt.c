@@ -16,11 +16,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static void unlink_all(struct strata_domain *d)
+/* Drops the names of ranks 0..n-1 (made, or not: ENOENT is fine). */
+static void unlink_ranks(struct strata_domain *d, uint32_t n)
 {
     const struct chip_backend_ops *ops = orch_backend_ops(d->sched);
 
-    for (uint32_t r = 0; r < d->n; r++) {
+    for (uint32_t r = 0; r < n; r++) {
         struct chip_window_req req = {.alloc_id = d->alloc_id,
                                       .rank = r,
                                       .rank_count = d->n,
@@ -46,7 +47,7 @@ static void adopt_done(struct orch_ctl *c, void *arg)
         orch_run_fail_locked(d->sched, d->run_id, c->err, msg);
     }
     if (--d->adopt_pending == 0)
-        unlink_all(d);
+        unlink_ranks(d, d->n);
 }
 
 /* Under the scheduler lock. */
@@ -99,21 +100,6 @@ void domain_adopt_release_locked(struct strata_domain *d)
     post_releases(d, d->run, d->n);
 }
 
-static void forget_segments(struct strata_domain *d, uint32_t made)
-{
-    const struct chip_backend_ops *ops = orch_backend_ops(d->sched);
-
-    for (uint32_t r = 0; r < made; r++) {
-        struct chip_window_req req = {.alloc_id = d->alloc_id,
-                                      .rank = r,
-                                      .rank_count = d->n,
-                                      .window_size = d->window_size,
-                                      .creator_pid = d->creator};
-
-        ops->host_window_unlink(&req);
-    }
-}
-
 strata_err domain_adopt_build(struct strata_domain *d, bool *used)
 {
     const struct chip_backend_ops *ops = orch_backend_ops(d->sched);
@@ -158,7 +144,7 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used)
     }
     if (err) {
         snprintf(msg, sizeof(msg), "%s", strata_errmsg());
-        forget_segments(d, r);
+        unlink_ranks(d, r);
         orch_lock(s);
         orch_va_free_locked(s, d->va_start, d->va_len);
         orch_unlock(s);

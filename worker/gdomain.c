@@ -793,60 +793,22 @@ bool strata_global_domain_freed(const strata_global_domain *g)
 
 /* ---- copies ----------------------------------------------------------- */
 
-/* Pieces that fit one CONTROL and its reply in the staging area. */
-#define COPY_PIECE (MBX_STAGING_SIZE - (64u << 10))
-
 /* A copy to a member on a remote node: CONTROL frames, in pieces, each
  * run by the node after the member's chip's earlier work. */
 static strata_err remote_copy(strata_orch *o, strata_global_domain *g,
                               uint32_t rank, size_t offset, void *data,
                               size_t n, bool write)
 {
-    int node = (int)g->members[rank].node_worker_id;
-    uint8_t *reply = base_malloc(COPY_PIECE + 4096);
-    strata_err err = STRATA_OK;
+    struct wire_control c = {.op = write ? WIRE_CTRL_WINDOW_WRITE
+                                         : WIRE_CTRL_WINDOW_READ};
 
-    if (!reply)
-        return base_fail(STRATA_ENOMEM, "out of memory for a copy");
-    for (size_t done = 0; !err && done < n;) {
-        size_t len = n - done < COPY_PIECE ? n - done : COPY_PIECE;
-        struct wire_control c = {.op = write ? WIRE_CTRL_WINDOW_WRITE
-                                             : WIRE_CTRL_WINDOW_READ};
-        struct wire_operands *ops = &c.operands;
-        struct wire_msg m;
-
-        ops->present =
-            WIRE_OPND_BIT(WIRE_OPND_DOMAIN_ID) | WIRE_OPND_BIT(WIRE_OPND_RANK) |
-            WIRE_OPND_BIT(WIRE_OPND_OFFSET) | WIRE_OPND_BIT(WIRE_OPND_NBYTES);
-        ops->domain_id = g->id;
-        ops->rank = rank;
-        ops->offset = offset + done;
-        ops->nbytes = len;
-        if (write) {
-            ops->present |= WIRE_OPND_BIT(WIRE_OPND_DATA);
-            ops->data = (const uint8_t *)data + done;
-            ops->data_len = len;
-        }
-        err = worker_remote_control(g->w, o, node, &c, reply, COPY_PIECE + 4096,
-                                    &m);
-        if (err)
-            break;
-        if (!write) {
-            const struct wire_operands *res = &m.u.control_reply.results;
-
-            if (res->data_len != len)
-                err = base_fail(STRATA_EPROTO,
-                                "node %d: WINDOW_READ answered %zu bytes, "
-                                "not %zu",
-                                node, res->data_len, len);
-            else
-                memcpy((uint8_t *)data + done, res->data, len);
-        }
-        wire_msg_free(&m);
-        done += len;
-    }
-    base_free(reply);
-    return err;
+    c.operands.present =
+        WIRE_OPND_BIT(WIRE_OPND_DOMAIN_ID) | WIRE_OPND_BIT(WIRE_OPND_RANK);
+    c.operands.domain_id = g->id;
+    c.operands.rank = rank;
+    c.operands.offset = offset;
+    return worker_remote_copy(g->w, o, (int)g->members[rank].node_worker_id, &c,
+                              data, n, write);
 }
 
 static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,

@@ -132,10 +132,10 @@ int strata_buffer_node(const strata_buffer *b)
 /* Pieces that fit one CONTROL and its reply in the staging area. */
 #define PIECE_MAX (MBX_STAGING_SIZE - (64u << 10))
 
-static strata_err remote_copy(strata_buffer *b, size_t offset, void *data,
+strata_err worker_remote_copy(strata_worker *w, strata_orch *o, int node,
+                              const struct wire_control *tmpl, void *data,
                               size_t n, bool write)
 {
-    strata_worker *w = b->owner;
     uint8_t *reply = base_malloc(PIECE_MAX + 4096);
     strata_err err = STRATA_OK;
 
@@ -143,23 +143,20 @@ static strata_err remote_copy(strata_buffer *b, size_t offset, void *data,
         return base_fail(STRATA_ENOMEM, "out of memory for a copy");
     for (size_t done = 0; !err && done < n;) {
         size_t len = n - done < PIECE_MAX ? n - done : PIECE_MAX;
-        struct wire_control c = {.op = write ? WIRE_CTRL_BUFFER_WRITE
-                                             : WIRE_CTRL_BUFFER_READ};
+        struct wire_control c = *tmpl;
         struct wire_msg m;
 
-        c.operands.present = WIRE_OPND_BIT(WIRE_OPND_BUFFER_ID) |
-                             WIRE_OPND_BIT(WIRE_OPND_OFFSET) |
-                             WIRE_OPND_BIT(WIRE_OPND_NBYTES);
-        c.operands.buffer_id = b->id;
-        c.operands.offset = offset + done;
+        c.operands.present |=
+            WIRE_OPND_BIT(WIRE_OPND_OFFSET) | WIRE_OPND_BIT(WIRE_OPND_NBYTES);
+        c.operands.offset = tmpl->operands.offset + done;
         c.operands.nbytes = len;
         if (write) {
             c.operands.present |= WIRE_OPND_BIT(WIRE_OPND_DATA);
             c.operands.data = (const uint8_t *)data + done;
             c.operands.data_len = len;
         }
-        err = worker_remote_control(w, NULL, b->node, &c, reply,
-                                    PIECE_MAX + 4096, &m);
+        err =
+            worker_remote_control(w, o, node, &c, reply, PIECE_MAX + 4096, &m);
         if (err)
             break;
         if (!write) {
@@ -168,9 +165,8 @@ static strata_err remote_copy(strata_buffer *b, size_t offset, void *data,
             if (!(res->present & WIRE_OPND_BIT(WIRE_OPND_DATA)) ||
                 res->data_len != len)
                 err = base_fail(STRATA_EPROTO,
-                                "node %d: BUFFER_READ answered %zu bytes, "
-                                "not %zu",
-                                b->node, res->data_len, len);
+                                "node %d: %s answered %zu bytes, not %zu", node,
+                                wire_ctrl_op_name(c.op), res->data_len, len);
             else
                 memcpy((uint8_t *)data + done, res->data, len);
         }
@@ -179,6 +175,18 @@ static strata_err remote_copy(strata_buffer *b, size_t offset, void *data,
     }
     base_free(reply);
     return err;
+}
+
+static strata_err remote_copy(strata_buffer *b, size_t offset, void *data,
+                              size_t n, bool write)
+{
+    struct wire_control c = {.op = write ? WIRE_CTRL_BUFFER_WRITE
+                                         : WIRE_CTRL_BUFFER_READ};
+
+    c.operands.present = WIRE_OPND_BIT(WIRE_OPND_BUFFER_ID);
+    c.operands.buffer_id = b->id;
+    c.operands.offset = offset;
+    return worker_remote_copy(b->owner, NULL, b->node, &c, data, n, write);
 }
 
 static strata_err copy(strata_buffer *b, size_t offset, void *data, size_t n,

@@ -150,6 +150,12 @@ struct wire_msg;
 strata_err worker_remote_control(strata_worker *w, strata_orch *o, int node,
                                  struct wire_control *c, void *reply,
                                  size_t cap, struct wire_msg *out);
+/* n bytes between data and remote node `node` as CONTROLs built from tmpl
+ * (op, and every operand but offset, nbytes and data; the offset counts
+ * from tmpl's), in pieces that fit the staging area, one after another. */
+strata_err worker_remote_copy(strata_worker *w, strata_orch *o, int node,
+                              const struct wire_control *tmpl, void *data,
+                              size_t n, bool write);
 void worker_reclaim_stale_segments(void);
 
 #endif
