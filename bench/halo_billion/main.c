@@ -1,0 +1,256 @@
+/*
+ * bench_halo_billion: the billion-edge paged forward, run by hand (it needs
+ * ~17 GiB of memory and ~5 GiB of disk; not part of any test).
+ *
+ * The workload of the reference system's headline result (FACTS.md): a
+ * periodic graph of N = E / 16 rows, row i's sources i+o mod N for
+ * o = -8..-1, 1..8; 32 float32 features per row; neighbour mean. The graph
+ * lives in a .gfg store (int32 indices) that every chip pages its own rows
+ * from; x and out are host buffers of N x 32 floats (8 GiB each at 1e9
+ * edges). One warm-up call, then `calls` timed strata_halo_forward calls,
+ * each in a run of its own; the median is reported. Sampled rows are
+ * checked against the definition (integer inputs: every sum is exact).
+ *
+ * Usage: bench_halo_billion [--edges E] [--chips K] [--calls C] --store DIR
+ *   E defaults to 1000000000 (a multiple of 16), K to 2, C to 3. DIR is
+ *   created (graph written) when missing and reused when present.
+ * Prints a summary and one JSON object as its last stdout line.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <strata/strata.h>
+
+#define NAME "bench_halo_billion"
+#define FEATURES 32
+#define DEGREE 16
+#define MAX_CALLS 16
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int fail(const char *what, strata_err err)
+{
+    fprintf(stderr, NAME ": %s: %s: %s\n", what, strata_errname(err),
+            strata_errmsg());
+    return 1;
+}
+
+static int64_t source(uint64_t rows, uint64_t i, int k)
+{
+    int64_t o = k < DEGREE / 2 ? k - DEGREE / 2 : k - DEGREE / 2 + 1;
+
+    return ((int64_t)i + o + (int64_t)rows) % (int64_t)rows;
+}
+
+/* Writes the graph to a new store at dir. */
+static int make_store(const char *dir, uint64_t rows)
+{
+    uint64_t edges = rows * DEGREE;
+    int64_t *row_ptr = malloc((rows + 1) * sizeof(int64_t));
+    int64_t *col = malloc(edges * sizeof(int64_t));
+    strata_csr_view csr = {rows, rows, row_ptr, col};
+    strata_err err;
+    double t0 = now_s();
+
+    if (!row_ptr || !col) {
+        fprintf(stderr, NAME ": no memory for the CSR (%.1f GiB)\n",
+                (double)(edges + rows) * 8 / (1u << 30));
+        free(row_ptr);
+        free(col);
+        return 1;
+    }
+    for (uint64_t i = 0; i <= rows; i++)
+        row_ptr[i] = (int64_t)(i * DEGREE);
+    for (uint64_t i = 0; i < rows; i++)
+        for (int k = 0; k < DEGREE; k++)
+            col[i * DEGREE + (uint64_t)k] = source(rows, i, k);
+    err = strata_gfg_save(dir, &csr, STRATA_I32);
+    free(row_ptr);
+    free(col);
+    if (err)
+        return fail("strata_gfg_save", err);
+    printf(NAME ": wrote %s (%llu rows, %llu edges, int32) in %.1f s\n", dir,
+           (unsigned long long)rows, (unsigned long long)edges, now_s() - t0);
+    return 0;
+}
+
+static float x_value(uint64_t i, int f)
+{
+    return (float)((i * 7 + (uint64_t)f * 13) % 1000);
+}
+
+struct job {
+    strata_halo *h;
+    strata_buffer *x, *out;
+};
+
+static strata_err forward_orch(strata_orch *o, const strata_args *a, void *user)
+{
+    struct job *j = user;
+
+    (void)a;
+    return strata_halo_forward(o, j->h, j->x, j->out);
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Rows 0, 1, N-1 and 997 spread ones against the definition. */
+static uint64_t check(const float *out, uint64_t rows)
+{
+    uint64_t bad = 0;
+
+    for (uint64_t s = 0; s < 1000; s++) {
+        uint64_t i = s < 3 ? (s == 2 ? rows - 1 : s) : (s * 1000003u) % rows;
+
+        for (int f = 0; f < FEATURES; f++) {
+            float sum = 0;
+
+            for (int k = 0; k < DEGREE; k++)
+                sum += x_value((uint64_t)source(rows, i, k), f);
+            if (out[i * FEATURES + (uint64_t)f] != sum * (float)(1.0 / DEGREE))
+                bad++;
+        }
+    }
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t edges = 1000000000ull, rows;
+    int chips = 2, calls = 3;
+    const char *store = NULL;
+    int ids[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    double t[MAX_CALLS], t0, create_s, fill_s;
+    strata_worker_config cfg;
+    strata_halo_spec spec;
+    strata_worker *w = NULL;
+    struct job j = {0};
+    struct rusage self, kids;
+    struct stat st;
+    strata_err err;
+    uint64_t bad = 0;
+    int rc = 1;
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--edges") && i + 1 < argc)
+            edges = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--chips") && i + 1 < argc)
+            chips = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--calls") && i + 1 < argc)
+            calls = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--store") && i + 1 < argc)
+            store = argv[++i];
+        else
+            store = NULL, i = argc;
+    }
+    if (!store || edges < DEGREE * 4 || edges % DEGREE || chips < 1 ||
+        chips > 8 || calls < 1 || calls > MAX_CALLS) {
+        fprintf(stderr, "usage: " NAME " [--edges E] [--chips K] [--calls C] "
+                        "--store DIR\n");
+        return 2;
+    }
+    rows = edges / DEGREE;
+    if (stat(store, &st) != 0 && make_store(store, rows) != 0)
+        return 1;
+
+    strata_worker_config_init(&cfg, 3);
+    cfg.chip_ids = ids;
+    cfg.num_chips = (size_t)chips;
+    err = strata_worker_create(&cfg, &w);
+    if (err)
+        return fail("strata_worker_create", err);
+    strata_halo_spec_init(&spec);
+    spec.gfg_path = store;
+    spec.chips = ids;
+    spec.num_chips = (size_t)chips;
+    spec.features = FEATURES;
+    spec.dtype = STRATA_F32;
+    spec.reducer = STRATA_HALO_MEAN;
+    t0 = now_s();
+    err = strata_halo_create(w, &spec, &j.h);
+    create_s = now_s() - t0;
+    if (!err)
+        err = strata_worker_init(w);
+    if (!err)
+        err = strata_worker_create_buffer(w, rows * FEATURES * sizeof(float),
+                                          &j.x);
+    if (!err)
+        err = strata_worker_create_buffer(w, rows * FEATURES * sizeof(float),
+                                          &j.out);
+    if (err) {
+        rc = fail("set-up", err);
+        goto out;
+    }
+    t0 = now_s();
+    {
+        float *x = strata_buffer_data(j.x);
+
+        for (uint64_t i = 0; i < rows; i++)
+            for (int f = 0; f < FEATURES; f++)
+                x[i * FEATURES + (uint64_t)f] = x_value(i, f);
+    }
+    fill_s = now_s() - t0;
+    printf(NAME ": %llu edges, %llu rows x %d float32, %d chips; halo "
+                "create %.1f s, x filled in %.1f s\n",
+           (unsigned long long)edges, (unsigned long long)rows, FEATURES, chips,
+           create_s, fill_s);
+    for (int c = -1; c < calls; c++) {
+        t0 = now_s();
+        err = strata_worker_run(w, forward_orch, NULL, &j);
+        if (err) {
+            rc = fail("forward", err);
+            goto out;
+        }
+        if (c >= 0)
+            t[c] = now_s() - t0;
+        printf(NAME ": forward %s: %.2f s\n", c < 0 ? "warm-up" : "timed",
+               now_s() - t0);
+    }
+    bad = check(strata_buffer_data(j.out), rows);
+    rc = bad != 0;
+out:
+    if (j.h && strata_halo_destroy(j.h) != STRATA_OK)
+        rc = fail("strata_halo_destroy", STRATA_ESTATE);
+    if (w && strata_worker_destroy(w) != STRATA_OK)
+        rc = fail("strata_worker_destroy", STRATA_ESTATE);
+    if (rc != 0 && bad == 0)
+        return rc;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &kids);
+    qsort(t, (size_t)calls, sizeof(double), cmp);
+    printf(NAME ": median forward %.2f s = %.1f M edges/s; peak RSS: this "
+                "process %.2f GiB, largest chip %.2f GiB; %s\n",
+           t[calls / 2], (double)edges / t[calls / 2] / 1e6,
+           (double)self.ru_maxrss / (1 << 20),
+           (double)kids.ru_maxrss / (1 << 20),
+           bad ? "WRONG VALUES" : "1000 sampled rows exact");
+    printf("{\"bench\":\"halo_billion\",\"metric\":\"forward_s\",\"unit\":"
+           "\"s\",\"strata\":%.3f,\"reference_name\":\"reference system, "
+           "1 GPU, paged from NVMe (FACTS.md)\",\"reference\":414.25,"
+           "\"ratio\":%.5f,\"pass\":%s,\"edges\":%llu,\"chips\":%d,"
+           "\"create_s\":%.2f,\"maxrss_self_gib\":%.3f,"
+           "\"maxrss_chip_gib\":%.3f,\"bad_values\":%llu}\n",
+           t[calls / 2], t[calls / 2] / 414.25,
+           bad == 0 && t[calls / 2] < 414.25 ? "true" : "false",
+           (unsigned long long)edges, chips, create_s,
+           (double)self.ru_maxrss / (1 << 20),
+           (double)kids.ru_maxrss / (1 << 20), (unsigned long long)bad);
+    return bad ? 1 : 0;
+}
