@@ -4,43 +4,12 @@
  * signal. */
 #include "base/alloc.h"
 #include "base/err.h"
-#include "base/log.h"
-#include "halo_exec_int.h"
+#include "halo_kernel.h"
 
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-/* Everything a rank's kernel works from. */
-struct rank_ctx {
-    const char *plan;
-    const struct halo_plan_hdr *hdr;
-    const struct halo_rank_plan *rp;
-    const strata_comm_context *cc;
-    struct halo_stats *stats;
-    const struct halo_edge_entry *edge;
-    uint32_t rank;
-    strata_dtype dtype;
-    size_t features;
-    size_t rb; /* bytes per row */
-    size_t data_off;
-    uint64_t rows; /* owned */
-    const char *in;
-    char *out;
-    const int64_t *row_ptr; /* rebased, rows + 1 */
-    const int64_t *cols;    /* global ids */
-    int64_t *paged_rows;    /* owned copies when paged */
-    int64_t *paged_cols;
-    uint64_t *loc;   /* per entry: owned row, or rows + ghost index */
-    uint64_t *order; /* interior rows, then boundary rows */
-    uint64_t num_interior;
-    const char **ghost_row; /* forward: ghost g in its owner's window */
-    bool signaled;
-    int64_t arrived; /* latest signal time of the peers waited for */
-};
-
-static int64_t now_ns(void)
+int64_t halo_k_now_ns(void)
 {
     struct timespec ts;
 
@@ -67,7 +36,7 @@ static char *window_data(const struct rank_ctx *c, uint32_t r)
     return (char *)c->cc->window_base[r] + c->data_off;
 }
 
-static const struct halo_peer *peers(const struct rank_ctx *c, bool send)
+const struct halo_peer *halo_k_peers(const struct rank_ctx *c, bool send)
 {
     return (const struct halo_peer *)(c->plan + (send ? c->rp->send_off
                                                       : c->rp->recv_off));
@@ -80,7 +49,7 @@ static const struct halo_rank_plan *rank_plan(const struct rank_ctx *c,
 }
 
 /* acc += w * src over one row. */
-static void row_axpy(const struct rank_ctx *c, void *acc, double w,
+void halo_k_row_axpy(const struct rank_ctx *c, void *acc, double w,
                      const void *src)
 {
     if (c->dtype == STRATA_F32) {
@@ -107,7 +76,7 @@ static void row_axpy(const struct rank_ctx *c, void *acc, double w,
     }
 }
 
-static void row_scale(const struct rank_ctx *c, void *row, double w)
+void halo_k_row_scale(const struct rank_ctx *c, void *row, double w)
 {
     if (c->dtype == STRATA_F32)
         for (size_t f = 0; f < c->features; f++)
@@ -201,7 +170,7 @@ static strata_err load_rows(struct rank_ctx *c)
     return err;
 }
 
-static strata_err ghost_index(const struct rank_ctx *c, int64_t id,
+strata_err halo_k_ghost_index(const struct rank_ctx *c, int64_t id,
                               uint64_t *out)
 {
     const int64_t *g = (const int64_t *)(c->plan + c->rp->ghost_off);
@@ -249,7 +218,7 @@ static strata_err translate(struct rank_ctx *c)
                 c->loc[k] = (uint64_t)j - b;
                 continue;
             }
-            err = ghost_index(c, j, &c->loc[k]);
+            err = halo_k_ghost_index(c, j, &c->loc[k]);
             if (err)
                 return err;
             c->loc[k] += c->rows;
@@ -263,150 +232,12 @@ static strata_err translate(struct rank_ctx *c)
     return STRATA_OK;
 }
 
-/* The plans this chip ran lately, by plan id and rank: their paged rows
- * and index arrays do not change, so repeated calls skip rebuilding them
- * (8 bytes per edge, page-faulted afresh each time otherwise). A few
- * entries, least recently used out first, so a chip that serves two
- * handles in turn (a forward and a second graph, or two chip counts) does
- * not rebuild on every call; at most an eighth of the machine's memory
- * (and at least 256 MiB) stays allocated. */
-#define CACHE_SLOTS 4
-
-static size_t cache_cap(void)
-{
-    static size_t cap;
-
-    if (!cap) {
-        long pages = sysconf(_SC_PHYS_PAGES);
-        long page = sysconf(_SC_PAGESIZE);
-        size_t c = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 8
-                                         : (size_t)1 << 30;
-
-        cap = c < ((size_t)256 << 20) ? (size_t)256 << 20 : c;
-    }
-    return cap;
-}
-
-struct cache_entry {
-    bool used;
-    uint64_t plan_id;
-    uint32_t rank;
-    uint64_t stamp; /* last use */
-    size_t bytes;
-    int64_t *paged_rows;
-    int64_t *paged_cols;
-    uint64_t *loc;
-    uint64_t *order;
-    uint64_t num_interior;
-};
-
-static struct cache_entry cache[CACHE_SLOTS];
-static uint64_t cache_clock;
-
-static void entry_drop(struct cache_entry *e)
-{
-    base_free(e->paged_rows);
-    base_free(e->paged_cols);
-    base_free(e->loc);
-    base_free(e->order);
-    memset(e, 0, sizeof(*e));
-}
-
-static struct cache_entry *cache_find(uint64_t plan_id, uint32_t rank)
-{
-    for (int i = 0; i < CACHE_SLOTS; i++)
-        if (cache[i].used && cache[i].plan_id == plan_id &&
-            cache[i].rank == rank)
-            return &cache[i];
-    return NULL;
-}
-
-static bool cache_owns(const uint64_t *loc)
-{
-    for (int i = 0; i < CACHE_SLOTS; i++)
-        if (cache[i].used && cache[i].loc == loc)
-            return true;
-    return false;
-}
-
-static bool cache_take(struct rank_ctx *c)
-{
-    struct cache_entry *e = cache_find(c->hdr->plan_id, c->rank);
-
-    if (!e)
-        return false;
-    e->stamp = ++cache_clock;
-    c->paged_rows = e->paged_rows;
-    c->paged_cols = e->paged_cols;
-    c->loc = e->loc;
-    c->order = e->order;
-    c->num_interior = e->num_interior;
-    if (c->paged_rows) {
-        c->row_ptr = c->paged_rows;
-        c->cols = c->paged_cols;
-    } else {
-        c->row_ptr = (const int64_t *)(c->plan + c->rp->row_ptr_off);
-        c->cols = (const int64_t *)(c->plan + c->rp->col_off);
-    }
-    return true;
-}
-
-/* Keeps c's arrays; false when they are too large to keep (the caller
- * frees them). */
-static bool cache_keep(struct rank_ctx *c)
-{
-    struct cache_entry *e = cache_find(c->hdr->plan_id, c->rank);
-    size_t bytes = (c->rp->nnz + 1 + c->rows + 1) * sizeof(uint64_t);
-    size_t total = 0;
-
-    if (e && e->loc == c->loc) {
-        e->stamp = ++cache_clock;
-        return true;
-    }
-    if (e)
-        entry_drop(e);
-    if (c->paged_rows)
-        bytes += (c->rows + 1 + c->rp->nnz) * sizeof(int64_t);
-    if (bytes > cache_cap())
-        return false;
-    for (;;) {
-        struct cache_entry *free_slot = NULL, *oldest = NULL;
-
-        total = 0;
-        for (int i = 0; i < CACHE_SLOTS; i++) {
-            if (!cache[i].used) {
-                free_slot = free_slot ? free_slot : &cache[i];
-                continue;
-            }
-            total += cache[i].bytes;
-            if (!oldest || cache[i].stamp < oldest->stamp)
-                oldest = &cache[i];
-        }
-        if (free_slot && total + bytes <= cache_cap()) {
-            e = free_slot;
-            break;
-        }
-        entry_drop(oldest);
-    }
-    e->used = true;
-    e->plan_id = c->hdr->plan_id;
-    e->rank = c->rank;
-    e->stamp = ++cache_clock;
-    e->bytes = bytes;
-    e->paged_rows = c->paged_rows;
-    e->paged_cols = c->paged_cols;
-    e->loc = c->loc;
-    e->order = c->order;
-    e->num_interior = c->num_interior;
-    return true;
-}
-
 /* ok: the index arrays are complete and stay cached; else they go. */
 static void ctx_close(struct rank_ctx *c, bool ok)
 {
-    if (ok && cache_keep(c)) {
+    if (ok && halo_k_cache_keep(c)) {
         /* kept */
-    } else if (!cache_owns(c->loc)) {
+    } else if (!halo_k_cache_owns(c->loc)) {
         base_free(c->paged_rows);
         base_free(c->paged_cols);
         base_free(c->loc);
@@ -418,12 +249,12 @@ static void ctx_close(struct rank_ctx *c, bool ok)
 /* Tells every rank that waits on this one that its data is ready. Also
  * used on failure, so peers finish instead of waiting out their timeout
  * (the run fails with this rank's error anyway). */
-static void signal_all(struct rank_ctx *c, bool send)
+void halo_k_signal_all(struct rank_ctx *c, bool send)
 {
-    const struct halo_peer *p = peers(c, send);
+    const struct halo_peer *p = halo_k_peers(c, send);
     uint64_t n = send ? c->rp->num_send : c->rp->num_recv;
 
-    int64_t t = now_ns();
+    int64_t t = halo_k_now_ns();
 
     if (c->signaled || !c->rp || !c->cc)
         return;
@@ -437,7 +268,7 @@ static void signal_all(struct rank_ctx *c, bool send)
     }
 }
 
-static strata_err wait_for(struct rank_ctx *c, uint64_t peer)
+strata_err halo_k_wait_for(struct rank_ctx *c, uint64_t peer)
 {
     strata_err err = strata_signal_wait(flag(c, c->rank, (uint32_t)peer), 1,
                                         c->hdr->timeout_s);
@@ -456,9 +287,9 @@ static strata_err wait_for(struct rank_ctx *c, uint64_t peer)
 
 /* The exchange ended when the last ghost arrived (or this rank's own
  * signals went out), which may be well before this rank looked. */
-static void exchange_done(struct rank_ctx *c)
+void halo_k_exchange_done(struct rank_ctx *c)
 {
-    c->stats->wait_end_ns = now_ns();
+    c->stats->wait_end_ns = halo_k_now_ns();
     c->stats->exchange_end_ns = c->arrived;
 }
 
@@ -488,15 +319,15 @@ static void forward_row(const struct rank_ctx *c, uint64_t i)
             c->edge->forward((int64_t)(c->rp->owned_begin + i), c->cols[k],
                              c->dtype, c->features, src, acc);
         else
-            row_axpy(c, acc, 1.0, src);
+            halo_k_row_axpy(c, acc, 1.0, src);
     }
     if (c->hdr->reducer == STRATA_HALO_MEAN && deg > 0)
-        row_scale(c, acc, 1.0 / (double)deg);
+        halo_k_row_scale(c, acc, 1.0 / (double)deg);
 }
 
-static void pack(struct rank_ctx *c)
+void halo_k_pack(struct rank_ctx *c)
 {
-    const struct halo_peer *s = peers(c, true);
+    const struct halo_peer *s = halo_k_peers(c, true);
     char *region = window_data(c, c->rank);
 
     for (uint64_t i = 0; i < c->rp->num_send; i++) {
@@ -511,9 +342,9 @@ static void pack(struct rank_ctx *c)
     }
 }
 
-static void point_ghosts(struct rank_ctx *c)
+void halo_k_point_ghosts(struct rank_ctx *c)
 {
-    const struct halo_peer *r = peers(c, false);
+    const struct halo_peer *r = halo_k_peers(c, false);
 
     for (uint64_t i = 0; i < c->rp->num_recv; i++)
         for (uint64_t k = 0; k < r[i].count; k++)
@@ -525,31 +356,31 @@ static void point_ghosts(struct rank_ctx *c)
 static strata_err forward_run(struct rank_ctx *c)
 {
     bool overlap = c->hdr->schedule == STRATA_HALO_OVERLAPPED;
-    const struct halo_peer *r = peers(c, false);
+    const struct halo_peer *r = halo_k_peers(c, false);
     strata_err err = STRATA_OK;
 
-    c->stats->exchange_start_ns = now_ns();
-    pack(c);
-    signal_all(c, true);
-    point_ghosts(c);
+    c->stats->exchange_start_ns = halo_k_now_ns();
+    halo_k_pack(c);
+    halo_k_signal_all(c, true);
+    halo_k_point_ghosts(c);
     if (overlap) {
-        c->stats->compute_start_ns = now_ns();
+        c->stats->compute_start_ns = halo_k_now_ns();
         for (uint64_t i = 0; i < c->num_interior; i++)
             forward_row(c, c->order[i]);
     }
     for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
-        err = wait_for(c, r[i].peer);
+        err = halo_k_wait_for(c, r[i].peer);
     if (err)
         return err;
-    exchange_done(c);
+    halo_k_exchange_done(c);
     if (!overlap) {
-        c->stats->compute_start_ns = now_ns();
+        c->stats->compute_start_ns = halo_k_now_ns();
         for (uint64_t i = 0; i < c->num_interior; i++)
             forward_row(c, c->order[i]);
     }
     for (uint64_t i = c->num_interior; i < c->rows; i++)
         forward_row(c, c->order[i]);
-    c->stats->compute_end_ns = now_ns();
+    c->stats->compute_end_ns = halo_k_now_ns();
     return STRATA_OK;
 }
 
@@ -574,7 +405,7 @@ static void vjp_row(const struct rank_ctx *c, uint64_t i, bool ghosts)
             c->edge->vjp((int64_t)(c->rp->owned_begin + i), c->cols[k],
                          c->dtype, c->features, g, acc);
         else
-            row_axpy(c, acc, w, g);
+            halo_k_row_axpy(c, acc, w, g);
     }
 }
 
@@ -588,44 +419,45 @@ static void vjp_receive(const struct rank_ctx *c, const struct halo_peer *s)
         window_data(c, (uint32_t)s->peer) + s->remote_start * c->rb;
 
     for (uint64_t k = 0; k < s->count; k++)
-        row_axpy(c, c->out + ((uint64_t)ids[k] - c->rp->owned_begin) * c->rb,
-                 1.0, src + k * c->rb);
+        halo_k_row_axpy(
+            c, c->out + ((uint64_t)ids[k] - c->rp->owned_begin) * c->rb, 1.0,
+            src + k * c->rb);
 }
 
 static strata_err vjp_run(struct rank_ctx *c)
 {
     bool overlap = c->hdr->schedule == STRATA_HALO_OVERLAPPED;
-    const struct halo_peer *s = peers(c, true);
+    const struct halo_peer *s = halo_k_peers(c, true);
     strata_err err = STRATA_OK;
 
-    c->stats->exchange_start_ns = now_ns();
+    c->stats->exchange_start_ns = halo_k_now_ns();
     /* The window starts zeroed, so ghost cotangents accumulate in place. */
     for (uint64_t i = c->num_interior; i < c->rows; i++)
         vjp_row(c, c->order[i], true);
-    signal_all(c, false);
+    halo_k_signal_all(c, false);
     if (!overlap) {
         for (uint64_t i = 0; i < c->rp->num_send && !err; i++)
-            err = wait_for(c, s[i].peer);
+            err = halo_k_wait_for(c, s[i].peer);
         if (err)
             return err;
-        exchange_done(c);
+        halo_k_exchange_done(c);
     }
-    c->stats->compute_start_ns = now_ns();
+    c->stats->compute_start_ns = halo_k_now_ns();
     if (c->rows > 0)
         memset(c->out, 0, c->rows * c->rb);
     for (uint64_t i = 0; i < c->rows; i++)
         vjp_row(c, i, false);
     for (uint64_t i = 0; i < c->rp->num_send; i++) {
         if (overlap) {
-            err = wait_for(c, s[i].peer);
+            err = halo_k_wait_for(c, s[i].peer);
             if (err)
                 return err;
         }
         vjp_receive(c, &s[i]);
     }
     if (overlap)
-        exchange_done(c);
-    c->stats->compute_end_ns = now_ns();
+        halo_k_exchange_done(c);
+    c->stats->compute_end_ns = halo_k_now_ns();
     return STRATA_OK;
 }
 
@@ -634,7 +466,7 @@ static strata_err index_rows(struct rank_ctx *c, bool *indexed)
 {
     strata_err err;
 
-    if (cache_take(c)) {
+    if (halo_k_cache_take(c)) {
         c->ghost_row = base_malloc((c->rp->num_ghosts + 1) * sizeof(char *));
         if (!c->ghost_row)
             return base_fail(STRATA_ENOMEM,
@@ -646,133 +478,6 @@ static strata_err index_rows(struct rank_ctx *c, bool *indexed)
     if (!err)
         err = translate(c);
     *indexed = !err;
-    return err;
-}
-
-/* ---- streamed forward of a large paged plan ---- */
-
-#define STREAM_PAGE_ROWS 65536
-
-/* A paged rank whose rows and index arrays (16 bytes per edge) would not
- * fit the index cache streams its rows through a small page instead:
- * exchange first, then every row in order (no overlap), each source
- * resolved as it is read. Forward only; the VJP loads the rank whole. */
-static bool streams(const struct rank_ctx *c)
-{
-    static int forced = -1; /* STRATA_HALO_STREAM=1: every paged rank */
-
-    if (forced < 0) {
-        const char *env = getenv("STRATA_HALO_STREAM");
-
-        forced = env && env[0] && strcmp(env, "0") != 0;
-    }
-    return c->hdr->gfg_path_off != 0 &&
-           (forced ||
-            (c->rp->nnz + c->rows) * 2 * sizeof(int64_t) > cache_cap());
-}
-
-static strata_err stream_row(struct rank_ctx *c, uint64_t i,
-                             const int64_t *cols, int64_t lo, int64_t hi,
-                             bool *boundary)
-{
-    uint64_t begin = c->rp->owned_begin;
-    char *acc = c->out + i * c->rb;
-    strata_err err = STRATA_OK;
-
-    memset(acc, 0, c->rb);
-    for (int64_t k = lo; k < hi && !err; k++) {
-        uint64_t j = (uint64_t)cols[k];
-        const char *src;
-
-        if (j - begin < c->rows) {
-            src = c->in + (j - begin) * c->rb;
-        } else {
-            uint64_t g = 0;
-
-            err = ghost_index(c, cols[k], &g);
-            src = err ? NULL : c->ghost_row[g];
-            *boundary = true;
-        }
-        if (err)
-            break;
-        if (c->edge)
-            c->edge->forward((int64_t)(begin + i), cols[k], c->dtype,
-                             c->features, src, acc);
-        else
-            row_axpy(c, acc, 1.0, src);
-    }
-    if (!err && c->hdr->reducer == STRATA_HALO_MEAN && hi > lo)
-        row_scale(c, acc, 1.0 / (double)(hi - lo));
-    return err;
-}
-
-static strata_err forward_stream(struct rank_ctx *c)
-{
-    const struct halo_peer *r = peers(c, false);
-    uint64_t begin = c->rp->owned_begin, cap = 0, boundary_rows = 0;
-    int64_t *rows_pg = base_malloc((STREAM_PAGE_ROWS + 1) * sizeof(int64_t));
-    int64_t *cols_pg = NULL;
-    strata_gfg *g = NULL;
-    strata_err err;
-
-    c->ghost_row = base_malloc((c->rp->num_ghosts + 1) * sizeof(char *));
-    err = rows_pg && c->ghost_row
-              ? strata_gfg_open(c->plan + c->hdr->gfg_path_off, &g)
-              : base_fail(STRATA_ENOMEM, "halo kernel: rank %u: out of memory",
-                          c->rank);
-    if (err) {
-        base_free(rows_pg);
-        return err;
-    }
-    LOG_DEBUG("halo: rank %u streams %llu rows (%llu edges) from the store",
-              c->rank, (unsigned long long)c->rows,
-              (unsigned long long)c->rp->nnz);
-    c->stats->exchange_start_ns = now_ns();
-    pack(c);
-    signal_all(c, true);
-    point_ghosts(c);
-    for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
-        err = wait_for(c, r[i].peer);
-    if (!err) {
-        exchange_done(c);
-        c->stats->compute_start_ns = now_ns();
-    }
-    for (uint64_t a = 0; a < c->rows && !err;) {
-        uint64_t b =
-            c->rows - a < STREAM_PAGE_ROWS ? c->rows : a + STREAM_PAGE_ROWS;
-        uint64_t n = 0;
-
-        err = strata_gfg_row_edges(g, begin + a, begin + b, &n);
-        if (!err && n > cap) {
-            void *p = base_realloc(cols_pg, n * sizeof(int64_t));
-
-            if (p) {
-                cols_pg = p;
-                cap = n;
-            } else {
-                err = base_fail(STRATA_ENOMEM,
-                                "halo kernel: rank %u: out of memory for "
-                                "%llu edges",
-                                c->rank, (unsigned long long)n);
-            }
-        }
-        if (!err)
-            err = strata_gfg_read_rows(g, begin + a, begin + b, rows_pg,
-                                       cols_pg, (size_t)cap);
-        for (uint64_t i = a; i < b && !err; i++) {
-            bool boundary = false;
-
-            err = stream_row(c, i, cols_pg, rows_pg[i - a], rows_pg[i - a + 1],
-                             &boundary);
-            boundary_rows += boundary;
-        }
-        a = b;
-    }
-    c->stats->compute_end_ns = now_ns();
-    c->num_interior = c->rows - boundary_rows;
-    strata_gfg_close(g);
-    base_free(rows_pg);
-    base_free(cols_pg);
     return err;
 }
 
@@ -789,8 +494,8 @@ static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
     if (!err && vjp && c.edge && !c.edge->vjp)
         err = base_fail(STRATA_ENOTSUP, "halo: edge kernel '%s' has no vjp",
                         c.edge->name);
-    if (!err && !vjp && streams(&c)) {
-        err = forward_stream(&c);
+    if (!err && !vjp && halo_k_streams(&c)) {
+        err = halo_k_forward_stream(&c);
     } else {
         if (!err)
             err = index_rows(&c, &indexed);
@@ -798,7 +503,7 @@ static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
             err = vjp ? vjp_run(&c) : forward_run(&c);
     }
     if (err) {
-        signal_all(&c, !vjp);
+        halo_k_signal_all(&c, !vjp);
     } else {
         c.stats->interior_rows = c.num_interior;
         c.stats->boundary_rows = c.rows - c.num_interior;

@@ -1,0 +1,69 @@
+/* The halo kernels' shared state and helpers: private to graph/
+ * (halo_exec_kernel.c runs a rank, halo_exec_cache.c keeps index arrays
+ * between calls, halo_exec_stream.c streams large paged ranks). */
+#ifndef GRAPH_HALO_KERNEL_H
+#define GRAPH_HALO_KERNEL_H
+
+#include "halo_exec_int.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Everything a rank's kernel works from. */
+struct rank_ctx {
+    const char *plan;
+    const struct halo_plan_hdr *hdr;
+    const struct halo_rank_plan *rp;
+    const strata_comm_context *cc;
+    struct halo_stats *stats;
+    const struct halo_edge_entry *edge;
+    uint32_t rank;
+    strata_dtype dtype;
+    size_t features;
+    size_t rb; /* bytes per row */
+    size_t data_off;
+    uint64_t rows; /* owned */
+    const char *in;
+    char *out;
+    const int64_t *row_ptr; /* rebased, rows + 1 */
+    const int64_t *cols;    /* global ids */
+    int64_t *paged_rows;    /* owned copies when paged */
+    int64_t *paged_cols;
+    uint64_t *loc;   /* per entry: owned row, or rows + ghost index */
+    uint64_t *order; /* interior rows, then boundary rows */
+    uint64_t num_interior;
+    const char **ghost_row; /* forward: ghost g in its owner's window */
+    bool signaled;
+    int64_t arrived; /* latest signal time of the peers waited for */
+};
+
+/* halo_exec_kernel.c */
+int64_t halo_k_now_ns(void);
+const struct halo_peer *halo_k_peers(const struct rank_ctx *c, bool send);
+/* acc += w * src, and row *= w, over one row. */
+void halo_k_row_axpy(const struct rank_ctx *c, void *acc, double w,
+                     const void *src);
+void halo_k_row_scale(const struct rank_ctx *c, void *row, double w);
+/* The ghost index of source id (STRATA_EINVAL when it is no ghost). */
+strata_err halo_k_ghost_index(const struct rank_ctx *c, int64_t id,
+                              uint64_t *out);
+void halo_k_signal_all(struct rank_ctx *c, bool send);
+strata_err halo_k_wait_for(struct rank_ctx *c, uint64_t peer);
+void halo_k_exchange_done(struct rank_ctx *c);
+void halo_k_pack(struct rank_ctx *c);
+void halo_k_point_ghosts(struct rank_ctx *c);
+
+/* halo_exec_cache.c: index arrays of the plans a chip ran lately. */
+size_t halo_k_cache_cap(void);
+/* Fills c from the cache; false when its plan is not there. */
+bool halo_k_cache_take(struct rank_ctx *c);
+/* Keeps c's arrays; false when they are too large (the caller frees). */
+bool halo_k_cache_keep(struct rank_ctx *c);
+bool halo_k_cache_owns(const uint64_t *loc);
+
+/* halo_exec_stream.c: the forward of a paged rank too large for the
+ * cache, streamed through a page of rows. */
+bool halo_k_streams(const struct rank_ctx *c);
+strata_err halo_k_forward_stream(struct rank_ctx *c);
+
+#endif
