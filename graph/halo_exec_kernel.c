@@ -48,44 +48,6 @@ static const struct halo_rank_plan *rank_plan(const struct rank_ctx *c,
     return (const struct halo_rank_plan *)(c->plan + c->hdr->ranks_off) + r;
 }
 
-/* acc += w * src over one row. */
-void halo_k_row_axpy(const struct rank_ctx *c, void *acc, double w,
-                     const void *src)
-{
-    if (c->dtype == STRATA_F32) {
-        float *a = acc;
-        const float *s = src;
-        float wf = (float)w;
-
-        if (w == 1.0)
-            for (size_t f = 0; f < c->features; f++)
-                a[f] += s[f];
-        else
-            for (size_t f = 0; f < c->features; f++)
-                a[f] += wf * s[f];
-    } else {
-        double *a = acc;
-        const double *s = src;
-
-        if (w == 1.0)
-            for (size_t f = 0; f < c->features; f++)
-                a[f] += s[f];
-        else
-            for (size_t f = 0; f < c->features; f++)
-                a[f] += w * s[f];
-    }
-}
-
-void halo_k_row_scale(const struct rank_ctx *c, void *row, double w)
-{
-    if (c->dtype == STRATA_F32)
-        for (size_t f = 0; f < c->features; f++)
-            ((float *)row)[f] *= (float)w;
-    else
-        for (size_t f = 0; f < c->features; f++)
-            ((double *)row)[f] *= w;
-}
-
 static strata_err ctx_open(strata_chip *chip, const strata_args *args,
                            struct rank_ctx *c)
 {

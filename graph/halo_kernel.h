@@ -40,10 +40,44 @@ struct rank_ctx {
 /* halo_exec_kernel.c */
 int64_t halo_k_now_ns(void);
 const struct halo_peer *halo_k_peers(const struct rank_ctx *c, bool send);
-/* acc += w * src, and row *= w, over one row. */
-void halo_k_row_axpy(const struct rank_ctx *c, void *acc, double w,
-                     const void *src);
-void halo_k_row_scale(const struct rank_ctx *c, void *row, double w);
+/* acc += w * src, and row *= w, over one row: inline, on every edge. */
+static inline void halo_k_row_axpy(const struct rank_ctx *c, void *acc,
+                                   double w, const void *src)
+{
+    if (c->dtype == STRATA_F32) {
+        float *a = acc;
+        const float *s = src;
+        float wf = (float)w;
+
+        if (w == 1.0)
+            for (size_t f = 0; f < c->features; f++)
+                a[f] += s[f];
+        else
+            for (size_t f = 0; f < c->features; f++)
+                a[f] += wf * s[f];
+    } else {
+        double *a = acc;
+        const double *s = src;
+
+        if (w == 1.0)
+            for (size_t f = 0; f < c->features; f++)
+                a[f] += s[f];
+        else
+            for (size_t f = 0; f < c->features; f++)
+                a[f] += w * s[f];
+    }
+}
+
+static inline void halo_k_row_scale(const struct rank_ctx *c, void *row,
+                                    double w)
+{
+    if (c->dtype == STRATA_F32)
+        for (size_t f = 0; f < c->features; f++)
+            ((float *)row)[f] *= (float)w;
+    else
+        for (size_t f = 0; f < c->features; f++)
+            ((double *)row)[f] *= w;
+}
 /* The ghost index of source id (STRATA_EINVAL when it is no ghost). */
 strata_err halo_k_ghost_index(const struct rank_ctx *c, int64_t id,
                               uint64_t *out);
