@@ -154,7 +154,22 @@ static bool try_reserve(struct orch_sched *s, struct orch_group *g)
     return true;
 }
 
-/* Launches g if every target is idle. Returns true when g left the queue. */
+/* True while a task (not a control frame) is in ep's ring. */
+static bool runs_task(const struct orch_sched *s,
+                      const struct orch_endpoint *ep)
+{
+    for (uint32_t k = ep->harvested; k != ep->mbx->h.head; k++) {
+        const struct orch_task *t = s->slots[ep->ring_slot[k % MBX_RING]];
+
+        if (!ep->early[k % MBX_RING] && t->kind == MBX_TASK)
+            return true;
+    }
+    return false;
+}
+
+/* Launches g once no target runs a task (members may wait on each other,
+ * so none may sit behind a task of unknown length); control frames ahead
+ * of them are short and run first. Returns true when g left the queue. */
 static bool try_launch(struct orch_sched *s, struct orch_group *g)
 {
     bool dead = false;
@@ -163,7 +178,7 @@ static bool try_launch(struct orch_sched *s, struct orch_group *g)
         struct orch_endpoint *ep = &s->eps[s->slots[g->members[i].slot]->ep];
 
         dead |= ep->dead;
-        if (!ep->dead && in_flight(ep) > 0) {
+        if (!ep->dead && (in_flight(ep) >= MBX_RING || runs_task(s, ep))) {
             orch_ring_quiet_locked(s);
             return false;
         }
