@@ -31,7 +31,7 @@ static int64_t *stamp(const struct rank_ctx *c, uint32_t owner, uint32_t sender)
            sender;
 }
 
-static char *window_data(const struct rank_ctx *c, uint32_t r)
+char *halo_k_window_data(const struct rank_ctx *c, uint32_t r)
 {
     return (char *)c->cc->window_base[r] + c->data_off;
 }
@@ -290,7 +290,7 @@ static void forward_row(const struct rank_ctx *c, uint64_t i)
 void halo_k_pack(struct rank_ctx *c)
 {
     const struct halo_peer *s = halo_k_peers(c, true);
-    char *region = window_data(c, c->rank);
+    char *region = halo_k_window_data(c, c->rank);
 
     for (uint64_t i = 0; i < c->rp->num_send; i++) {
         const struct halo_rank_plan *q = rank_plan(c, s[i].peer);
@@ -311,7 +311,7 @@ void halo_k_point_ghosts(struct rank_ctx *c)
     for (uint64_t i = 0; i < c->rp->num_recv; i++)
         for (uint64_t k = 0; k < r[i].count; k++)
             c->ghost_row[r[i].local_start + k] =
-                window_data(c, (uint32_t)r[i].peer) +
+                halo_k_window_data(c, (uint32_t)r[i].peer) +
                 (r[i].remote_start + k) * c->rb;
 }
 
@@ -361,7 +361,7 @@ static void vjp_row(const struct rank_ctx *c, uint64_t i, bool ghosts)
 
         if ((l >= c->rows) != ghosts)
             continue;
-        acc = ghosts ? window_data(c, c->rank) + (l - c->rows) * c->rb
+        acc = ghosts ? halo_k_window_data(c, c->rank) + (l - c->rows) * c->rb
                      : c->out + l * c->rb;
         if (c->edge)
             c->edge->vjp((int64_t)(c->rp->owned_begin + i), c->cols[k],
@@ -372,13 +372,13 @@ static void vjp_row(const struct rank_ctx *c, uint64_t i, bool ghosts)
 }
 
 /* Adds what peer s holds for this rank's rows (its ghost cotangents). */
-static void vjp_receive(const struct rank_ctx *c, const struct halo_peer *s)
+void halo_k_vjp_receive(const struct rank_ctx *c, const struct halo_peer *s)
 {
     const struct halo_rank_plan *q = rank_plan(c, s->peer);
     const int64_t *ids =
         (const int64_t *)(c->plan + q->ghost_off) + s->remote_start;
     const char *src =
-        window_data(c, (uint32_t)s->peer) + s->remote_start * c->rb;
+        halo_k_window_data(c, (uint32_t)s->peer) + s->remote_start * c->rb;
 
     for (uint64_t k = 0; k < s->count; k++)
         halo_k_row_axpy(
@@ -415,7 +415,7 @@ static strata_err vjp_run(struct rank_ctx *c)
             if (err)
                 return err;
         }
-        vjp_receive(c, &s[i]);
+        halo_k_vjp_receive(c, &s[i]);
     }
     if (overlap)
         halo_k_exchange_done(c);
@@ -456,8 +456,8 @@ static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
     if (!err && vjp && c.edge && !c.edge->vjp)
         err = base_fail(STRATA_ENOTSUP, "halo: edge kernel '%s' has no vjp",
                         c.edge->name);
-    if (!err && !vjp && halo_k_streams(&c)) {
-        err = halo_k_forward_stream(&c);
+    if (!err && halo_k_streams(&c)) {
+        err = vjp ? halo_k_vjp_stream(&c) : halo_k_forward_stream(&c);
     } else {
         if (!err)
             err = index_rows(&c, &indexed);

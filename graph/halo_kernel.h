@@ -86,6 +86,10 @@ strata_err halo_k_wait_for(struct rank_ctx *c, uint64_t peer);
 void halo_k_exchange_done(struct rank_ctx *c);
 void halo_k_pack(struct rank_ctx *c);
 void halo_k_point_ghosts(struct rank_ctx *c);
+/* The data region of rank r's window. */
+char *halo_k_window_data(const struct rank_ctx *c, uint32_t r);
+/* Adds what peer s holds for this rank's rows (its ghost cotangents). */
+void halo_k_vjp_receive(const struct rank_ctx *c, const struct halo_peer *s);
 
 /* halo_exec_cache.c: index arrays of the plans a chip ran lately. */
 size_t halo_k_cache_cap(void);
@@ -95,9 +99,10 @@ bool halo_k_cache_take(struct rank_ctx *c);
 bool halo_k_cache_keep(struct rank_ctx *c);
 bool halo_k_cache_owns(const uint64_t *loc);
 
-/* halo_exec_stream.c: the forward of a paged rank too large for the
- * cache, streamed through a page of rows. */
+/* halo_exec_stream.c: the forward and VJP of a paged rank too large for
+ * the cache, streamed through a page of rows. */
 bool halo_k_streams(const struct rank_ctx *c);
 strata_err halo_k_forward_stream(struct rank_ctx *c);
+strata_err halo_k_vjp_stream(struct rank_ctx *c);
 
 #endif
