@@ -695,3 +695,13 @@ void rk_assert_contains(const char *hay, const char *needle)
     if (!strstr(hay, needle))
         fail_msg("expected \"%s\" in \"%s\"", needle, hay);
 }
+
+void rk_assert_idle(struct rk_node *n, const testutil_snapshot *before)
+{
+    assert_true(rk_node_alive(n));
+    if (!rk_node_wait_sessions(n, 0, RK_WAIT_S))
+        fail_msg("strata-node still has sessions %.0f s after the parents "
+                 "said goodbye",
+                 RK_WAIT_S);
+    testutil_assert_clean(before);
+}

@@ -131,6 +131,10 @@ void rk_assert_serves(const struct rk_node *n);
  * set. Call at the top of main. */
 void rk_filter_from_env(void);
 
+/* After a test on a shared daemon: it is alive, its sessions have ended
+ * (the parents said goodbye), and nothing of the test's leaked. */
+void rk_assert_idle(struct rk_node *n, const testutil_snapshot *before);
+
 /* Fails the current test unless hay contains needle. */
 void rk_assert_contains(const char *hay, const char *needle);
 

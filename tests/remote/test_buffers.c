@@ -36,10 +36,7 @@ static int group_teardown(void **state)
 
 static void finish(const testutil_snapshot *before)
 {
-    assert_true(rk_node_alive(&node));
-    if (!rk_node_wait_sessions(&node, 0, RK_WAIT_S))
-        fail_msg("strata-node still has sessions after the parents left");
-    testutil_assert_clean(before);
+    rk_assert_idle(&node, before);
 }
 
 /* An L4: node 0 forked, node 1 remote (2 chips each). */

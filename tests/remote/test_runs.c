@@ -28,16 +28,9 @@ static int group_teardown(void **state)
     return rk_node_stop(&node);
 }
 
-/* After a test: the daemon is alive, its sessions have ended, and nothing
- * of ours leaked. */
 static void finish(const testutil_snapshot *before)
 {
-    assert_true(rk_node_alive(&node));
-    if (!rk_node_wait_sessions(&node, 0, RK_WAIT_S))
-        fail_msg("strata-node still has sessions %.0f s after the parents "
-                 "said goodbye",
-                 RK_WAIT_S);
-    testutil_assert_clean(before);
+    rk_assert_idle(&node, before);
 }
 
 /* ---- mixed local + remote --------------------------------------------- */
