@@ -14,6 +14,7 @@
 #include "remote_kit.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -279,6 +280,39 @@ static void test_remote_buffer_refusals(void **state)
     finish(&before);
 }
 
+/* The node's session killed: copies and new remote buffers fail with
+ * STRATA_EPEER naming the node, host buffers still work, the worker is
+ * destroyable and leaves nothing behind. */
+static void test_remote_buffer_node_lost(void **state)
+{
+    testutil_snapshot before;
+    strata_buffer *b = NULL, *host = NULL;
+    uint32_t word = 7;
+    pid_t sess[4];
+    strata_worker *w;
+    strata_err e;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    w = start_l4();
+    it_ok(strata_worker_create_remote_buffer(w, 1, 64, &b));
+    it_ok(strata_buffer_write(b, 0, &word, 4));
+    assert_int_equal(rk_node_sessions(&node, sess, 4), 1);
+    assert_int_equal(kill(sess[0], SIGKILL), 0);
+    e = strata_buffer_read(b, 0, &word, 4);
+    for (int i = 0; i < 100 && e == STRATA_OK; i++) /* until the loss shows */
+        e = strata_buffer_read(b, 0, &word, 4);
+    assert_int_equal(e, STRATA_EPEER);
+    rk_assert_contains(strata_errmsg(), "node 1");
+    assert_int_equal(strata_worker_create_remote_buffer(w, 1, 64, &host),
+                     STRATA_EPEER);
+    it_ok(strata_worker_create_buffer(w, 64, &host));
+    it_ok(strata_buffer_write(host, 0, &word, 4));
+    it_ok(strata_buffer_release(b));
+    rk_destroy(w, STRATA_EPEER);
+    finish(&before);
+}
+
 /* ---- deadlines ----------------------------------------------------------- */
 
 struct dl_ctx {
@@ -438,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_remote_buffer_chain),
         cmocka_unit_test(test_remote_buffer_big),
         cmocka_unit_test(test_remote_buffer_refusals),
+        cmocka_unit_test(test_remote_buffer_node_lost),
         cmocka_unit_test(test_deadline_remote),
         cmocka_unit_test(test_deadline_forked),
         cmocka_unit_test(test_deadline_generous),
