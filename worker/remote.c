@@ -8,12 +8,14 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/futex.h"
 #include "base/log.h"
 
 #include <errno.h>
 #include <event2/thread.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -385,15 +387,11 @@ static void send_control(struct remote_node *r, unsigned pos,
     send_msg(r, &m);
 }
 
-static void on_notify(evutil_socket_t fd, short what, void *arg)
+/* Sends every frame the scheduler posted since the last call. */
+static void send_posted(struct remote_node *r)
 {
-    struct remote_node *r = arg;
     struct mbx *mb = r->ep->mbx;
-    uint64_t v;
 
-    (void)what;
-    if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-        LOG_DEBUG("notify read: %s", strerror(errno));
     while (!r->lost &&
            r->sent != __atomic_load_n(&mb->h.head, __ATOMIC_ACQUIRE)) {
         unsigned pos = r->sent % MBX_RING;
@@ -406,6 +404,41 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
         else
             send_control(r, pos, f);
         r->sent++;
+    }
+}
+
+static void on_notify(evutil_socket_t fd, short what, void *arg)
+{
+    struct remote_node *r = arg;
+    uint64_t v;
+
+    (void)what;
+    if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        LOG_DEBUG("notify read: %s", strerror(errno));
+    send_posted(r);
+}
+
+/* Right after the last outstanding completion the caller often posts its
+ * next frame within microseconds: look for it briefly (the STRATA_SPIN
+ * budget) before going back to the loop, whose wake-up through the
+ * eventfd costs more. Not while other requests are out: then the loop
+ * has work coming anyway, and spinning would take the CPU from it. */
+static void linger(struct remote_node *r)
+{
+    unsigned spins = base_spin_budget();
+
+    if (r->sent != r->ep->mbx->h.tail)
+        return;
+    for (unsigned i = 0; i < spins && !r->lost; i++) {
+        if (r->sent != __atomic_load_n(&r->ep->mbx->h.head, __ATOMIC_ACQUIRE)) {
+            send_posted(r);
+            return;
+        }
+        /* The poster may share this CPU: let it run now and then. */
+        if (i % 64 == 63)
+            sched_yield();
+        else
+            base_cpu_relax();
     }
 }
 
@@ -443,8 +476,10 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
     /* Finish the task here rather than wake the scheduler to do it. A
      * frame was posted, so the scheduler exists (a reply to nothing, or
      * one before the scheduler started, finishes nothing). */
-    if (matched)
+    if (matched) {
         orch_harvest_now(r->w->sched);
+        linger(r);
+    }
 }
 
 static strata_args *args_of(struct remote_node *r, uint64_t req)
