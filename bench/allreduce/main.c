@@ -41,6 +41,7 @@
 
 #include <strata/strata.h>
 
+#include "bench_common.h"
 #include "machine_load.h"
 #include "mpi_launch.h"
 #include "stats.h"
@@ -630,23 +631,9 @@ static void print_summary(const struct options *opt, const struct results *r,
                 printf("\n");
             }
     }
-    if (r->other_cpu_pct >= 0)
-        printf(
-            "other processes used %.1f %% of the machine's CPU meanwhile%s\n",
-            r->other_cpu_pct,
-            r->other_cpu_pct > 5 ? " (WARNING: numbers skewed)" : "");
+    bench_print_load(r->other_cpu_pct);
     if (r->mpi_note[0] != '\0')
         printf("NOTE: %s; reference is null and pass is false\n", r->mpi_note);
-}
-
-static void print_num(const char *key, double v, bool comma)
-{
-    if (v < 0)
-        printf("\"%s\":null", key);
-    else
-        printf("\"%s\":%.4f", key, v);
-    if (comma)
-        printf(",");
 }
 
 static void print_json(const struct options *opt, const struct results *r,
@@ -659,11 +646,11 @@ static void print_json(const struct options *opt, const struct results *r,
 
     printf("{\"bench\":\"allreduce\",\"metric\":\"algbw_1MiB_2ranks_kernel\","
            "\"unit\":\"GB/s\",");
-    print_num("strata", s_bw, true);
+    bench_json_num("strata", s_bw, true);
     printf("\"reference_name\":\"MPI_Allreduce_float_sum_2ranks_OpenMPI\",");
-    print_num("reference", m_bw, true);
-    print_num("ratio", ok ? s_bw / m_bw : -1, true);
-    print_num("target", m_bw, true);
+    bench_json_num("reference", m_bw, true);
+    bench_json_num("ratio", ok ? s_bw / m_bw : -1, true);
+    bench_json_num("target", m_bw, true);
     printf("\"pass\":%s,\"strata_time\":\"kernel\",",
            ok && s_bw >= m_bw ? "true" : "false");
     printf("\"points\":[");
@@ -674,17 +661,18 @@ static void print_json(const struct options *opt, const struct results *r,
 
             printf("%s{\"ranks\":%d,\"bytes\":%zu,\"iters\":%d,",
                    i + s ? "," : "", chip_counts[i], sizes[s], p->iters);
-            print_num("kernel_us", p->kernel_us, true);
-            print_num("kernel_GBps", gbps(sizes[s], p->kernel_us), true);
-            print_num("dispatched_us", p->dispatched_us, true);
-            print_num("run_us", p->run_us, true);
-            print_num("mpi_us", m ? p->mpi_us : -1, true);
-            print_num("mpi_GBps", m ? gbps(sizes[s], p->mpi_us) : -1, true);
-            print_num("ratio", m ? p->mpi_us / p->kernel_us : -1, false);
+            bench_json_num("kernel_us", p->kernel_us, true);
+            bench_json_num("kernel_GBps", gbps(sizes[s], p->kernel_us), true);
+            bench_json_num("dispatched_us", p->dispatched_us, true);
+            bench_json_num("run_us", p->run_us, true);
+            bench_json_num("mpi_us", m ? p->mpi_us : -1, true);
+            bench_json_num("mpi_GBps", m ? gbps(sizes[s], p->mpi_us) : -1,
+                           true);
+            bench_json_num("ratio", m ? p->mpi_us / p->kernel_us : -1, false);
             printf("}");
         }
     printf("],");
-    print_num("other_cpu_pct", r->other_cpu_pct, true);
+    bench_json_num("other_cpu_pct", r->other_cpu_pct, true);
     printf("\"rounds\":%d,\"reps\":%d,\"quick\":%s", opt->rounds, opt->reps,
            opt->quick ? "true" : "false");
     if (r->mpi_note[0] != '\0')
@@ -698,20 +686,9 @@ static void print_json(const struct options *opt, const struct results *r,
 static int parse_options(int argc, char **argv, struct options *opt)
 {
     memset(opt, 0, sizeof(*opt));
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            opt->quick = true;
-        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            opt->rounds = atoi(argv[++i]);
-            if (opt->rounds < 1 || opt->rounds > MAX_ROUNDS) {
-                fprintf(stderr, "bench_allreduce: rounds 1..%d\n", MAX_ROUNDS);
-                return -1;
-            }
-        } else {
-            fprintf(stderr, "usage: bench_allreduce [--quick] [--rounds K]\n");
-            return -1;
-        }
-    }
+    if (bench_parse_rounds(argc, argv, "bench_allreduce", MAX_ROUNDS,
+                           &opt->quick, &opt->rounds) != 0)
+        return -1;
     if (opt->rounds == 0)
         opt->rounds = opt->quick ? 1 : 3;
     opt->budget = opt->quick ? (size_t)32 << 20 : (size_t)128 << 20;

@@ -35,6 +35,7 @@
 
 #include <strata/strata.h>
 
+#include "bench_common.h"
 #include "machine_load.h"
 #include "mpi_launch.h"
 #include "stats.h"
@@ -557,23 +558,9 @@ static void print_summary(const struct options *opt, const struct results *r,
     printf("target: strata cycle <= %.1f x MPI at 4 KiB for every chip count "
            "(8 ranks oversubscribe 2 cores)\n",
            TARGET_RATIO);
-    if (r->other_cpu_pct >= 0)
-        printf(
-            "other processes used %.1f %% of the machine's CPU meanwhile%s\n",
-            r->other_cpu_pct,
-            r->other_cpu_pct > 5 ? " (WARNING: numbers skewed)" : "");
+    bench_print_load(r->other_cpu_pct);
     if (r->mpi_note[0] != '\0')
         printf("NOTE: %s; reference is null and pass is false\n", r->mpi_note);
-}
-
-static void print_num(const char *key, double v, bool comma)
-{
-    if (v < 0)
-        printf("\"%s\":null", key);
-    else
-        printf("\"%s\":%.3f", key, v);
-    if (comma)
-        printf(",");
 }
 
 static void print_json(const struct options *opt, const struct results *r,
@@ -589,12 +576,13 @@ static void print_json(const struct options *opt, const struct results *r,
         pass = ratio_of(&r->by_n[i]) <= TARGET_RATIO;
     printf("{\"bench\":\"domain_alloc\",\"metric\":\"alloc_release_us_4KiB_"
            "4chips\",\"unit\":\"us\",");
-    print_num("strata", error ? -1 : h->strata[0].cycle_us, true);
+    bench_json_num("strata", error ? -1 : h->strata[0].cycle_us, true);
     printf("\"reference_name\":\"MPI_Win_allocate_shared+MPI_Win_free_4ranks_"
            "OpenMPI\",");
-    print_num("reference", all_ok ? h->mpi[0].cycle_us : -1, true);
-    print_num("ratio", all_ok ? ratio_of(h) : -1, true);
-    print_num("target", all_ok ? TARGET_RATIO * h->mpi[0].cycle_us : -1, true);
+    bench_json_num("reference", all_ok ? h->mpi[0].cycle_us : -1, true);
+    bench_json_num("ratio", all_ok ? ratio_of(h) : -1, true);
+    bench_json_num("target", all_ok ? TARGET_RATIO * h->mpi[0].cycle_us : -1,
+                   true);
     printf("\"pass\":%s,\"target_ratio\":%.1f,", pass ? "true" : "false",
            TARGET_RATIO);
     printf("\"ratio_4KiB\":{");
@@ -602,7 +590,7 @@ static void print_json(const struct options *opt, const struct results *r,
         char key[8];
 
         snprintf(key, sizeof(key), "%d", chip_counts[i]);
-        print_num(key, all_ok ? ratio_of(&r->by_n[i]) : -1, i + 1 < NUM_N);
+        bench_json_num(key, all_ok ? ratio_of(&r->by_n[i]) : -1, i + 1 < NUM_N);
     }
     printf("},\"points\":[");
     for (int i = 0; i < NUM_N; i++) {
@@ -613,25 +601,27 @@ static void print_json(const struct options *opt, const struct results *r,
 
             printf("%s{\"chips\":%d,\"window\":%zu,", i + s ? "," : "",
                    chip_counts[i], sizes[s]);
-            print_num("strata_alloc_us", a->alloc_us, true);
-            print_num("strata_free_us", a->free_us, true);
-            print_num("strata_cycle_us", a->cycle_us, true);
-            print_num("mpi_alloc_us", x->mpi_ok ? m->alloc_us : -1, true);
-            print_num("mpi_free_us", x->mpi_ok ? m->free_us : -1, true);
-            print_num("mpi_cycle_us", x->mpi_ok ? m->cycle_us : -1,
-                      sizes[s] == LARGE);
+            bench_json_num("strata_alloc_us", a->alloc_us, true);
+            bench_json_num("strata_free_us", a->free_us, true);
+            bench_json_num("strata_cycle_us", a->cycle_us, true);
+            bench_json_num("mpi_alloc_us", x->mpi_ok ? m->alloc_us : -1, true);
+            bench_json_num("mpi_free_us", x->mpi_ok ? m->free_us : -1, true);
+            bench_json_num("mpi_cycle_us", x->mpi_ok ? m->cycle_us : -1,
+                           sizes[s] == LARGE);
             if (sizes[s] == LARGE) {
-                print_num("strata_touch_ms", a->touch_ms, true);
-                print_num("strata_rewrite_ms", a->rewrite_ms, true);
-                print_num("strata_touch_wall_ms", a->touch_wall_ms, true);
-                print_num("strata_free_touched_us", a->free_touched_us, true);
-                print_num("mpi_touch_ms", x->mpi_ok ? m->touch_ms : -1, true);
-                print_num("mpi_rewrite_ms", x->mpi_ok ? m->rewrite_ms : -1,
-                          true);
-                print_num("mpi_touch_wall_ms",
-                          x->mpi_ok ? m->touch_wall_ms : -1, true);
-                print_num("mpi_free_touched_us",
-                          x->mpi_ok ? m->free_touched_us : -1, false);
+                bench_json_num("strata_touch_ms", a->touch_ms, true);
+                bench_json_num("strata_rewrite_ms", a->rewrite_ms, true);
+                bench_json_num("strata_touch_wall_ms", a->touch_wall_ms, true);
+                bench_json_num("strata_free_touched_us", a->free_touched_us,
+                               true);
+                bench_json_num("mpi_touch_ms", x->mpi_ok ? m->touch_ms : -1,
+                               true);
+                bench_json_num("mpi_rewrite_ms", x->mpi_ok ? m->rewrite_ms : -1,
+                               true);
+                bench_json_num("mpi_touch_wall_ms",
+                               x->mpi_ok ? m->touch_wall_ms : -1, true);
+                bench_json_num("mpi_free_touched_us",
+                               x->mpi_ok ? m->free_touched_us : -1, false);
             }
             printf("}");
         }
@@ -641,17 +631,17 @@ static void print_json(const struct options *opt, const struct results *r,
         char key[8];
 
         snprintf(key, sizeof(key), "%d", chip_counts[i]);
-        print_num(key, r->by_n[i].first_alloc_us, i + 1 < NUM_N);
+        bench_json_num(key, r->by_n[i].first_alloc_us, i + 1 < NUM_N);
     }
     printf("},\"empty_run_us\":{");
     for (int i = 0; i < NUM_N; i++) {
         char key[8];
 
         snprintf(key, sizeof(key), "%d", chip_counts[i]);
-        print_num(key, r->by_n[i].empty_run_us, i + 1 < NUM_N);
+        bench_json_num(key, r->by_n[i].empty_run_us, i + 1 < NUM_N);
     }
     printf("},");
-    print_num("other_cpu_pct", r->other_cpu_pct, true);
+    bench_json_num("other_cpu_pct", r->other_cpu_pct, true);
     printf("\"rounds\":%d,\"iters\":%d,\"touch_iters\":%d,\"quick\":%s",
            opt->rounds, opt->iters, opt->touch_iters,
            opt->quick ? "true" : "false");
@@ -666,22 +656,9 @@ static void print_json(const struct options *opt, const struct results *r,
 static int parse_options(int argc, char **argv, struct options *opt)
 {
     memset(opt, 0, sizeof(*opt));
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            opt->quick = true;
-        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            opt->rounds = atoi(argv[++i]);
-            if (opt->rounds < 1 || opt->rounds > MAX_ROUNDS) {
-                fprintf(stderr, "bench_domain_alloc: rounds 1..%d\n",
-                        MAX_ROUNDS);
-                return -1;
-            }
-        } else {
-            fprintf(stderr,
-                    "usage: bench_domain_alloc [--quick] [--rounds K]\n");
-            return -1;
-        }
-    }
+    if (bench_parse_rounds(argc, argv, "bench_domain_alloc", MAX_ROUNDS,
+                           &opt->quick, &opt->rounds) != 0)
+        return -1;
     if (opt->rounds == 0)
         opt->rounds = opt->quick ? 1 : 3;
     opt->iters = opt->quick ? 100 : 500;

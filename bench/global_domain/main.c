@@ -40,6 +40,7 @@
 
 #include <strata/strata.h>
 
+#include "bench_common.h"
 #include "daemon.h"
 #include "machine_load.h"
 #include "mpi_launch.h"
@@ -475,10 +476,7 @@ static void print_summary(const struct options *opt, const struct results *r,
     printf("target vs MPI: every forked cycle < MPI_Win_allocate + "
            "MPI_Win_free on as many ranks\n");
     printf("pass: %s\n", passes(r) ? "yes" : "no");
-    if (other_pct >= 0)
-        printf("other processes used %.1f %% of the machine's CPU "
-               "meanwhile%s\n",
-               other_pct, other_pct > 5 ? " (WARNING: numbers skewed)" : "");
+    bench_print_load(other_pct);
     if (mpi_note[0])
         printf("NOTE: %s\n", mpi_note);
     if (strata_note[0])
@@ -552,20 +550,9 @@ static void print_json(const struct options *opt, const struct results *r,
 static int parse_options(int argc, char **argv, struct options *opt)
 {
     memset(opt, 0, sizeof(*opt));
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            opt->quick = true;
-        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            opt->rounds = atoi(argv[++i]);
-            if (opt->rounds < 1 || opt->rounds > MAX_ROUNDS) {
-                fprintf(stderr, NAME ": rounds 1..%d\n", MAX_ROUNDS);
-                return -1;
-            }
-        } else {
-            fprintf(stderr, "usage: " NAME " [--quick] [--rounds K]\n");
-            return -1;
-        }
-    }
+    if (bench_parse_rounds(argc, argv, NAME, MAX_ROUNDS, &opt->quick,
+                           &opt->rounds) != 0)
+        return -1;
     if (opt->rounds == 0)
         opt->rounds = opt->quick ? 1 : 3;
     opt->iters = opt->quick ? 50 : 200;

@@ -49,6 +49,7 @@
 
 #include <strata/strata.h>
 
+#include "bench_common.h"
 #include "machine_load.h"
 #include "stats.h"
 
@@ -495,20 +496,7 @@ static void print_summary(const struct options *opt,
            "orch fn; kernel = first pack to last row\n(slowest rank, from "
            "the trace); compute = first to last owned row.\n",
            100 * TARGET_PLAIN, 100 * TARGET_BOUND);
-    if (other_pct >= 0)
-        printf(
-            "other processes used %.1f %% of the machine's CPU meanwhile%s\n",
-            other_pct, other_pct > 5 ? " (WARNING: numbers skewed)" : "");
-}
-
-static void print_num(const char *key, double v, bool comma)
-{
-    if (v < 0 || !isfinite(v))
-        printf("\"%s\":null", key);
-    else
-        printf("\"%s\":%.6g", key, v);
-    if (comma)
-        printf(",");
+    bench_print_load(other_pct);
 }
 
 static void print_json(const struct options *opt, const struct size_result *res,
@@ -522,11 +510,11 @@ static void print_json(const struct options *opt, const struct size_result *res,
     printf("{\"bench\":\"graph_forward\",\"metric\":\"edges_per_s_%lluM_"
            "1chip\",\"unit\":\"edges/s\",",
            (unsigned long long)(opt->edges[NUM_SIZES - 1] / 1000000));
-    print_num("strata", s, true);
+    bench_json_num("strata", s, true);
     printf("\"reference_name\":\"plain_csr_neighbour_mean_1core\",");
-    print_num("reference", p, true);
-    print_num("ratio", have ? s / p : -1, true);
-    print_num("target", have ? TARGET_PLAIN * p : -1, true);
+    bench_json_num("reference", p, true);
+    bench_json_num("ratio", have ? s / p : -1, true);
+    bench_json_num("target", have ? TARGET_PLAIN * p : -1, true);
     printf("\"pass\":%s,", have && all_pass(res, done) ? "true" : "false");
     printf("\"target_rule\":\"strata edges/s per chip >= 0.8 x plain loop and "
            ">= 0.5 x bandwidth bound, every size, 1 and 2 chips\",");
@@ -541,25 +529,28 @@ static void print_json(const struct options *opt, const struct size_result *res,
             printf("%s{\"edges\":%llu,\"rows\":%llu,\"chips\":%d,",
                    i + c ? "," : "", (unsigned long long)r->edges,
                    (unsigned long long)r->rows, chip_counts[c]);
-            print_num("strata_call_s", r->call_s[c], true);
-            print_num("strata_kernel_s", r->kernel_s[c], true);
-            print_num("strata_compute_s", r->compute_s[c], true);
-            print_num("strata_edges_per_s", eps(r->edges, r->call_s[c]), true);
-            print_num("plain_s", r->plain_s, true);
-            print_num("plain_edges_per_s", eps(r->edges, r->plain_s), true);
-            print_num("triad_GBps", chip_counts[c] == 1 ? r->triad1 : r->triad2,
-                      true);
-            print_num("bound_edges_per_s", bound_eps(r, chip_counts[c]), true);
-            print_num("per_core_vs_plain", vp, true);
-            print_num("vs_bound", vb, true);
-            print_num("create_s", r->setup_s[c], true);
+            bench_json_num("strata_call_s", r->call_s[c], true);
+            bench_json_num("strata_kernel_s", r->kernel_s[c], true);
+            bench_json_num("strata_compute_s", r->compute_s[c], true);
+            bench_json_num("strata_edges_per_s", eps(r->edges, r->call_s[c]),
+                           true);
+            bench_json_num("plain_s", r->plain_s, true);
+            bench_json_num("plain_edges_per_s", eps(r->edges, r->plain_s),
+                           true);
+            bench_json_num("triad_GBps",
+                           chip_counts[c] == 1 ? r->triad1 : r->triad2, true);
+            bench_json_num("bound_edges_per_s", bound_eps(r, chip_counts[c]),
+                           true);
+            bench_json_num("per_core_vs_plain", vp, true);
+            bench_json_num("vs_bound", vb, true);
+            bench_json_num("create_s", r->setup_s[c], true);
             printf("\"boundary_rows\":%llu,\"exact\":%s}",
                    (unsigned long long)r->boundary_rows[c],
                    r->exact[c] ? "true" : "false");
         }
     }
     printf("],");
-    print_num("other_cpu_pct", other_pct, true);
+    bench_json_num("other_cpu_pct", other_pct, true);
     printf("\"reps\":%d,\"quick\":%s", opt->reps,
            opt->quick ? "true" : "false");
     if (error != NULL)

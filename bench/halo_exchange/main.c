@@ -60,6 +60,7 @@
 
 #include <strata/strata.h>
 
+#include "bench_common.h"
 #include "machine_load.h"
 #include "mpi_launch.h"
 #include "stats.h"
@@ -654,23 +655,9 @@ static void print_summary(const struct options *opt, const struct results *r,
                     printf("\n");
                 }
     }
-    if (r->other_cpu_pct >= 0)
-        printf(
-            "other processes used %.1f %% of the machine's CPU meanwhile%s\n",
-            r->other_cpu_pct,
-            r->other_cpu_pct > 5 ? " (WARNING: numbers skewed)" : "");
+    bench_print_load(r->other_cpu_pct);
     if (r->mpi_note[0] != '\0')
         printf("NOTE: %s; reference is null and pass is false\n", r->mpi_note);
-}
-
-static void print_num(const char *key, double v, bool comma)
-{
-    if (v < 0)
-        printf("\"%s\":null", key);
-    else
-        printf("\"%s\":%.4f", key, v);
-    if (comma)
-        printf(",");
 }
 
 static void print_json(const struct options *opt, const struct results *r,
@@ -687,12 +674,12 @@ static void print_json(const struct options *opt, const struct results *r,
         pass[m] = mode_passes(r, m, &min_all[m], &min_big[m]);
     printf("{\"bench\":\"halo_exchange\",\"metric\":\"GBps_ring_1MiB_per_"
            "neighbour_2ranks_halo\",\"unit\":\"GB/s\",");
-    print_num("strata", s_bw, true);
+    bench_json_num("strata", s_bw, true);
     printf("\"reference_name\":\"MPI_Neighbor_alltoallv_ring_2ranks_"
            "OpenMPI\",");
-    print_num("reference", m_bw, true);
-    print_num("ratio", mpi ? s_bw / m_bw : -1, true);
-    print_num("target", mpi ? TARGET_BIG * m_bw : -1, true);
+    bench_json_num("reference", m_bw, true);
+    bench_json_num("ratio", mpi ? s_bw / m_bw : -1, true);
+    bench_json_num("target", mpi ? TARGET_BIG * m_bw : -1, true);
     printf("\"pass\":%s,", pass[HEAD_MODE] ? "true" : "false");
     printf("\"target_rule\":\"ratio >= 1.0 at every size, >= 1.5 at >= 1 MiB, "
            "both patterns, 2 and 4 ranks\",");
@@ -700,9 +687,9 @@ static void print_json(const struct options *opt, const struct results *r,
         char key[48];
 
         snprintf(key, sizeof(key), "min_ratio_below_1MiB_%s", mode_names[m]);
-        print_num(key, min_all[m], true);
+        bench_json_num(key, min_all[m], true);
         snprintf(key, sizeof(key), "min_ratio_from_1MiB_%s", mode_names[m]);
-        print_num(key, min_big[m], true);
+        bench_json_num(key, min_big[m], true);
         printf("\"pass_%s\":%s,", mode_names[m], pass[m] ? "true" : "false");
     }
     printf("\"points\":[");
@@ -720,22 +707,22 @@ static void print_json(const struct options *opt, const struct results *r,
                     char key[32];
 
                     snprintf(key, sizeof(key), "%s_us", mode_names[k]);
-                    print_num(key, pt->us[k], true);
+                    bench_json_num(key, pt->us[k], true);
                     snprintf(key, sizeof(key), "%s_GBps", mode_names[k]);
-                    print_num(key, gbps(p, sizes[s], pt->us[k]), true);
+                    bench_json_num(key, gbps(p, sizes[s], pt->us[k]), true);
                     snprintf(key, sizeof(key), "%s_ratio", mode_names[k]);
-                    print_num(key, m ? pt->mpi_us / pt->us[k] : -1, true);
+                    bench_json_num(key, m ? pt->mpi_us / pt->us[k] : -1, true);
                 }
-                print_num("mpi_us", m ? pt->mpi_us : -1, true);
-                print_num("mpi_GBps", m ? gbps(p, sizes[s], pt->mpi_us) : -1,
-                          true);
-                print_num("mpi_bare_us", m ? pt->mpi_bare_us : -1, true);
-                print_num("ratio_halo_vs_bare",
-                          m ? pt->mpi_bare_us / pt->us[1] : -1, false);
+                bench_json_num("mpi_us", m ? pt->mpi_us : -1, true);
+                bench_json_num("mpi_GBps",
+                               m ? gbps(p, sizes[s], pt->mpi_us) : -1, true);
+                bench_json_num("mpi_bare_us", m ? pt->mpi_bare_us : -1, true);
+                bench_json_num("ratio_halo_vs_bare",
+                               m ? pt->mpi_bare_us / pt->us[1] : -1, false);
                 printf("}");
             }
     printf("],");
-    print_num("other_cpu_pct", r->other_cpu_pct, true);
+    bench_json_num("other_cpu_pct", r->other_cpu_pct, true);
     printf("\"rounds\":%d,\"reps\":%d,\"quick\":%s", opt->rounds, opt->reps,
            opt->quick ? "true" : "false");
     if (r->mpi_note[0] != '\0')
@@ -749,22 +736,9 @@ static void print_json(const struct options *opt, const struct results *r,
 static int parse_options(int argc, char **argv, struct options *opt)
 {
     memset(opt, 0, sizeof(*opt));
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            opt->quick = true;
-        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            opt->rounds = atoi(argv[++i]);
-            if (opt->rounds < 1 || opt->rounds > MAX_ROUNDS) {
-                fprintf(stderr, "bench_halo_exchange: rounds 1..%d\n",
-                        MAX_ROUNDS);
-                return -1;
-            }
-        } else {
-            fprintf(stderr,
-                    "usage: bench_halo_exchange [--quick] [--rounds K]\n");
-            return -1;
-        }
-    }
+    if (bench_parse_rounds(argc, argv, "bench_halo_exchange", MAX_ROUNDS,
+                           &opt->quick, &opt->rounds) != 0)
+        return -1;
     if (opt->rounds == 0)
         opt->rounds = opt->quick ? 1 : 3;
     opt->budget = opt->quick ? (size_t)16 << 20 : (size_t)96 << 20;
