@@ -4,6 +4,7 @@
  * create/init/run/destroy, and named fault points. Needs base/fault.h.
  */
 #define _GNU_SOURCE
+#include "it_countdown.h"
 #include "it_kernels.h"
 
 #include "base/fault.h"
@@ -248,8 +249,9 @@ static strata_err countdown_orch(strata_orch *o, const strata_args *args,
 static int countdown_pass(long n)
 {
     static const int ids[] = {0, 1};
-    static const char *steps[] = {"create", "buffer", "buffer", "init",
-                                  "run",    "submit", "wait",   "destroy"};
+    static const char *const steps[] = {"create", "buffer", "buffer",
+                                        "init",   "run",    "submit",
+                                        "wait",   "destroy"};
     strata_worker_config cfg;
     strata_worker *w = NULL;
     strata_buffer *b[2];
@@ -283,39 +285,13 @@ static int countdown_pass(long n)
         if (e[7])
             snprintf(msg, sizeof(msg), "%s", strata_errmsg());
     }
-    for (int i = 0; i < 8; i++) {
-        if (e[i] != STRATA_OK && e[i] != STRATA_ENOMEM)
-            fail_msg("n=%ld: %s returned %s (%s)", n, steps[i],
-                     strata_errname(e[i]), msg);
-        if (e[i] == STRATA_ENOMEM && i != 7)
-            return i + 1;
-    }
-    return e[7] == STRATA_ENOMEM ? 8 : 0;
+    return it_countdown_verdict(n, e, steps, 8, msg);
 }
 
 static void test_faults_alloc_countdown_enomem_no_leak(void **state)
 {
     (void)state;
-    testutil_snapshot before;
-    char msg[1024];
-    long n;
-    testutil_snapshot_take(&before);
-    for (n = 1; n < 20000; n++) {
-        base_alloc_fail_after(n);
-        int failed = countdown_pass(n);
-        long fired = base_alloc_failures();
-        base_alloc_fail_after(0);
-        if (failed && fired == 0)
-            fail_msg("n=%ld: ENOMEM at step %d without an injected failure", n,
-                     failed);
-        if (testutil_count_leaks(&before, msg, sizeof(msg)) != 0)
-            fail_msg("n=%ld (step %d failed): leaked%s", n, failed, msg);
-        if (!failed && fired == 0)
-            break;
-    }
-    assert_true(n < 20000);
-    print_message("allocation countdown: %ld passes\n", n);
-    testutil_assert_clean(&before);
+    it_alloc_countdown(countdown_pass);
 }
 
 /* ---- named fault points */

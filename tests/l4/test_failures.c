@@ -6,6 +6,7 @@
  * Needs base/fault.h.
  */
 #define _GNU_SOURCE
+#include "it_countdown.h"
 #include "l4_kit.h"
 
 #include "base/fault.h"
@@ -431,7 +432,7 @@ static strata_err countdown_orch(strata_orch *o, const strata_args *args,
 static int countdown_pass(long n)
 {
     static const int ids[] = {0};
-    static const char *steps[] = {
+    static const char *const steps[] = {
         "create L4",  "create node 0", "add node 0", "create node 1",
         "add node 1", "buffer",        "buffer",     "init",
         "run",        "destroy"};
@@ -469,39 +470,13 @@ static int countdown_pass(long n)
         if (e[9])
             snprintf(msg, sizeof(msg), "%s", strata_errmsg());
     }
-    for (int i = 0; i < 10; i++) {
-        if (e[i] != STRATA_OK && e[i] != STRATA_ENOMEM)
-            fail_msg("n=%ld: %s returned %s (%s)", n, steps[i],
-                     strata_errname(e[i]), msg);
-        if (e[i] == STRATA_ENOMEM && i != 9)
-            return i + 1;
-    }
-    return e[9] == STRATA_ENOMEM ? 10 : 0;
+    return it_countdown_verdict(n, e, steps, 10, msg);
 }
 
 static void test_l4_failures_alloc_countdown_enomem_no_leak(void **state)
 {
     (void)state;
-    testutil_snapshot before;
-    char msg[1024];
-    long n;
-    testutil_snapshot_take(&before);
-    for (n = 1; n < 20000; n++) {
-        base_alloc_fail_after(n);
-        int failed = countdown_pass(n);
-        long fired = base_alloc_failures();
-        base_alloc_fail_after(0);
-        if (failed && fired == 0)
-            fail_msg("n=%ld: ENOMEM at step %d without an injected failure", n,
-                     failed);
-        if (testutil_count_leaks(&before, msg, sizeof(msg)) != 0)
-            fail_msg("n=%ld (step %d failed): leaked%s", n, failed, msg);
-        if (!failed && fired == 0)
-            break;
-    }
-    assert_true(n < 20000);
-    print_message("allocation countdown: %ld passes\n", n);
-    testutil_assert_clean(&before);
+    it_alloc_countdown(countdown_pass);
 }
 
 int main(void)
