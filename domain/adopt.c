@@ -5,9 +5,9 @@
  * one ADOPT frame per member, which maps all of them there, and returns at
  * once. ADOPT frames are posted quietly (no wake-up): a member runs its
  * ADOPT before its next task (same FIFO), or when something waits on it.
- * The names are unlinked once every member has mapped. At the fence, one
- * RELEASE frame per member, which the fence waits for: the domain is freed
- * when the run returns. */
+ * The names are unlinked once every member has mapped. The fence releases
+ * it like any domain (domain_release_locked), which also gives its piece
+ * of the range back. */
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
@@ -48,56 +48,6 @@ static void adopt_done(struct orch_ctl *c, void *arg)
     }
     if (--d->adopt_pending == 0)
         unlink_ranks(d, d->n);
-}
-
-/* Under the scheduler lock. */
-static void release_done(struct orch_ctl *c, void *arg)
-{
-    struct strata_domain *d = arg;
-
-    if (c && c->err) {
-        /* The member may still map the addresses: never hand them out
-         * again. */
-        LOG_WARN("domain '%s': a member's release failed: %s", d->name, c->msg);
-        d->va_len = 0;
-    }
-    if (--d->release_pending == 0) {
-        if (d->va_len)
-            orch_va_free_locked(d->sched, d->va_start, d->va_len);
-        __atomic_store_n(&d->freed, true, __ATOMIC_RELEASE);
-        domain_live_remove(d);
-    }
-}
-
-/* Under the scheduler lock: RELEASE to members 0..n-1 (those that got an
- * ADOPT), as work of run (NULL: of none). */
-static void post_releases(struct strata_domain *d, strata_run *run, uint32_t n)
-{
-    d->release_pending = n + 1; /* +1 until every frame is posted */
-    for (uint32_t r = 0; r < n; r++) {
-        struct orch_ctl *c = &d->ctls[r];
-
-        memset(c, 0, sizeof(*c));
-        c->op = MBX_CTL_WINDOW_RELEASE;
-        c->arg[0] = d->alloc_id;
-        c->on_done = release_done;
-        c->on_done_arg = d;
-        if (orch_control_post_locked(d->sched, run, d->eps[r], c) !=
-            STRATA_OK) {
-            /* The chip keeps the mapping until it exits; its range
-             * piece is never handed out again. */
-            LOG_WARN("domain '%s': cannot post release to chip %d: %s", d->name,
-                     d->chips[r], strata_errmsg());
-            d->va_len = 0;
-            d->release_pending--;
-        }
-    }
-    release_done(NULL, d);
-}
-
-void domain_adopt_release_locked(struct strata_domain *d)
-{
-    post_releases(d, d->run, d->n);
 }
 
 strata_err domain_adopt_build(struct strata_domain *d, bool *used)
@@ -175,7 +125,7 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used)
         uint32_t posted = r - 1;
 
         d->adopt_pending -= d->n - posted;
-        post_releases(d, NULL, posted);
+        domain_release_locked(d, NULL, posted);
     }
     adopt_done(NULL, d);
     orch_unlock(s);

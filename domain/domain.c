@@ -229,33 +229,29 @@ static strata_err build(struct strata_domain *d, strata_orch *o)
     return base_fail(err, "domain '%s': %s", d->name, msg);
 }
 
+/* Under the scheduler lock. */
 static void release_done(struct orch_ctl *c, void *arg)
 {
     struct strata_domain *d = arg;
 
-    if (c->err)
-        LOG_DEBUG("domain '%s': a member's release failed: %s", d->name,
-                  c->msg);
+    if (c && c->err) {
+        /* The member may still map the addresses of a worker-made window:
+         * never hand them out again. */
+        LOG_WARN("domain '%s': a member's release failed: %s", d->name, c->msg);
+        d->va_len = 0;
+    }
     if (--d->release_pending == 0) {
+        if (d->va_len)
+            orch_va_free_locked(d->sched, d->va_start, d->va_len);
         __atomic_store_n(&d->freed, true, __ATOMIC_RELEASE);
         domain_live_remove(d);
     }
 }
 
-/* At the run fence, under the scheduler lock: free what is still held. */
-static void fence_hook(struct orch_sched *s, void *arg)
+void domain_release_locked(struct strata_domain *d, strata_run *run, uint32_t n)
 {
-    struct strata_domain *d = arg;
-
-    if (!d->allocated || d->freed || d->release_pending)
-        return;
-    __atomic_store_n(&d->released, true, __ATOMIC_RELEASE);
-    if (d->adopted) {
-        domain_adopt_release_locked(d);
-        return;
-    }
-    d->release_pending = d->n + 1; /* +1 until every frame is posted */
-    for (uint32_t r = 0; r < d->n; r++) {
+    d->release_pending = n + 1; /* +1 until every frame is posted */
+    for (uint32_t r = 0; r < n; r++) {
         struct orch_ctl *c = &d->ctls[r];
 
         memset(c, 0, sizeof(*c));
@@ -263,14 +259,30 @@ static void fence_hook(struct orch_sched *s, void *arg)
         c->arg[0] = d->alloc_id;
         c->on_done = release_done;
         c->on_done_arg = d;
-        if (orch_control_post_locked(s, d->run, d->eps[r], c) != STRATA_OK) {
-            /* The chip keeps the memory until it exits; no name leaks. */
+        if (orch_control_post_locked(d->sched, run, d->eps[r], c) !=
+            STRATA_OK) {
+            /* The chip keeps its mapping until it exits (no name leaks);
+             * a worker-made window's addresses are never handed out
+             * again. */
             LOG_WARN("domain '%s': cannot post release to chip %d: %s", d->name,
                      d->chips[r], strata_errmsg());
+            d->va_len = 0;
             d->release_pending--;
         }
     }
-    release_done(&(struct orch_ctl){0}, d);
+    release_done(NULL, d);
+}
+
+/* At the run fence, under the scheduler lock: free what is still held. */
+static void fence_hook(struct orch_sched *s, void *arg)
+{
+    struct strata_domain *d = arg;
+
+    (void)s;
+    if (!d->allocated || d->freed || d->release_pending)
+        return;
+    __atomic_store_n(&d->released, true, __ATOMIC_RELEASE);
+    domain_release_locked(d, d->run, d->n);
 }
 
 strata_err strata_orch_allocate_domain(strata_orch *o,

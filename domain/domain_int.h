@@ -51,8 +51,10 @@ void domain_live_remove(struct strata_domain *d);
  * in the worker and the reserved range has room; *used says whether it
  * did (else nothing happened and the exchange of descriptors follows). */
 strata_err domain_adopt_build(struct strata_domain *d, bool *used);
-/* At the fence, under the scheduler lock: RELEASE to every member, as
- * work of the run (the fence waits for them). */
-void domain_adopt_release_locked(struct strata_domain *d);
+/* domain.c, under the scheduler lock: RELEASE to members 0..n-1 as work
+ * of run (NULL: of none); the domain is freed (and a worker-made window's
+ * addresses given back) once all are done. */
+void domain_release_locked(struct strata_domain *d, strata_run *run,
+                           uint32_t n);
 
 #endif
