@@ -225,3 +225,51 @@ int example_node_stop(struct example_node *d, const char *name)
     example_node_forget_files(d, name);
     return rc;
 }
+
+static int l4_fail(const char *name, const char *what, strata_err err)
+{
+    fprintf(stderr, "%s: FAILED: %s: %s (%s): %s\n", name, what,
+            strata_errname(err), strata_strerror(err), strata_errmsg());
+    return 1;
+}
+
+int example_l4_build(struct example_node *d, const char *name, const int *chips,
+                     size_t nchips, strata_worker **out)
+{
+    strata_worker_config c4, c3;
+    strata_remote_spec spec;
+    strata_worker *w = NULL, *local = NULL;
+    strata_err err;
+    int id;
+
+    strata_worker_config_init(&c4, 4);
+    err = strata_worker_create(&c4, &w);
+    if (err != STRATA_OK)
+        return l4_fail(name, "create the L4 worker", err);
+    *out = w;
+    /* Node 0: a forked L3. */
+    strata_worker_config_init(&c3, 3);
+    c3.chip_ids = chips;
+    c3.num_chips = nchips;
+    err = strata_worker_create(&c3, &local);
+    if (err == STRATA_OK)
+        err = strata_worker_add_worker(w, local, &id);
+    if (err != STRATA_OK) {
+        if (local != NULL && strata_worker_destroy(local) != STRATA_OK)
+            fprintf(stderr, "%s: %s\n", name, strata_errmsg());
+        return l4_fail(name, "add the forked node", err);
+    }
+    /* Node 1: the daemon's L3. */
+    memset(&spec, 0, sizeof(spec));
+    spec.endpoint = d->endpoint;
+    spec.secret_file = d->secret;
+    spec.chip_ids = chips;
+    spec.num_chips = nchips;
+    err = strata_worker_add_remote_worker(w, &spec, &id);
+    if (err != STRATA_OK)
+        return l4_fail(name, "add the remote node", err);
+    /* Both sides have read the key (the daemon at start, the client just
+     * now): nothing on disk needs it any more. */
+    example_node_forget_files(d, name);
+    return 0;
+}

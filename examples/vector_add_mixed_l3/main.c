@@ -81,46 +81,6 @@ static uint64_t now_ns(void)
 
 /* ---- the L4 worker ----------------------------------------------------- */
 
-static int build_worker(struct example_node *d, strata_worker **out)
-{
-    strata_worker_config c4, c3;
-    strata_remote_spec spec;
-    strata_worker *w = NULL, *local = NULL;
-    strata_err err;
-    int id;
-
-    strata_worker_config_init(&c4, 4);
-    err = strata_worker_create(&c4, &w);
-    if (err != STRATA_OK)
-        return fail("create the L4 worker", err);
-    *out = w;
-    /* Node 0: a forked L3 with chips 0 and 1. */
-    strata_worker_config_init(&c3, 3);
-    c3.chip_ids = chip_ids;
-    c3.num_chips = CHIPS;
-    err = strata_worker_create(&c3, &local);
-    if (err == STRATA_OK)
-        err = strata_worker_add_worker(w, local, &id);
-    if (err != STRATA_OK) {
-        if (local != NULL && strata_worker_destroy(local) != STRATA_OK)
-            fprintf(stderr, NAME ": %s\n", strata_errmsg());
-        return fail("add the forked node", err);
-    }
-    /* Node 1: the daemon's L3 with chips 0 and 1. */
-    memset(&spec, 0, sizeof(spec));
-    spec.endpoint = d->endpoint;
-    spec.secret_file = d->secret;
-    spec.chip_ids = chip_ids;
-    spec.num_chips = CHIPS;
-    err = strata_worker_add_remote_worker(w, &spec, &id);
-    if (err != STRATA_OK)
-        return fail("add the remote node", err);
-    /* Both sides have read the key (the daemon at start, the client just
-     * now): nothing on disk needs it any more. */
-    example_node_forget_files(d, NAME);
-    return 0;
-}
-
 /* Appends [first, first + count) float32 elements of buf. */
 static strata_err add_slice(strata_args *a, strata_buffer *buf, size_t first,
                             size_t count, strata_tag tag)
@@ -391,7 +351,8 @@ int main(int argc, char **argv)
     printf(NAME ": strata-node (pid %d) listening on %s with a fresh "
                 "pre-shared key\n",
            (int)d.pid, d.endpoint);
-    if (build_worker(&d, &w) == 0 && run_all(w, &j, &d) == 0)
+    if (example_l4_build(&d, NAME, chip_ids, CHIPS, &w) == 0 &&
+        run_all(w, &j, &d) == 0)
         rc = 0;
 out:
     /* Every path: the worker (GOODBYE to node 1, node 0 reaped), then the
