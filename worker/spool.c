@@ -105,16 +105,6 @@ strata_err spool_submit(struct spool *p, struct spool_job *job)
     return err;
 }
 
-uint32_t spool_running(struct spool *p)
-{
-    uint32_t n;
-
-    pthread_mutex_lock(&p->mu);
-    n = p->running;
-    pthread_mutex_unlock(&p->mu);
-    return n;
-}
-
 void spool_wait_idle(struct spool *p)
 {
     pthread_mutex_lock(&p->mu);

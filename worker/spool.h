@@ -35,8 +35,6 @@ void spool_init(struct spool *p);
 /* Queues job; a parked thread takes it, or a new one is started.
  * STRATA_ESYS (job not queued) when no thread can be had. */
 strata_err spool_submit(struct spool *p, struct spool_job *job);
-/* Jobs queued or running now. */
-uint32_t spool_running(struct spool *p);
 /* Waits until no job is queued or running. */
 void spool_wait_idle(struct spool *p);
 /* Ends and joins every thread (call once idle), frees the pool. */
