@@ -41,7 +41,7 @@
 #include <strata/strata.h>
 
 #include "bench_common.h"
-#include "daemon.h"
+#include "bench_daemon.h"
 #include "machine_load.h"
 #include "mpi_launch.h"
 #include "stats.h"
@@ -565,6 +565,7 @@ int main(int argc, char **argv)
     const char *node_bin = getenv("STRATA_NODE");
     struct machine_load load0, load1;
     struct bench_daemon d;
+    struct bench_daemon_opts dopt = {.name = NAME};
     struct options opt;
     bool have_daemon;
 
@@ -572,7 +573,8 @@ int main(int argc, char **argv)
         return 2;
     if (!node_bin || !node_bin[0])
         node_bin = BENCH_NODE_PATH;
-    have_daemon = bench_daemon_start(&d, node_bin) == 0;
+    dopt.node_bin = node_bin;
+    have_daemon = bench_daemon_start(&d, &dopt) == 0;
     if (!have_daemon)
         snprintf(strata_note, sizeof(strata_note),
                  "no strata-node: remote configurations not measured");

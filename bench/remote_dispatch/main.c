@@ -27,25 +27,23 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <strata/strata.h>
+
+#include "bench_daemon.h"
+#include "stats.h"
 
 #ifndef BENCH_NODE_PATH
 #define BENCH_NODE_PATH "strata-node"
@@ -84,19 +82,6 @@ static double now_us(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* ---- 1. raw TCP ping-pong -------------------------------------------- */
@@ -177,7 +162,7 @@ static int tcp_pingpong(const struct options *opt, double *rtt_us)
     }
     close(fd);
     waitpid(pid, &status, 0);
-    *rtt_us = median(blocks, opt->blocks);
+    *rtt_us = stats_median(blocks, opt->blocks);
     return 0;
 broken:
     fprintf(stderr, NAME ": the TCP echo broke\n");
@@ -185,158 +170,6 @@ broken:
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     return -1;
-}
-
-/* ---- the daemon --------------------------------------------------------- */
-
-struct daemon {
-    char dir[64];
-    char secret[96], port_file[96];
-    pid_t pid;
-    int pidfd;
-    char endpoint[32];
-};
-
-static void forget_files(struct daemon *d)
-{
-    char tmp[128];
-
-    if (!d->dir[0])
-        return;
-    unlink(d->secret);
-    unlink(d->port_file);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", d->port_file);
-    unlink(tmp);
-    rmdir(d->dir);
-    d->dir[0] = '\0';
-}
-
-static int write_secret(const char *path)
-{
-    unsigned char raw[32];
-    char hex[65];
-    int fd;
-    bool ok;
-
-    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        return -1;
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    ok = write(fd, hex, 64) == 64;
-    return close(fd) == 0 && ok ? 0 : -1;
-}
-
-static int read_port(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    int port = 0;
-
-    if (f) {
-        if (fscanf(f, "%d", &port) != 1)
-            port = 0;
-        fclose(f);
-    }
-    return port;
-}
-
-/* Starts strata-node on 127.0.0.1:0 (PSK or insecure) and waits for its
- * port file (inotify) or its death (pidfd), 10 s at most. */
-static int start_daemon(struct daemon *d, bool insecure)
-{
-    const char *bin =
-        getenv("STRATA_NODE") ? getenv("STRATA_NODE") : BENCH_NODE_PATH;
-    const char *argv[12];
-    double deadline;
-    pid_t parent = getpid();
-    size_t k = 0;
-    int ino, port = 0;
-
-    memset(d, 0, sizeof(*d));
-    d->pidfd = -1;
-    snprintf(d->dir, sizeof(d->dir), "/tmp/" NAME "-XXXXXX");
-    if (!mkdtemp(d->dir)) {
-        d->dir[0] = '\0';
-        return -1;
-    }
-    snprintf(d->secret, sizeof(d->secret), "%s/secret", d->dir);
-    snprintf(d->port_file, sizeof(d->port_file), "%s/port", d->dir);
-    if (!insecure && write_secret(d->secret) != 0)
-        return -1;
-    argv[k++] = bin;
-    argv[k++] = "--listen";
-    argv[k++] = "127.0.0.1:0";
-    argv[k++] = "--module";
-    argv[k++] = BENCH_MODULE_PATH;
-    argv[k++] = "--port-file";
-    argv[k++] = d->port_file;
-    if (insecure) {
-        argv[k++] = "--insecure";
-    } else {
-        argv[k++] = "--secret-file";
-        argv[k++] = d->secret;
-    }
-    argv[k] = NULL;
-    ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (ino < 0 || inotify_add_watch(ino, d->dir, IN_MOVED_TO) < 0)
-        return -1;
-    fflush(NULL);
-    d->pid = fork();
-    if (d->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent)
-            _exit(127);
-        execv(bin, (char *const *)(uintptr_t)argv);
-        _exit(127);
-    }
-    if (d->pid < 0) {
-        d->pid = 0;
-        close(ino);
-        return -1;
-    }
-    d->pidfd = (int)syscall(SYS_pidfd_open, d->pid, 0);
-    deadline = now_us() + 10e6;
-    while ((port = read_port(d->port_file)) == 0 && now_us() < deadline) {
-        struct pollfd p[2] = {{ino, POLLIN, 0}, {d->pidfd, POLLIN, 0}};
-        char ev[4096];
-
-        if (poll(p, d->pidfd >= 0 ? 2 : 1,
-                 (int)((deadline - now_us()) / 1e3) + 1) < 0 &&
-            errno != EINTR)
-            break;
-        if (p[1].revents & POLLIN)
-            break; /* it died */
-        while (read(ino, ev, sizeof(ev)) > 0)
-            ;
-    }
-    close(ino);
-    if (port <= 0) {
-        fprintf(stderr, NAME ": strata-node (%s) did not start\n", bin);
-        return -1;
-    }
-    snprintf(d->endpoint, sizeof(d->endpoint), "127.0.0.1:%d", port);
-    return 0;
-}
-
-static void stop_daemon(struct daemon *d)
-{
-    int status;
-
-    if (d->pid > 0) {
-        struct pollfd p = {d->pidfd, POLLIN, 0};
-
-        kill(d->pid, SIGTERM);
-        if (d->pidfd >= 0 && poll(&p, 1, 10000) == 0)
-            kill(d->pid, SIGKILL);
-        waitpid(d->pid, &status, 0);
-        d->pid = 0;
-    }
-    if (d->pidfd >= 0)
-        close(d->pidfd);
-    d->pidfd = -1;
-    forget_files(d);
 }
 
 /* ---- 2 and 3. remote tasks ---------------------------------------------- */
@@ -365,7 +198,7 @@ static void report(const char *what, strata_err err)
             strata_strerror(err), strata_errmsg());
 }
 
-static strata_err start_l4(const struct daemon *d, bool insecure,
+static strata_err start_l4(const struct bench_daemon *d, bool insecure,
                            strata_worker **out)
 {
     static const int chip_ids[1] = {0};
@@ -430,7 +263,7 @@ static strata_err time_runs(strata_worker *w, struct dispatch *d,
         }
         b[k] = (now_us() - t0) / (double)runs;
     }
-    *run_us = median(b, blocks);
+    *run_us = stats_median(b, blocks);
     return STRATA_OK;
 }
 
@@ -439,17 +272,20 @@ static strata_err time_runs(strata_worker *w, struct dispatch *d,
 static int bench_remote(const struct options *opt, bool insecure, bool tput,
                         struct dispatch *d, double *rtt_us, struct results *res)
 {
-    struct daemon dm;
+    const char *bin = getenv("STRATA_NODE");
+    struct bench_daemon_opts o = {.name = NAME,
+                                  .node_bin = bin ? bin : BENCH_NODE_PATH,
+                                  .module = BENCH_MODULE_PATH,
+                                  .insecure = insecure};
+    struct bench_daemon dm;
     strata_worker *w = NULL;
     strata_err err;
     int rc = 1;
 
-    if (start_daemon(&dm, insecure) != 0) {
-        stop_daemon(&dm);
+    if (bench_daemon_start(&dm, &o) != 0)
         return 1;
-    }
     err = start_l4(&dm, insecure, &w);
-    forget_files(&dm); /* the key has been read by both sides */
+    bench_daemon_forget_files(&dm); /* both sides have read the key */
     if (err) {
         report("start the L4 worker", err);
         goto out;
@@ -474,7 +310,7 @@ out:
             rc = 1;
         }
     }
-    stop_daemon(&dm);
+    bench_daemon_stop(&dm);
     return rc;
 }
 
@@ -597,9 +433,9 @@ int main(int argc, char **argv)
             tcp[i] = res.tcp_round[i];
             tls[i] = res.tls_round[i];
         }
-        res.ratio = median(ratios, opt.rounds);
-        res.tcp_rtt_us = median(tcp, opt.rounds);
-        res.tls_rtt_us = median(tls, opt.rounds);
+        res.ratio = stats_median(ratios, opt.rounds);
+        res.tcp_rtt_us = stats_median(tcp, opt.rounds);
+        res.tls_rtt_us = stats_median(tls, opt.rounds);
     }
     print_summary(&opt, &res);
     print_json(&opt, &res, NULL);

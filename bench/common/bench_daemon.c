@@ -1,6 +1,6 @@
-/* A strata-node daemon for bench_global_domain (see daemon.h). */
+/* A strata-node daemon for a benchmark (see bench_daemon.h). */
 #define _GNU_SOURCE
-#include "daemon.h"
+#include "bench_daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,28 +82,44 @@ static int wait_port(struct bench_daemon *d, int ino)
     }
 }
 
-int bench_daemon_start(struct bench_daemon *d, const char *node_bin)
+int bench_daemon_start(struct bench_daemon *d,
+                       const struct bench_daemon_opts *o)
 {
-    const char *argv[] = {node_bin,        "--listen", "127.0.0.1:0",
-                          "--secret-file", d->secret,  "--port-file",
-                          d->port_file,    NULL};
+    const char *argv[12];
     pid_t parent = getpid();
+    size_t k = 0;
     int ino, port;
 
     memset(d, 0, sizeof(*d));
     d->pidfd = -1;
-    snprintf(d->dir, sizeof(d->dir), "/tmp/bench_global_domain-XXXXXX");
+    snprintf(d->dir, sizeof(d->dir), "/tmp/%.40s-XXXXXX", o->name);
     if (!mkdtemp(d->dir)) {
         d->dir[0] = '\0';
-        perror("bench_global_domain: mkdtemp");
+        fprintf(stderr, "%s: mkdtemp: %s\n", o->name, strerror(errno));
         return -1;
     }
     snprintf(d->secret, sizeof(d->secret), "%s/secret", d->dir);
     snprintf(d->port_file, sizeof(d->port_file), "%s/port", d->dir);
+    argv[k++] = o->node_bin;
+    argv[k++] = "--listen";
+    argv[k++] = "127.0.0.1:0";
+    argv[k++] = "--port-file";
+    argv[k++] = d->port_file;
+    if (o->module) {
+        argv[k++] = "--module";
+        argv[k++] = o->module;
+    }
+    if (o->insecure) {
+        argv[k++] = "--insecure";
+    } else {
+        argv[k++] = "--secret-file";
+        argv[k++] = d->secret;
+    }
+    argv[k] = NULL;
     ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (write_secret(d->secret) != 0 || ino < 0 ||
+    if ((!o->insecure && write_secret(d->secret) != 0) || ino < 0 ||
         inotify_add_watch(ino, d->dir, IN_MOVED_TO) < 0) {
-        perror("bench_global_domain: secret/inotify");
+        fprintf(stderr, "%s: secret/inotify: %s\n", o->name, strerror(errno));
         if (ino >= 0)
             close(ino);
         bench_daemon_stop(d);
@@ -115,8 +131,8 @@ int bench_daemon_start(struct bench_daemon *d, const char *node_bin)
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
             _exit(127);
-        execv(node_bin, (char *const *)(uintptr_t)argv);
-        fprintf(stderr, "bench_global_domain: cannot run %s: %s\n", node_bin,
+        execv(o->node_bin, (char *const *)(uintptr_t)argv);
+        fprintf(stderr, "%s: cannot run %s: %s\n", o->name, o->node_bin,
                 strerror(errno));
         _exit(127);
     }
@@ -125,10 +141,8 @@ int bench_daemon_start(struct bench_daemon *d, const char *node_bin)
     port = d->pid > 0 && d->pidfd >= 0 ? wait_port(d, ino) : 0;
     close(ino);
     if (port <= 0) {
-        fprintf(stderr,
-                "bench_global_domain: strata-node (%s) did not "
-                "start\n",
-                node_bin);
+        fprintf(stderr, "%s: strata-node (%s) did not start\n", o->name,
+                o->node_bin);
         if (d->pid < 0)
             d->pid = 0;
         bench_daemon_stop(d);
@@ -136,6 +150,20 @@ int bench_daemon_start(struct bench_daemon *d, const char *node_bin)
     }
     snprintf(d->endpoint, sizeof(d->endpoint), "127.0.0.1:%d", port);
     return 0;
+}
+
+void bench_daemon_forget_files(struct bench_daemon *d)
+{
+    char tmp[128];
+
+    if (!d->dir[0])
+        return;
+    unlink(d->secret);
+    unlink(d->port_file);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", d->port_file);
+    unlink(tmp);
+    rmdir(d->dir);
+    d->dir[0] = '\0';
 }
 
 int bench_daemon_stop(struct bench_daemon *d)
@@ -157,15 +185,6 @@ int bench_daemon_stop(struct bench_daemon *d)
     if (d->pidfd >= 0)
         close(d->pidfd);
     d->pidfd = -1;
-    if (d->dir[0]) {
-        char tmp[128];
-
-        unlink(d->secret);
-        unlink(d->port_file);
-        snprintf(tmp, sizeof(tmp), "%s.tmp", d->port_file);
-        unlink(tmp);
-        rmdir(d->dir);
-        d->dir[0] = '\0';
-    }
+    bench_daemon_forget_files(d);
     return rc;
 }
