@@ -64,29 +64,44 @@ static strata_err import(strata_chip *chip, struct mbx_frame *f)
     return STRATA_OK;
 }
 
-static strata_err copy(strata_chip *chip, struct mbx_frame *f, bool to)
+/* The bytes [arg[1], arg[1] + arg[2]) of this chip's window arg[0]. */
+static strata_err window_span(strata_chip *chip, const struct mbx_frame *f,
+                              char **out)
 {
     const struct chip_backend_ops *ops = chip->cfg->ops;
     size_t size = 0;
     char *win;
     strata_err err = need(chip, ops->window_local != NULL, "windows");
 
-    if (!err)
-        err = chip_resolve_args(chip, f);
     if (err)
         return err;
     win = ops->window_local(chip->state, f->arg[0], &size);
     if (!win)
         return base_fail(STRATA_ENOENT, "chip %d has no window %llu",
                          chip->cfg->id, (unsigned long long)f->arg[0]);
-    if (chip->args.num_tensors != 1 || f->arg[1] > size ||
-        f->arg[2] > size - f->arg[1] ||
+    if (f->arg[1] > size || f->arg[2] > size - f->arg[1])
+        return base_fail(STRATA_EPROTO, "window copy out of range");
+    *out = win + f->arg[1];
+    return STRATA_OK;
+}
+
+/* A task's one tensor into a window, or window bytes into it. */
+static strata_err copy(strata_chip *chip, struct mbx_frame *f, bool to)
+{
+    char *span = NULL;
+    strata_err err = chip_resolve_args(chip, f);
+
+    if (!err)
+        err = window_span(chip, f, &span);
+    if (err)
+        return err;
+    if (chip->args.num_tensors != 1 ||
         f->arg[2] != chip->args.tensors[0].nbytes)
         return base_fail(STRATA_EPROTO, "window copy out of range");
     if (to)
-        memcpy(win + f->arg[1], chip->args.data[0], f->arg[2]);
+        memcpy(span, chip->args.data[0], f->arg[2]);
     else
-        memcpy(chip->args.data[0], win + f->arg[1], f->arg[2]);
+        memcpy(chip->args.data[0], span, f->arg[2]);
     return STRATA_OK;
 }
 
@@ -94,24 +109,17 @@ static strata_err copy(strata_chip *chip, struct mbx_frame *f, bool to)
 static strata_err staged_copy(strata_chip *chip, struct mbx_frame *f,
                               bool write)
 {
-    const struct chip_backend_ops *ops = chip->cfg->ops;
-    size_t size = 0;
-    char *win;
-    strata_err err = need(chip, ops->window_local != NULL, "windows");
+    char *span = NULL;
+    strata_err err = window_span(chip, f, &span);
 
     if (err)
         return err;
-    win = ops->window_local(chip->state, f->arg[0], &size);
-    if (!win)
-        return base_fail(STRATA_ENOENT, "chip %d has no window %llu",
-                         chip->cfg->id, (unsigned long long)f->arg[0]);
-    if (f->arg[1] > size || f->arg[2] > size - f->arg[1] ||
-        f->arg[2] > MBX_STAGING_SIZE || (write && f->staged_len != f->arg[2]))
+    if (f->arg[2] > MBX_STAGING_SIZE || (write && f->staged_len != f->arg[2]))
         return base_fail(STRATA_EPROTO, "window copy out of range");
     if (write) {
-        memcpy(win + f->arg[1], chip->cfg->mbx->staging, f->arg[2]);
+        memcpy(span, chip->cfg->mbx->staging, f->arg[2]);
     } else {
-        memcpy(chip->cfg->mbx->staging, win + f->arg[1], f->arg[2]);
+        memcpy(chip->cfg->mbx->staging, span, f->arg[2]);
         f->staged_len = f->arg[2];
     }
     return STRATA_OK;
