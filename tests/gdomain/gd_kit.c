@@ -3,18 +3,15 @@
  */
 #define _GNU_SOURCE
 #include "gd_kit.h"
+#include "node_launch.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
-#include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,111 +68,25 @@ void gd_assert_contains(const char *hay, const char *needle)
 
 /* ---- the daemon ------------------------------------------------------ */
 
-static int write_secret(const char *path)
-{
-    unsigned char raw[32];
-    char hex[65];
-    int fd;
-    bool ok;
-
-    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        return -1;
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    ok = write(fd, hex, 64) == 64;
-    return close(fd) == 0 && ok ? 0 : -1;
-}
-
-static int read_port(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    int port = -1;
-
-    if (!f)
-        return -1;
-    if (fscanf(f, "%d", &port) != 1)
-        port = -1;
-    fclose(f);
-    return port;
-}
-
 static void print_log(const struct gd_daemon *d)
 {
-    char line[1024];
-    FILE *f = fopen(d->log, "re");
-
-    if (!f)
-        return;
-    print_error("---- strata-node log ----\n");
-    while (fgets(line, sizeof(line), f))
-        print_error("%s", line);
-    print_error("---- end of log ----\n");
-    fclose(f);
-}
-
-/* The daemon's environment: ours, with STRATA_LOG=warn and the fault. */
-static char **daemon_env(const char *fault, char *fault_kv, size_t cap)
-{
-    size_t n = 0, k = 0;
-    char **env;
-
-    for (char **e = environ; *e; e++)
-        n++;
-    env = calloc(n + 3, sizeof(*env));
-    if (!env)
-        return NULL;
-    for (char **e = environ; *e; e++)
-        if (strncmp(*e, "STRATA_LOG=", 11) != 0 &&
-            strncmp(*e, "STRATA_FAULT=", 13) != 0)
-            env[k++] = *e;
-    env[k++] = (char *)(uintptr_t) "STRATA_LOG=warn";
-    if (fault) {
-        snprintf(fault_kv, cap, "STRATA_FAULT=%s", fault);
-        env[k++] = fault_kv;
-    }
-    env[k] = NULL;
-    return env;
-}
-
-/* Waits for the port file (inotify) or the daemon's death (pidfd). */
-static int wait_port(struct gd_daemon *d, const char *port_file, int ino)
-{
-    int pidfd = (int)syscall(SYS_pidfd_open, d->pid, 0);
-    double deadline = testutil_now() + DAEMON_WAIT_S;
-    int port = -1;
-
-    for (;;) {
-        struct pollfd p[2] = {{ino, POLLIN, 0}, {pidfd, POLLIN, 0}};
-        double left = deadline - testutil_now();
-        char buf[4096];
-
-        port = read_port(port_file);
-        if (port > 0 || left <= 0)
-            break;
-        if (poll(p, pidfd >= 0 ? 2 : 1,
-                 pidfd >= 0 ? (int)(left * 1000) + 1 : 100) < 0 &&
-            errno != EINTR)
-            break;
-        if (pidfd >= 0 && (p[1].revents & POLLIN))
-            break; /* it died */
-        while (read(ino, buf, sizeof(buf)) > 0)
-            ;
-    }
-    if (pidfd >= 0)
-        close(pidfd);
-    return port;
+    testutil_print_file(d->log, "strata-node log");
 }
 
 int gd_daemon_start(struct gd_daemon *d, const char *host, const char *fault)
 {
-    char port_file[GD_PATH_MAX], listen[64], fault_kv[128];
-    const char *argv[12];
-    char **env;
-    pid_t parent = getpid();
-    int logfd = -1, ino = -1, port;
+    char port_file[GD_PATH_MAX], listen[64];
+    const char *argv[] = {
+        GD_NODE_PATH,  "--listen", listen,          "--module", GD_MODULE_PATH,
+        "--port-file", port_file,  "--secret-file", d->secret,  NULL};
+    struct testutil_node_launch l = {.argv = argv,
+                                     .dir = d->dir,
+                                     .port_file = port_file,
+                                     .log = d->log,
+                                     .log_level = "warn",
+                                     .fault = fault,
+                                     .wait_s = DAEMON_WAIT_S};
+    int port;
 
     memset(d, 0, sizeof(*d));
     snprintf(d->dir, sizeof(d->dir), "/tmp/strata-gd-node-XXXXXX");
@@ -188,50 +99,13 @@ int gd_daemon_start(struct gd_daemon *d, const char *host, const char *fault)
     snprintf(d->log, sizeof(d->log), "%s/node.log", d->dir);
     snprintf(port_file, sizeof(port_file), "%s/port", d->dir);
     snprintf(listen, sizeof(listen), "%s:0", host ? host : "127.0.0.1");
-    argv[0] = GD_NODE_PATH;
-    argv[1] = "--listen";
-    argv[2] = listen;
-    argv[3] = "--module";
-    argv[4] = GD_MODULE_PATH;
-    argv[5] = "--port-file";
-    argv[6] = port_file;
-    argv[7] = "--secret-file";
-    argv[8] = d->secret;
-    argv[9] = NULL;
-    env = daemon_env(fault, fault_kv, sizeof(fault_kv));
-    if (!env || write_secret(d->secret) != 0)
-        goto fail;
-    ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    logfd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (ino < 0 || logfd < 0 ||
-        inotify_add_watch(ino, d->dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
-        goto fail;
-    d->pid = fork();
-    if (d->pid == 0) {
-        /* Async-signal-safe calls only: the test may have threads. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent)
-            _exit(127);
-        if (dup2(logfd, STDOUT_FILENO) < 0 || dup2(logfd, STDERR_FILENO) < 0)
-            _exit(127);
-        syscall(SYS_close_range, 3u, ~0u, 0u);
-        execve(argv[0], (char *const *)(uintptr_t)argv, env);
-        _exit(127);
+    if (testutil_write_secret(d->secret) != 0) {
+        print_error("cannot write %s\n", d->secret);
+        gd_daemon_stop(d);
+        return -1;
     }
-    if (d->pid < 0) {
-        d->pid = 0;
-        goto fail;
-    }
-    close(logfd);
-    logfd = -1;
-    port = wait_port(d, port_file, ino);
-    close(ino);
-    ino = -1;
-    free(env);
-    env = NULL;
+    port = testutil_node_launch(&l, &d->pid);
     if (port <= 0) {
-        print_error("strata-node reported no port within %.0f s\n",
-                    DAEMON_WAIT_S);
         print_log(d);
         gd_daemon_stop(d);
         return -1;
@@ -240,15 +114,6 @@ int gd_daemon_start(struct gd_daemon *d, const char *host, const char *fault)
              host ? host : "127.0.0.1", port);
     unlink(port_file);
     return 0;
-fail:
-    print_error("starting strata-node: %s\n", strerror(errno));
-    if (ino >= 0)
-        close(ino);
-    if (logfd >= 0)
-        close(logfd);
-    free(env);
-    gd_daemon_stop(d);
-    return -1;
 }
 
 int gd_daemon_stop(struct gd_daemon *d)
@@ -284,42 +149,12 @@ int gd_daemon_stop(struct gd_daemon *d)
     return rc;
 }
 
-/* Children of pid (every thread's), appended to out[*n..cap). */
-static void children_of(pid_t pid, pid_t *out, size_t *n, size_t cap)
-{
-    char path[64];
-    struct dirent *e;
-    DIR *dir;
-
-    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-    dir = opendir(path);
-    if (!dir)
-        return;
-    while ((e = readdir(dir)) != NULL) {
-        char file[300];
-        FILE *f;
-        int child;
-
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(file, sizeof(file), "/proc/%d/task/%s/children", (int)pid,
-                 e->d_name);
-        f = fopen(file, "re");
-        if (!f)
-            continue;
-        while (*n < cap && fscanf(f, "%d", &child) == 1)
-            out[(*n)++] = (pid_t)child;
-        fclose(f);
-    }
-    closedir(dir);
-}
-
 size_t gd_daemon_sessions(const struct gd_daemon *d, pid_t *out, size_t cap)
 {
     size_t n = 0;
 
     if (d->pid > 0)
-        children_of(d->pid, out, &n, cap);
+        testutil_children_of(d->pid, out, &n, cap);
     return n;
 }
 
@@ -638,10 +473,10 @@ size_t gd_descendants(pid_t root, pid_t *out, size_t cap)
 {
     size_t n = 0;
 
-    children_of(root, out, &n, cap);
+    testutil_children_of(root, out, &n, cap);
     /* Breadth first: out[] grows while it is walked. */
     for (size_t i = 0; i < n; i++)
-        children_of(out[i], out, &n, cap);
+        testutil_children_of(out[i], out, &n, cap);
     return n;
 }
 

@@ -3,17 +3,14 @@
  */
 #define _GNU_SOURCE
 #include "remote_kit.h"
+#include "node_launch.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/inotify.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,135 +137,54 @@ void rk_certs_remove(struct rk_certs *c)
 
 int rk_write_secret(const char *path)
 {
-    uint8_t raw[32];
-    char hex[65];
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    bool ok = fd >= 0 && read(fd, raw, sizeof(raw)) == (ssize_t)sizeof(raw);
-
-    if (fd >= 0)
-        close(fd);
-    if (!ok)
-        return -1;
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    ok = write(fd, hex, 64) == 64;
-    return close(fd) == 0 && ok ? 0 : -1;
-}
-
-static int read_port(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    int port = -1;
-
-    if (!f)
-        return -1;
-    if (fscanf(f, "%d", &port) != 1)
-        port = -1;
-    fclose(f);
-    return port;
+    return testutil_write_secret(path);
 }
 
 void rk_node_print_log(const struct rk_node *n)
 {
-    char line[1024];
-    FILE *f = fopen(n->log, "re");
-
-    if (!f)
-        return;
-    print_error("---- strata-node log (%s) ----\n", n->log);
-    while (fgets(line, sizeof(line), f))
-        print_error("%s", line);
-    print_error("---- end of log ----\n");
-    fclose(f);
+    testutil_print_file(n->log, "strata-node log");
 }
 
-/* argv and envp for the daemon, built before fork. */
-struct launch {
-    const char *argv[16];
-    char port_file[RK_PATH_MAX];
-    char **envp;
-};
-
-static int build_launch(struct rk_node *n, struct launch *l)
+/* The daemon's arguments for n->auth. */
+static void node_argv(const struct rk_node *n, const char **argv,
+                      const char *port_file)
 {
-    size_t k = 0, ne = 0;
+    size_t k = 0;
 
-    l->argv[k++] = RT_NODE_PATH;
-    l->argv[k++] = "--listen";
-    l->argv[k++] = "127.0.0.1:0";
-    l->argv[k++] = "--module";
-    l->argv[k++] = RT_MODULE_PATH;
-    l->argv[k++] = "--port-file";
-    l->argv[k++] = l->port_file;
+    argv[k++] = RT_NODE_PATH;
+    argv[k++] = "--listen";
+    argv[k++] = "127.0.0.1:0";
+    argv[k++] = "--module";
+    argv[k++] = RT_MODULE_PATH;
+    argv[k++] = "--port-file";
+    argv[k++] = port_file;
     if (n->auth == RK_PSK) {
-        l->argv[k++] = "--secret-file";
-        l->argv[k++] = n->secret;
+        argv[k++] = "--secret-file";
+        argv[k++] = n->secret;
     } else if (n->auth == RK_CERT) {
-        l->argv[k++] = "--cert";
-        l->argv[k++] = n->certs->node_cert;
-        l->argv[k++] = "--key";
-        l->argv[k++] = n->certs->node_key;
-        l->argv[k++] = "--ca";
-        l->argv[k++] = n->certs->ca;
+        argv[k++] = "--cert";
+        argv[k++] = n->certs->node_cert;
+        argv[k++] = "--key";
+        argv[k++] = n->certs->node_key;
+        argv[k++] = "--ca";
+        argv[k++] = n->certs->ca;
     } else {
-        l->argv[k++] = "--insecure";
+        argv[k++] = "--insecure";
     }
-    l->argv[k] = NULL;
-    for (char **e = environ; *e; e++)
-        ne++;
-    l->envp = calloc(ne + 2, sizeof(char *));
-    if (!l->envp)
-        return -1;
-    ne = 0;
-    for (char **e = environ; *e; e++)
-        if (strncmp(*e, "STRATA_LOG=", 11) != 0)
-            l->envp[ne++] = *e;
-    l->envp[ne++] = (char *)(uintptr_t) "STRATA_LOG=info";
-    l->envp[ne] = NULL;
-    return 0;
-}
-
-/* Waits for the port file: inotify on the directory for the daemon's
- * rename, a pidfd for its death. */
-static int wait_port(struct rk_node *n, const char *port_file, int ino)
-{
-    int pidfd = (int)syscall(SYS_pidfd_open, n->pid, 0);
-    double deadline = testutil_now() + RK_WAIT_S;
-    int port = -1;
-
-    for (;;) {
-        struct pollfd p[2] = {{ino, POLLIN, 0}, {pidfd, POLLIN, 0}};
-        double left = deadline - testutil_now();
-        char buf[4096];
-
-        port = read_port(port_file);
-        if (port > 0 || left <= 0 || !rk_node_alive(n))
-            break;
-        /* Without pidfd (old kernels) a death is noticed within 100 ms. */
-        if (poll(p, pidfd >= 0 ? 2 : 1,
-                 pidfd >= 0 ? (int)(left * 1000) + 1 : 100) < 0 &&
-            errno != EINTR)
-            break;
-        while (read(ino, buf, sizeof(buf)) > 0)
-            ;
-    }
-    if (pidfd >= 0)
-        close(pidfd);
-    return port;
+    argv[k] = NULL;
 }
 
 int rk_node_start(struct rk_node *n, enum rk_auth auth,
                   const struct rk_certs *certs)
 {
-    struct launch l;
-    pid_t parent = getpid();
-    int logfd, ino;
+    char port_file[RK_PATH_MAX];
+    const char *argv[16];
+    struct testutil_node_launch l = {.argv = argv,
+                                     .port_file = port_file,
+                                     .log_level = "info",
+                                     .wait_s = RK_WAIT_S};
 
     memset(n, 0, sizeof(*n));
-    memset(&l, 0, sizeof(l));
     n->auth = auth;
     n->certs = certs;
     snprintf(n->dir, sizeof(n->dir), "/tmp/strata-rt-node-XXXXXX");
@@ -279,60 +195,24 @@ int rk_node_start(struct rk_node *n, enum rk_auth auth,
     }
     path_in(n->secret, n->dir, "secret");
     path_in(n->log, n->dir, "node.log");
-    path_in(l.port_file, n->dir, "port");
-    if (auth == RK_PSK && rk_write_secret(n->secret) != 0) {
+    path_in(port_file, n->dir, "port");
+    if (auth == RK_PSK && testutil_write_secret(n->secret) != 0) {
         print_error("cannot write %s\n", n->secret);
+        rk_node_stop(n);
         return -1;
     }
-    if (build_launch(n, &l) != 0)
-        return -1;
-    ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    logfd = open(n->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (ino < 0 || logfd < 0 ||
-        inotify_add_watch(ino, n->dir, IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
-        print_error("inotify/log: %s\n", strerror(errno));
-        goto fail;
-    }
-    n->pid = fork();
-    if (n->pid == 0) {
-        /* Only async-signal-safe calls: the test may have threads. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent)
-            _exit(127);
-        if (dup2(logfd, STDOUT_FILENO) < 0 || dup2(logfd, STDERR_FILENO) < 0)
-            _exit(127);
-        syscall(SYS_close_range, 3u, ~0u, 0u);
-        execve(l.argv[0], (char *const *)(uintptr_t)l.argv, l.envp);
-        _exit(127);
-    }
-    if (n->pid < 0) {
-        n->pid = 0;
-        print_error("fork: %s\n", strerror(errno));
-        goto fail;
-    }
-    close(logfd);
-    logfd = -1;
-    n->port = wait_port(n, l.port_file, ino);
-    close(ino);
-    ino = -1;
-    free(l.envp);
-    l.envp = NULL;
+    node_argv(n, argv, port_file);
+    l.dir = n->dir;
+    l.log = n->log;
+    n->port = testutil_node_launch(&l, &n->pid);
     if (n->port <= 0) {
-        print_error("strata-node did not report a port within %.0f s\n",
-                    RK_WAIT_S);
+        if (rk_node_alive(n)) /* a death prints the log itself */
+            rk_node_print_log(n);
         rk_node_stop(n);
         return -1;
     }
     snprintf(n->endpoint, sizeof(n->endpoint), "127.0.0.1:%d", n->port);
     return 0;
-fail:
-    if (ino >= 0)
-        close(ino);
-    if (logfd >= 0)
-        close(logfd);
-    free(l.envp);
-    rk_node_stop(n);
-    return -1;
 }
 
 void rk_node_term(struct rk_node *n)
@@ -421,32 +301,10 @@ int rk_node_stop(struct rk_node *n)
 
 size_t rk_node_sessions(const struct rk_node *n, pid_t *out, size_t cap)
 {
-    char path[64];
     size_t k = 0;
-    struct dirent *e;
-    DIR *d;
 
-    snprintf(path, sizeof(path), "/proc/%d/task", (int)n->pid);
-    d = opendir(path);
-    if (!d)
-        return 0;
-    while ((e = readdir(d)) != NULL) {
-        char file[300];
-        FILE *f;
-        int child;
-
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(file, sizeof(file), "/proc/%d/task/%s/children", (int)n->pid,
-                 e->d_name);
-        f = fopen(file, "re");
-        if (!f)
-            continue;
-        while (k < cap && fscanf(f, "%d", &child) == 1)
-            out[k++] = (pid_t)child;
-        fclose(f);
-    }
-    closedir(d);
+    if (n->pid > 0)
+        testutil_children_of(n->pid, out, &k, cap);
     return k;
 }
 
