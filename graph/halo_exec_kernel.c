@@ -5,6 +5,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "halo_kernel.h"
+#include "rowsum.h"
 
 #include <string.h>
 #include <time.h>
@@ -266,25 +267,53 @@ static double row_weight(const struct rank_ctx *c, uint64_t i)
 
 /* ---- forward ---- */
 
+/* Row i of the output. */
 static void forward_row(const struct rank_ctx *c, uint64_t i)
 {
     char *acc = c->out + i * c->rb;
-    int64_t deg = c->row_ptr[i + 1] - c->row_ptr[i];
+    int64_t lo = c->row_ptr[i], hi = c->row_ptr[i + 1];
+    double w = row_weight(c, i);
 
-    memset(acc, 0, c->rb);
-    for (int64_t k = c->row_ptr[i]; k < c->row_ptr[i + 1]; k++) {
-        uint64_t l = c->loc[k];
-        const char *src =
-            l < c->rows ? c->in + l * c->rb : c->ghost_row[l - c->rows];
-
-        if (c->edge)
+    if (c->edge) {
+        memset(acc, 0, c->rb);
+        for (int64_t k = lo; k < hi; k++)
             c->edge->forward((int64_t)(c->rp->owned_begin + i), c->cols[k],
-                             c->dtype, c->features, src, acc);
-        else
-            halo_k_row_axpy(c, acc, 1.0, src);
+                             c->dtype, c->features, halo_k_source(c, c->loc[k]),
+                             acc);
+        if (w != 1.0)
+            halo_k_row_scale(c, acc, w);
+        return;
     }
-    if (c->hdr->reducer == STRATA_HALO_MEAN && deg > 0)
-        halo_k_row_scale(c, acc, 1.0 / (double)deg);
+    /* Source rows in batches; the last batch scales. */
+    for (bool fresh = true; fresh || lo < hi; fresh = false) {
+        const void *src[HALO_K_SRC_BATCH];
+        struct halo_rows rs = {src, 0};
+
+        for (; lo < hi && rs.n < HALO_K_SRC_BATCH; lo++)
+            src[rs.n++] = halo_k_source(c, c->loc[lo]);
+        halo_rowsum(c->dtype, c->features, acc, &rs, fresh, lo == hi ? w : 1.0);
+    }
+}
+
+/* The interior rows (every source owned), in one vectorised pass unless a
+ * per-edge kernel runs. */
+static void forward_interior(const struct rank_ctx *c)
+{
+    struct halo_csr_rows cr = {.rows = c->order,
+                               .count = c->num_interior,
+                               .row_ptr = c->row_ptr,
+                               .idx = c->loc,
+                               .base = c->in,
+                               .stride = c->rb,
+                               .out = c->out,
+                               .mean = c->hdr->reducer == STRATA_HALO_MEAN};
+
+    if (!c->edge) {
+        halo_rowsum_csr(c->dtype, c->features, &cr);
+        return;
+    }
+    for (uint64_t i = 0; i < c->num_interior; i++)
+        forward_row(c, c->order[i]);
 }
 
 void halo_k_pack(struct rank_ctx *c)
@@ -327,8 +356,7 @@ static strata_err forward_run(struct rank_ctx *c)
     halo_k_point_ghosts(c);
     if (overlap) {
         c->stats->compute_start_ns = halo_k_now_ns();
-        for (uint64_t i = 0; i < c->num_interior; i++)
-            forward_row(c, c->order[i]);
+        forward_interior(c);
     }
     for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
         err = halo_k_wait_for(c, r[i].peer);
@@ -337,8 +365,7 @@ static strata_err forward_run(struct rank_ctx *c)
     halo_k_exchange_done(c);
     if (!overlap) {
         c->stats->compute_start_ns = halo_k_now_ns();
-        for (uint64_t i = 0; i < c->num_interior; i++)
-            forward_row(c, c->order[i]);
+        forward_interior(c);
     }
     for (uint64_t i = c->num_interior; i < c->rows; i++)
         forward_row(c, c->order[i]);

@@ -4,6 +4,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "halo_kernel.h"
+#include "rowsum.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -100,24 +101,29 @@ static strata_err stream_row(struct rank_ctx *c, uint64_t i,
     uint64_t begin = c->rp->owned_begin;
     char *acc = c->out + i * c->rb;
     strata_err err = STRATA_OK;
+    const void *src[HALO_K_SRC_BATCH];
+    struct halo_rows rs = {src, 0};
 
     memset(acc, 0, c->rb);
     for (int64_t k = lo; k < hi && !err; k++) {
         uint64_t l = 0;
         bool ghost = false;
-        const char *src;
 
         err = locate(c, cols[k], &l, &ghost);
         if (err)
             break;
-        src = ghost ? c->ghost_row[l] : c->in + l * c->rb;
+        src[rs.n] = ghost ? c->ghost_row[l] : c->in + l * c->rb;
         *boundary |= ghost;
         if (c->edge)
             c->edge->forward((int64_t)(begin + i), cols[k], c->dtype,
-                             c->features, src, acc);
-        else
-            halo_k_row_axpy(c, acc, 1.0, src);
+                             c->features, src[rs.n], acc);
+        else if (++rs.n == HALO_K_SRC_BATCH) {
+            halo_rowsum(c->dtype, c->features, acc, &rs, false, 1.0);
+            rs.n = 0;
+        }
     }
+    if (rs.n && !err)
+        halo_rowsum(c->dtype, c->features, acc, &rs, false, 1.0);
     if (!err && c->hdr->reducer == STRATA_HALO_MEAN && hi > lo)
         halo_k_row_scale(c, acc, 1.0 / (double)(hi - lo));
     return err;

@@ -37,8 +37,17 @@ struct rank_ctx {
     int64_t arrived; /* latest signal time of the peers waited for */
 };
 
+/* Source rows handed to halo_rowsum at a time. */
+#define HALO_K_SRC_BATCH 64
+
 /* halo_exec_kernel.c */
 int64_t halo_k_now_ns(void);
+/* The row of source l (an index of c->loc): owned, or a ghost in its
+ * owner's window. */
+static inline const void *halo_k_source(const struct rank_ctx *c, uint64_t l)
+{
+    return l < c->rows ? c->in + l * c->rb : c->ghost_row[l - c->rows];
+}
 const struct halo_peer *halo_k_peers(const struct rank_ctx *c, bool send);
 /* acc += w * src, and row *= w, over one row: inline, on every edge. */
 static inline void halo_k_row_axpy(const struct rank_ctx *c, void *acc,
