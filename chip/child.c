@@ -154,6 +154,9 @@ _Noreturn void chip_child_main(const struct chip_child_cfg *cfg)
     base_fault_after_fork();
     base_log_set_role("%s[%d]", role(cfg), cfg->id);
     chip.cfg = cfg;
+    if (!cfg->is_sub)
+        chip_signal_bind(&cfg->shared->signal_parked, cfg->va_base,
+                         cfg->va_size);
     bufmap_init(&chip.map);
     err = start(&chip);
     mbx_child_init_done(cfg->mbx, err, err ? strata_errmsg() : "");

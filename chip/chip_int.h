@@ -16,5 +16,8 @@ struct strata_chip {
 strata_err chip_resolve_args(strata_chip *chip, const struct mbx_frame *f);
 /* Runs a control frame; results go back in the frame. */
 strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f);
+/* Makes this chip count its parked signal waiters in *parked for words in
+ * [base, base + size), the worker's window range (chip/signal.c). */
+void chip_signal_bind(uint32_t *parked, uint64_t base, uint64_t size);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <strata/domain.h>
 
 const strata_comm_context *strata_chip_comm_context(strata_chip *chip,
@@ -20,12 +21,90 @@ const strata_comm_context *strata_chip_comm_context(strata_chip *chip,
                              : NULL;
 }
 
+/* Words in the windows a worker adopts for its chips lie in the address
+ * range it reserved before forking them, and only chips of that worker map
+ * those windows: one count of the worker's chips parked on such words tells
+ * strata_signal_add whether a FUTEX_WAKE (a system call, most of a small
+ * exchange's cost) can find anyone. Words anywhere else (windows of global
+ * domains, exchanged windows, host memory) always wake. Set once at chip
+ * start, before any kernel runs. */
+static struct {
+    uintptr_t base, size;
+    uint32_t *parked;
+} tree;
+
+void chip_signal_bind(uint32_t *parked, uint64_t base, uint64_t size)
+{
+    tree.base = (uintptr_t)base;
+    tree.size = (uintptr_t)size;
+    tree.parked = size ? parked : NULL;
+}
+
+static uint32_t *parked_count(const uint32_t *w)
+{
+    if (tree.parked && (uintptr_t)w - tree.base < tree.size)
+        return tree.parked;
+    return NULL;
+}
+
 void strata_signal_add(volatile uint32_t *word, uint32_t v)
 {
     uint32_t *w = (uint32_t *)(uintptr_t)word;
+    uint32_t *parked = parked_count(w);
 
+    /* Both sides order their two accesses with sequentially consistent
+     * atomics: either the waiter sees the new value before it parks, or
+     * this sees its count. */
     __atomic_add_fetch(w, v, __ATOMIC_SEQ_CST);
-    base_futex_wake(w);
+    if (!parked || __atomic_load_n(parked, __ATOMIC_SEQ_CST) != 0)
+        base_futex_wake(w);
+}
+
+/* Pauses before the first yield: a peer running on another core answers
+ * within about this long (64 pauses, 2-4 us here). */
+#define SIGNAL_PAUSES 64
+/* What one pause of STRATA_SPIN is worth when the spin is bounded in time. */
+#define SIGNAL_NS_PER_SPIN 50
+
+/* Spins until *w >= at_least or the spin budget is spent: a short burst of
+ * pauses, then a yield per look, so that a peer waiting for this core (more
+ * ranks than cores) runs at once instead of after the pauses; bounded in
+ * time, not in looks, since a yield costs anything from 0.2 to 10 us. */
+static bool spin_for(uint32_t *w, uint32_t at_least, unsigned spins)
+{
+    uint64_t until;
+
+    for (unsigned i = 0; i < spins && i < SIGNAL_PAUSES; i++) {
+        if (__atomic_load_n(w, __ATOMIC_ACQUIRE) >= at_least)
+            return true;
+        base_cpu_relax();
+    }
+    if (spins <= SIGNAL_PAUSES)
+        return false;
+    until = base_now_ns() + (uint64_t)spins * SIGNAL_NS_PER_SPIN;
+    do {
+        if (__atomic_load_n(w, __ATOMIC_ACQUIRE) >= at_least)
+            return true;
+        sched_yield();
+    } while (base_now_ns() < until);
+    return false;
+}
+
+/* Parks until *w >= at_least or the deadline, counted in parked. */
+static int park(uint32_t *w, uint32_t at_least, uint64_t deadline,
+                uint32_t *parked)
+{
+    uint32_t v;
+    int r = 0;
+
+    if (parked)
+        __atomic_add_fetch(parked, 1, __ATOMIC_SEQ_CST);
+    v = __atomic_load_n(w, __ATOMIC_SEQ_CST);
+    if (v < at_least)
+        r = base_futex_wait(w, v, deadline);
+    if (parked)
+        __atomic_sub_fetch(parked, 1, __ATOMIC_SEQ_CST);
+    return r;
 }
 
 strata_err strata_signal_wait(const volatile uint32_t *word, uint32_t at_least,
@@ -33,28 +112,17 @@ strata_err strata_signal_wait(const volatile uint32_t *word, uint32_t at_least,
 {
     uint32_t *w = (uint32_t *)(uintptr_t)word;
     uint64_t deadline = base_deadline_after(timeout_s);
-    unsigned spins = base_spin_budget();
-    uint32_t v;
+    uint32_t *parked = parked_count(w);
 
-    for (;;) {
-        v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
-        if (v >= at_least)
-            return STRATA_OK;
-        if (spins > 0) {
-            /* With more ranks than cores the peer being waited for may
-             * need this core: give it up now and then while spinning. */
-            if (--spins % 256 == 0)
-                sched_yield();
-            else
-                base_cpu_relax();
-            continue;
-        }
-        if (base_futex_wait(w, v, deadline) == ETIMEDOUT &&
+    if (spin_for(w, at_least, base_spin_budget()))
+        return STRATA_OK;
+    while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < at_least)
+        if (park(w, at_least, deadline, parked) == ETIMEDOUT &&
             __atomic_load_n(w, __ATOMIC_ACQUIRE) < at_least)
             return base_fail(STRATA_ETIMEDOUT,
                              "signal word still %u after %.3f s, waiting "
                              "for %u",
                              __atomic_load_n(w, __ATOMIC_ACQUIRE), timeout_s,
                              at_least);
-    }
+    return STRATA_OK;
 }

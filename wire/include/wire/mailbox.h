@@ -99,7 +99,10 @@ struct mbx {
 /* A page every child of one worker shares with it. */
 struct mbx_shared {
     uint32_t sched_parked; /* parent's scheduler parked: ring the doorbell */
-    uint32_t reserved[15];
+    /* Chips parked in strata_signal_wait on a word of a window adopted from
+     * the worker's address range (chip/signal.c). */
+    uint32_t signal_parked;
+    uint32_t reserved[14];
 };
 
 /* Maps a zeroed mailbox (MAP_SHARED | MAP_ANONYMOUS) and stamps it. */
