@@ -198,8 +198,10 @@ STRATA_API const strata_comm_context *
 strata_chip_comm_context(strata_chip *chip, uint64_t device_ctx);
 
 /* Cross-rank signals on 32-bit words inside windows. add: atomic add,
- * then wake every waiter. wait: until *word >= at_least (spin, then
- * futex), STRATA_ETIMEDOUT after timeout_s (< 0: forever). */
+ * then wake every waiter. wait: until *word >= at_least (spin, yield,
+ * then futex), STRATA_ETIMEDOUT after timeout_s (< 0: forever). A waiter
+ * must wait through strata_signal_wait: on local-domain windows the add
+ * skips the wake system call when no chip sleeps in it (docs/domains.md). */
 STRATA_API void strata_signal_add(volatile uint32_t *word, uint32_t v);
 STRATA_API STRATA_MUST_CHECK strata_err strata_signal_wait(
     const volatile uint32_t *word, uint32_t at_least, double timeout_s);
