@@ -111,6 +111,8 @@ static void serve(strata_chip *chip)
         spin = f->kind == MBX_TASK;
         if (f->kind == MBX_TASK)
             err = run_task(chip, f);
+        else if (f->kind == MBX_CONTROL && !mbx_frame_take(f))
+            err = STRATA_OK; /* withdrawn by the worker: nothing to do */
         else if (f->kind == MBX_CONTROL)
             err = chip_run_control(chip, f);
         else

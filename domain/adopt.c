@@ -37,6 +37,8 @@ static void adopt_done(struct orch_ctl *c, void *arg)
 {
     struct strata_domain *d = arg;
 
+    if (c && c->withdrawn)
+        return; /* counted when it was withdrawn */
     if (c && c->err) {
         char msg[STRATA_ERRMSG_MAX];
 
@@ -48,6 +50,18 @@ static void adopt_done(struct orch_ctl *c, void *arg)
     }
     if (--d->adopt_pending == 0)
         unlink_ranks(d, d->n);
+}
+
+bool domain_adopt_withdraw_locked(struct strata_domain *d, uint32_t r)
+{
+    struct orch_ctl *c = &d->adopt_ctls[r];
+
+    if (!d->adopted || c->done || c->withdrawn ||
+        !orch_control_withdraw_locked(d->sched, d->eps[r], c))
+        return false;
+    if (--d->adopt_pending == 0)
+        unlink_ranks(d, d->n);
+    return true;
 }
 
 strata_err domain_adopt_build(struct strata_domain *d, bool *used)

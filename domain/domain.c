@@ -254,6 +254,10 @@ void domain_release_locked(struct strata_domain *d, strata_run *run, uint32_t n)
     for (uint32_t r = 0; r < n; r++) {
         struct orch_ctl *c = &d->ctls[r];
 
+        if (domain_adopt_withdraw_locked(d, r)) {
+            d->release_pending--; /* it never maps: nothing to release */
+            continue;
+        }
         memset(c, 0, sizeof(*c));
         c->op = MBX_CTL_WINDOW_RELEASE;
         c->arg[0] = d->alloc_id;

@@ -51,9 +51,13 @@ void domain_live_remove(struct strata_domain *d);
  * in the worker and the reserved range has room; *used says whether it
  * did (else nothing happened and the exchange of descriptors follows). */
 strata_err domain_adopt_build(struct strata_domain *d, bool *used);
+/* Under the scheduler lock: withdraws member r's ADOPT if the chip has not
+ * begun it (it never maps the windows then, and needs no RELEASE). */
+bool domain_adopt_withdraw_locked(struct strata_domain *d, uint32_t r);
 /* domain.c, under the scheduler lock: RELEASE to members 0..n-1 as work
- * of run (NULL: of none); the domain is freed (and a worker-made window's
- * addresses given back) once all are done. */
+ * of run (NULL: of none), except to members whose ADOPT is withdrawn in
+ * time; the domain is freed (and a worker-made window's addresses given
+ * back) once all are done, at once when no member had mapped. */
 void domain_release_locked(struct strata_domain *d, strata_run *run,
                            uint32_t n);
 

@@ -106,6 +106,43 @@ strata_err orch_control_post_locked(struct orch_sched *s, strata_run *r, int ep,
     return STRATA_OK;
 }
 
+bool orch_control_withdraw_locked(struct orch_sched *s, int ep,
+                                  struct orch_ctl *c)
+{
+    struct orch_endpoint *e = &s->eps[ep];
+
+    if (e->dead || e->notify_fd >= 0)
+        return false;
+    /* Still queued (the ring was full): it never reaches the chip. */
+    for (uint32_t i = e->fifo_head; i != ORCH_NONE; i = s->slots[i]->next) {
+        struct orch_task *t = s->slots[i];
+
+        if (t->ctl != c)
+            continue;
+        orch_queue_remove(s, &e->fifo_head, &e->fifo_tail, t);
+        c->withdrawn = true;
+        orch_complete(s, t, STRATA_OK, NULL);
+        return true;
+    }
+    for (uint32_t k = e->harvested; k != e->mbx->h.head; k++) {
+        const struct orch_task *t = s->slots[e->ring_slot[k % MBX_RING]];
+
+        if (t->ctl != c)
+            continue;
+        if (!mbx_frame_withdraw(&e->mbx->ring[k % MBX_RING]))
+            return false;
+        c->withdrawn = true;
+        /* Let the chip pass withdrawn frames before the ring fills with
+         * them: quiet frames stop being quiet at half the ring. */
+        if (mbx_in_flight(e->mbx) >= MBX_RING / 2 - 1) {
+            mbx_ring(e->mbx);
+            e->quiet = false;
+        }
+        return true;
+    }
+    return false;
+}
+
 strata_err orch_control_post(struct orch_sched *s, strata_orch *o, int ep,
                              struct orch_ctl *c, const strata_args *a)
 {

@@ -65,6 +65,7 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
     f->result = 0;
     f->msg[0] = '\0';
     __atomic_store_n(&f->done, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->claim, MBX_CLAIM_POSTED, __ATOMIC_RELAXED);
     ep->early[ep->mbx->h.head % MBX_RING] = false;
     ep->ring_slot[ep->mbx->h.head % MBX_RING] = t->slot;
     t->state = TASK_RUNNING;

@@ -172,6 +172,9 @@ void orch_slot_free(struct orch_sched *s, struct orch_task *t);
 struct orch_task *orch_slot_live(struct orch_sched *s, struct edge e);
 void orch_queue_push(struct orch_sched *s, uint32_t *head, uint32_t *tail,
                      struct orch_task *t);
+/* Takes t out of the queue; false when it is not there. */
+bool orch_queue_remove(struct orch_sched *s, uint32_t *head, uint32_t *tail,
+                       struct orch_task *t);
 struct orch_task *orch_queue_pop(struct orch_sched *s, uint32_t *head,
                                  uint32_t *tail);
 strata_err orch_reserve(void **arr, uint32_t *cap, uint32_t need, size_t elem);

@@ -128,3 +128,22 @@ struct orch_task *orch_queue_pop(struct orch_sched *s, uint32_t *head,
     t->next = ORCH_NONE;
     return t;
 }
+
+bool orch_queue_remove(struct orch_sched *s, uint32_t *head, uint32_t *tail,
+                       struct orch_task *t)
+{
+    uint32_t prev = ORCH_NONE;
+
+    for (uint32_t i = *head; i != ORCH_NONE; prev = i, i = s->slots[i]->next) {
+        if (i != t->slot)
+            continue;
+        if (prev == ORCH_NONE)
+            *head = t->next;
+        else
+            s->slots[prev]->next = t->next;
+        if (*tail == t->slot)
+            *tail = prev;
+        return true;
+    }
+    return false;
+}

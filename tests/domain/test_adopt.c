@@ -11,7 +11,10 @@
  *   chip): the run fails naming the domain, nothing is left, a retry in the
  *   same worker works;
  * - 200 allocate/release cycles hand the reserved range out again and
- *   leave no mapping, segment or memory behind.
+ *   leave no mapping, segment or memory behind;
+ * - a member that never ran its ADOPT does not hold up the free: with the
+ *   chip stopped (SIGSTOP) the run still ends, freed and unlinked, and
+ *   the chip serves the next domain once it runs again.
  * Needs base/fault.h (INTERNAL).
  */
 #define _GNU_SOURCE
@@ -279,6 +282,54 @@ static void test_domain_adopt_range_reused(void **state)
     it_fx_end(&f);
 }
 
+/* ---- an ADOPT nobody ran is withdrawn at the fence ---------------------- */
+
+static strata_err unused_orch(strata_orch *o, const strata_args *args,
+                              void *user)
+{
+    (void)args;
+    struct cycles *c = user;
+    static const int ids[2] = {0, 1};
+    struct dom_spec sp;
+
+    dom_spec_init(&sp, "unused", ids, 2, 4096);
+    it_try(strata_orch_allocate_domain(o, &sp.spec, &c->d));
+    return strata_domain_release(c->d);
+}
+
+static void test_domain_adopt_withdrawn_when_unused(void **state)
+{
+    (void)state;
+    struct it_fx f;
+    struct cycles c = {0};
+    struct killed k = {.f = &f};
+    static const int live[3] = {0, 2, 3};
+    int pid;
+
+    it_fx_start(&f, 1024);
+    it_ok(strata_worker_run(f.w, warm_orch, NULL, NULL));
+    pid = strata_worker_chip_pid(f.w, 1);
+    assert_true(pid > 0);
+    /* A stopped chip cannot map, unmap or answer: only a withdrawn ADOPT
+     * lets this run's fence free the domain (else the run never ends and
+     * the test times out). */
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    for (int i = 0; i < 10; i++) {
+        it_ok(strata_worker_run(f.w, unused_orch, NULL, &c));
+        assert_true(strata_domain_freed(c.d));
+        assert_int_equal(dom_shm_windows(), 0);
+    }
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    /* The chip passes its withdrawn frames and serves the next domain. */
+    it_ok(strata_worker_run(f.w, next_orch, NULL, &k));
+    assert_int_equal(dom_check_allreduce(f.b[1], 3, 256, 2), 0);
+    it_ok(strata_worker_run(f.w, unused_orch, NULL, &c));
+    assert_int_equal(dom_chip_window_maps(f.w, live, 3), 0);
+    assert_int_equal(dom_chip_window_maps(f.w, it_ids4, 4), 0);
+    assert_int_equal(dom_shm_windows(), 0);
+    it_fx_end(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +340,8 @@ int main(void)
         cmocka_unit_test_teardown(test_domain_adopt_failure_fails_the_run,
                                   it_teardown),
         cmocka_unit_test_teardown(test_domain_adopt_range_reused, it_teardown),
+        cmocka_unit_test_teardown(test_domain_adopt_withdrawn_when_unused,
+                                  it_teardown),
     };
 
     return cmocka_run_group_tests(tests, setup, NULL);

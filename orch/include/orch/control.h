@@ -30,6 +30,8 @@ struct orch_ctl {
      * task, or when a wait needs it (only for frames nobody waits on
      * right away; at most half the ring is left quiet). */
     bool quiet;
+    /* Set by orch_control_withdraw_locked: the chip skips the frame. */
+    bool withdrawn;
     /* Called under the scheduler lock when done (may be NULL). */
     void (*on_done)(struct orch_ctl *c, void *arg);
     void *on_done_arg;
@@ -53,6 +55,13 @@ strata_err orch_control_post(struct orch_sched *s, strata_orch *o, int ep,
 /* The same with the lock held and without arguments; r may be NULL. */
 strata_err orch_control_post_locked(struct orch_sched *s, strata_run *r, int ep,
                                     struct orch_ctl *c);
+/* Withdraws c, a control frame for chip index ep that the chip has not
+ * begun: c->withdrawn is set and true returned. Still queued, it completes
+ * at once; in the chip's ring, the chip skips it and c completes when the
+ * chip passes it (on_done runs either way, c->err is 0). False when c is
+ * done, or the chip has taken it. */
+bool orch_control_withdraw_locked(struct orch_sched *s, int ep,
+                                  struct orch_ctl *c);
 /* Waits until every one of cs is done. Returns the first error, its
  * detail in strata_errmsg(). */
 strata_err orch_control_wait(struct orch_sched *s, struct orch_ctl *const *cs,

@@ -9,6 +9,7 @@
 
 #include "wire/args.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -71,7 +72,7 @@ struct mbx_frame {
     uint32_t args_len;   /* bytes used in args */
     int32_t result;      /* strata_err written by the child */
     uint32_t done;       /* remote nodes: result final (may be out of order) */
-    uint32_t reserved2;
+    uint32_t claim;      /* enum mbx_claim: a control frame may be withdrawn */
     char msg[STRATA_ERRMSG_MAX];
     _Alignas(8) uint8_t args[WIRE_ARGS_MAX];
 };
@@ -95,6 +96,30 @@ struct mbx {
     struct mbx_frame ring[MBX_RING];
     _Alignas(64) uint8_t staging[MBX_STAGING_SIZE];
 };
+
+/* Who has a posted control frame: the child takes it before running it;
+ * until then the parent may withdraw it, and the child skips it. */
+enum mbx_claim { MBX_CLAIM_POSTED = 0, MBX_CLAIM_TAKEN, MBX_CLAIM_WITHDRAWN };
+
+/* Child: claims f; false when the parent withdrew it (skip it). */
+static inline bool mbx_frame_take(struct mbx_frame *f)
+{
+    uint32_t posted = MBX_CLAIM_POSTED;
+
+    return __atomic_compare_exchange_n(&f->claim, &posted, MBX_CLAIM_TAKEN,
+                                       false, __ATOMIC_SEQ_CST,
+                                       __ATOMIC_SEQ_CST);
+}
+
+/* Parent: withdraws f unless the child took it already (false then). */
+static inline bool mbx_frame_withdraw(struct mbx_frame *f)
+{
+    uint32_t posted = MBX_CLAIM_POSTED;
+
+    return __atomic_compare_exchange_n(&f->claim, &posted, MBX_CLAIM_WITHDRAWN,
+                                       false, __ATOMIC_SEQ_CST,
+                                       __ATOMIC_SEQ_CST);
+}
 
 /* A page every child of one worker shares with it. */
 struct mbx_shared {
