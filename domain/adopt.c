@@ -54,9 +54,12 @@ static void adopt_done(struct orch_ctl *c, void *arg)
 
 bool domain_adopt_withdraw_locked(struct strata_domain *d, uint32_t r)
 {
-    struct orch_ctl *c = &d->adopt_ctls[r];
+    struct orch_ctl *c;
 
-    if (!d->adopted || c->done || c->withdrawn ||
+    if (!d->adopted)
+        return false;
+    c = &d->adopt_ctls[r];
+    if (c->done || c->withdrawn ||
         !orch_control_withdraw_locked(d->sched, d->eps[r], c))
         return false;
     if (--d->adopt_pending == 0)
