@@ -15,6 +15,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -243,12 +245,58 @@ strata_err wire_conn_accept(struct event_base *base, SSL_CTX *ctx, int fd,
     return STRATA_OK;
 }
 
+/* A write may reach the socket in the calling thread (the TLS filter
+ * writes through at once), and write(2) to a peer that hung up raises
+ * SIGPIPE, whose default action kills the process. A library must not
+ * change the process's disposition: SIGPIPE is blocked in this thread
+ * around the write, and one the write raised is consumed. */
+struct quiet_pipe {
+    sigset_t old;
+    bool restore; /* was not blocked here: consume and unblock after */
+};
+
+static void quiet_pipe_begin(struct quiet_pipe *q)
+{
+    sigset_t pipe;
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    q->restore = pthread_sigmask(SIG_BLOCK, &pipe, &q->old) == 0 &&
+                 !sigismember(&q->old, SIGPIPE);
+}
+
+static void quiet_pipe_end(struct quiet_pipe *q)
+{
+    static const struct timespec now = {0, 0};
+    sigset_t pipe;
+
+    if (!q->restore)
+        return;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    while (sigtimedwait(&pipe, NULL, &now) == SIGPIPE)
+        ;
+    pthread_sigmask(SIG_SETMASK, &q->old, NULL);
+}
+
+void wire_conn_block_sigpipe(void)
+{
+    sigset_t pipe;
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, NULL);
+}
+
 strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len)
 {
     strata_err err = STRATA_OK;
 
     /* Task threads send while the loop thread may be closing: the
      * bufferevent's lock covers the flags too (callbacks run holding it). */
+    struct quiet_pipe q;
+
+    quiet_pipe_begin(&q);
     bufferevent_lock(c->bev);
     if (c->failed || c->closing)
         err = base_fail(STRATA_EPEER, "connection to %s is closed", c->peer);
@@ -256,6 +304,7 @@ strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len)
         err = base_fail(STRATA_ENOMEM, "cannot queue %zu bytes to %s", len,
                         c->peer);
     bufferevent_unlock(c->bev);
+    quiet_pipe_end(&q);
     return err;
 }
 
@@ -264,7 +313,9 @@ void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg)
     struct wire_goodbye g = {.reason = (strata_err)reason,
                              .message = msg ? msg : ""};
     struct wire_buf b;
+    struct quiet_pipe q;
 
+    quiet_pipe_begin(&q);
     bufferevent_lock(c->bev);
     if (!c->failed && !c->closing) {
         wire_buf_init(&b);
@@ -276,6 +327,7 @@ void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg)
         wire_buf_fini(&b);
     }
     bufferevent_unlock(c->bev);
+    quiet_pipe_end(&q);
 }
 
 void wire_conn_free(struct wire_conn *c)

@@ -774,6 +774,8 @@ static void *net_main(void *arg)
 {
     struct net *net = arg;
 
+    /* The loop flushes TLS records to peers that may have hung up. */
+    wire_conn_block_sigpipe();
     event_base_loop(net->base, EVLOOP_NO_EXIT_ON_EMPTY);
     return NULL;
 }

@@ -654,8 +654,10 @@ static void on_sigterm(evutil_socket_t fd, short what, void *arg)
      * a short grace if the peer does not read. */
     s->abandon = true;
     s->status = 0;
-    abandon_work(s);
+    /* Queued before the chips die, so that no completion of a task they
+     * fail can reach the parent ahead of it (sends after it are refused). */
     wire_conn_close(s->conn, STRATA_EPEER, "strata-node is shutting down");
+    abandon_work(s);
     spool_loop_end(&s->loop, &grace);
 }
 

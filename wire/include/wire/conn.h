@@ -42,6 +42,10 @@ strata_err wire_conn_accept(struct event_base *base, SSL_CTX *ctx, int fd,
 /* Queues whole frames (as the wire_*_pack functions append them).
  * Thread-safe: the connection's bufferevent is locked. */
 strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len);
+/* Blocks SIGPIPE in the calling thread for good (a thread running an event
+ * loop that writes to sockets). wire_conn_send and wire_conn_close block
+ * it around their own writes, so callers need not. */
+void wire_conn_block_sigpipe(void);
 /* Sends GOODBYE and closes once it is flushed. */
 void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg);
 void wire_conn_free(struct wire_conn *c);
