@@ -131,12 +131,14 @@ static strata_err adopt(strata_chip *chip, struct mbx_frame *f)
 {
     const struct chip_backend_ops *ops = chip->cfg->ops;
     const struct chip_child_cfg *cfg = chip->cfg;
+    /* arg[1]: rank | rank_count << 16 | name token << 32. */
     struct chip_window_req req = {
         .alloc_id = f->arg[0],
-        .rank = (uint32_t)f->arg[1],
-        .rank_count = (uint32_t)(f->arg[1] >> 32),
+        .rank = (uint32_t)(f->arg[1] & 0xffff),
+        .rank_count = (uint32_t)((f->arg[1] >> 16) & 0xffff),
         .window_size = f->arg[2],
         .creator_pid = cfg->parent,
+        .name_token = (uint32_t)(f->arg[1] >> 32),
     };
     uint64_t base = f->arg[3], map = f->arg[2];
     strata_err err = need(chip, ops->window_adopt != NULL, "adopted windows");

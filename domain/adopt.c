@@ -1,13 +1,16 @@
 /* Domains whose windows the worker makes itself (backends with host
- * windows, such as sim): no round trip to the members. The worker creates
- * every rank's segment, zeroed, and picks one address for each inside the
- * range every process of the tree reserved before the fork; then it posts
- * one ADOPT frame per member, which maps all of them there, and returns at
- * once. ADOPT frames are posted quietly (no wake-up): a member runs its
- * ADOPT before its next task (same FIFO), or when something waits on it.
- * The names are unlinked once every member has mapped. The fence releases
- * it like any domain (domain_release_locked), which also gives its piece
- * of the range back. */
+ * windows, such as sim): no round trip to the members. The worker names
+ * every rank's segment and picks one address for each inside the range
+ * every process of the tree reserved before the fork; then it posts one
+ * ADOPT frame per member and returns at once, having made no system call.
+ * A member's ADOPT maps every window there, creating (zeroed) any no peer
+ * has created yet. ADOPT frames are posted quietly (no wake-up): a member
+ * runs its ADOPT before its next task (same FIFO), or when something waits
+ * on it. The names are unlinked once no member will map any more. The
+ * fence releases the domain like any (domain_release_locked), which also
+ * gives its piece of the range back; an ADOPT no member has begun by then
+ * is withdrawn instead, so a domain nobody used is freed without waking
+ * anyone, and with no segment ever made. */
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
@@ -15,6 +18,31 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+/* This process's random name token (sim.h: sim_window_name), drawn again
+ * in a forked child: a segment a dead process with the same pid left
+ * behind never carries it. */
+static uint32_t name_token(void)
+{
+    static pid_t owner;
+    static uint32_t token;
+    pid_t me = getpid();
+
+    if (__atomic_load_n(&owner, __ATOMIC_ACQUIRE) != me) {
+        uint32_t t = 0;
+
+        if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != (ssize_t)sizeof(t))
+            t = (uint32_t)time(NULL) * 2654435761u ^ (uint32_t)me;
+        /* Racing first callers may each store one: any will do, as long
+         * as a domain keeps the one it read. */
+        __atomic_store_n(&token, t ? t : 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&owner, me, __ATOMIC_RELEASE);
+    }
+    return __atomic_load_n(&token, __ATOMIC_RELAXED);
+}
 
 /* Drops the names of ranks 0..n-1 (made, or not: ENOENT is fine). */
 static void unlink_ranks(struct strata_domain *d, uint32_t n)
@@ -26,7 +54,8 @@ static void unlink_ranks(struct strata_domain *d, uint32_t n)
                                       .rank = r,
                                       .rank_count = d->n,
                                       .window_size = d->window_size,
-                                      .creator_pid = d->creator};
+                                      .creator_pid = d->creator,
+                                      .name_token = d->name_token};
 
         ops->host_window_unlink(&req);
     }
@@ -39,6 +68,8 @@ static void adopt_done(struct orch_ctl *c, void *arg)
 
     if (c && c->withdrawn)
         return; /* counted when it was withdrawn */
+    if (c)
+        d->adopt_ran++;
     if (c && c->err) {
         char msg[STRATA_ERRMSG_MAX];
 
@@ -48,7 +79,7 @@ static void adopt_done(struct orch_ctl *c, void *arg)
         LOG_WARN("%s", msg);
         orch_run_fail_locked(d->sched, d->run_id, c->err, msg);
     }
-    if (--d->adopt_pending == 0)
+    if (--d->adopt_pending == 0 && d->adopt_ran)
         unlink_ranks(d, d->n);
 }
 
@@ -62,7 +93,8 @@ bool domain_adopt_withdraw_locked(struct strata_domain *d, uint32_t r)
     if (c->done || c->withdrawn ||
         !orch_control_withdraw_locked(d->sched, d->eps[r], c))
         return false;
-    if (--d->adopt_pending == 0)
+    /* Members create the segments: none exists if no ADOPT ran. */
+    if (--d->adopt_pending == 0 && d->adopt_ran)
         unlink_ranks(d, d->n);
     return true;
 }
@@ -82,7 +114,8 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used)
         !ops->window_adopt || !ops->window_mapping_size)
         return STRATA_OK;
     map = ops->window_mapping_size(d->window_size);
-    if (map == 0 || map > UINT64_MAX / d->n)
+    /* The ADOPT frame carries rank and rank count in 16 bits each. */
+    if (map == 0 || map > UINT64_MAX / d->n || d->n > 0xffff)
         return STRATA_OK;
     /* Apart from d->ctls, which the RELEASE at the fence reuses while an
      * ADOPT may still wait in a parked chip's ring. */
@@ -99,12 +132,14 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used)
     d->va_start = base;
     d->va_len = map * d->n;
     d->mapping_size = map;
+    d->name_token = name_token();
     for (r = 0; r < d->n && !err; r++) {
         struct chip_window_req req = {.alloc_id = d->alloc_id,
                                       .rank = r,
                                       .rank_count = d->n,
                                       .window_size = d->window_size,
-                                      .creator_pid = d->creator};
+                                      .creator_pid = d->creator,
+                                      .name_token = d->name_token};
 
         err = ops->host_window_create(&req, &d->device_ctx[r]);
         d->local_base[r] = base + (uint64_t)r * map;
@@ -124,7 +159,7 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used)
         memset(c, 0, sizeof(*c));
         c->op = MBX_CTL_WINDOW_ADOPT;
         c->arg[0] = d->alloc_id;
-        c->arg[1] = r | (uint64_t)d->n << 32;
+        c->arg[1] = r | (uint64_t)d->n << 16 | (uint64_t)d->name_token << 32;
         c->arg[2] = map;
         c->arg[3] = base;
         c->on_done = adopt_done;

@@ -123,7 +123,7 @@ static void unlink_names(const struct strata_domain *d)
     char name[CHIP_WINDOW_HANDLE_MAX];
 
     for (uint32_t r = 0; r < d->n; r++) {
-        sim_window_name(name, sizeof(name), d->creator, d->alloc_id, r);
+        sim_window_name(name, sizeof(name), d->creator, d->alloc_id, r, 0);
         shm_unlink(name); /* ENOENT: never created, or already gone */
     }
 }

@@ -37,6 +37,8 @@ struct strata_domain {
     struct orch_ctl *adopt_ctls; /* ADOPT frames may outlive the run */
     uint64_t va_start, va_len;
     uint32_t adopt_pending;
+    uint32_t adopt_ran;  /* ADOPTs members ran (and created segments in) */
+    uint32_t name_token; /* in the segments' names */
     struct strata_domain *next_live;
 };
 

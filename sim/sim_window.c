@@ -33,10 +33,14 @@ struct sim_window {
 };
 
 void sim_window_name(char *out, size_t cap, int creator, uint64_t alloc_id,
-                     uint32_t rank)
+                     uint32_t rank, uint32_t token)
 {
-    snprintf(out, cap, "/strata-%u-%d-d%llu-r%u", (unsigned)getuid(), creator,
-             (unsigned long long)alloc_id, rank);
+    if (token)
+        snprintf(out, cap, "/strata-%u-%d-d%llu-r%u-%08x", (unsigned)getuid(),
+                 creator, (unsigned long long)alloc_id, rank, token);
+    else
+        snprintf(out, cap, "/strata-%u-%d-d%llu-r%u", (unsigned)getuid(),
+                 creator, (unsigned long long)alloc_id, rank);
 }
 
 static size_t page_round(size_t n)
@@ -107,7 +111,7 @@ strata_err sim_window_prepare(void *state, const struct chip_window_req *req,
     w->mapping_size = page_round(req->window_size);
     memset(desc, 0, sizeof(*desc));
     sim_window_name(desc->handle, sizeof(desc->handle), req->creator_pid,
-                    req->alloc_id, req->rank);
+                    req->alloc_id, req->rank, 0);
     err = map_name(desc->handle, w->mapping_size, true, &w->own);
     if (err) {
         base_free(w);
@@ -289,33 +293,16 @@ uint64_t sim_window_mapping_size(uint64_t window_size)
     return page_round(window_size);
 }
 
+/* Nothing to do in the worker: the members create the segments when they
+ * first map them (sim_window_adopt), so a domain no member ever maps costs
+ * no system call at all. */
 strata_err sim_host_window_create(const struct chip_window_req *req,
                                   uint64_t *device_ctx_out)
 {
-    char name[CHIP_WINDOW_HANDLE_MAX];
-    strata_err err = STRATA_OK;
-    int fd;
-
     if (BASE_FAULT("window.prepare"))
         return base_fail(STRATA_EIO, "fault point window.prepare");
-    sim_window_name(name, sizeof(name), req->creator_pid, req->alloc_id,
-                    req->rank);
-    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    /* Our pid and a new allocation id: an existing name is a dead
-     * process's leftover under a reused pid. */
-    if (fd < 0 && errno == EEXIST && shm_unlink(name) == 0)
-        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0)
-        return base_fail_errno(errno, "shm_open %s", name);
-    /* Freshly truncated: zero before any member can see it. */
-    if (ftruncate(fd, (off_t)page_round(req->window_size)) != 0) {
-        err = base_fail_errno(errno, "ftruncate %s", name);
-        shm_unlink(name);
-    }
-    close(fd);
-    if (!err)
-        *device_ctx_out = SIM_CTX_TAG | req->alloc_id;
-    return err;
+    *device_ctx_out = SIM_CTX_TAG | req->alloc_id;
+    return STRATA_OK;
 }
 
 void sim_host_window_unlink(const struct chip_window_req *req)
@@ -323,17 +310,26 @@ void sim_host_window_unlink(const struct chip_window_req *req)
     char name[CHIP_WINDOW_HANDLE_MAX];
 
     sim_window_name(name, sizeof(name), req->creator_pid, req->alloc_id,
-                    req->rank);
+                    req->rank, req->name_token);
     shm_unlink(name); /* ENOENT: never made, or gone already */
 }
 
+/* Opens name, creating it if no member has yet, and maps it at at. A new
+ * segment reads as zeros; extending one to the size it already has (a
+ * peer made it first, and may have written) changes nothing. */
 static strata_err map_fixed(const char *name, void *at, size_t size)
 {
-    int fd = shm_open(name, O_RDWR, 0);
+    int fd = shm_open(name, O_RDWR | O_CREAT, 0600);
     void *p;
 
     if (fd < 0)
         return base_fail_errno(errno, "shm_open %s", name);
+    if (ftruncate(fd, (off_t)size) != 0) {
+        strata_err err = base_fail_errno(errno, "ftruncate %s", name);
+
+        close(fd);
+        return err;
+    }
     /* at lies in the range this process reserved: MAP_FIXED replaces
      * only that reservation. */
     p = mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
@@ -378,7 +374,8 @@ strata_err sim_window_adopt(void *state, const struct chip_window_req *req,
     for (uint32_t r = 0; r < n && !err; r++) {
         void *at = (void *)(uintptr_t)(base + (uint64_t)r * mapping_size);
 
-        sim_window_name(name, sizeof(name), req->creator_pid, req->alloc_id, r);
+        sim_window_name(name, sizeof(name), req->creator_pid, req->alloc_id, r,
+                        req->name_token);
         err = map_fixed(name, at, mapping_size);
         if (!err) {
             w->peers[r] = at;

@@ -18,7 +18,7 @@ struct chip_window_req {
     uint32_t rank_count;
     uint64_t window_size;
     int32_t creator_pid; /* the worker's pid, carried in names */
-    uint32_t reserved;
+    uint32_t name_token; /* host windows: the worker's random name token */
 };
 
 /* What a member exports so peers can import its window. */
@@ -70,13 +70,14 @@ struct chip_backend_ops {
     strata_err (*sync)(void *state);
     /* Optional, for backends whose windows are host memory (sim). The
      * worker process then makes a domain without waiting for its members:
-     * host_window_create (in the worker) creates rank req->rank's window,
-     * zeroed, and says the device_ctx every member will answer to; each
-     * member's window_adopt maps all rank_count windows, rank r at
-     * base + r * mapping_size, inside the address range reserved before
-     * the worker forked (so every member sees every window at the same
-     * address); host_window_unlink (in the worker) drops the names once
-     * every member has mapped. window_release undoes window_adopt. */
+     * host_window_create (in the worker) names rank req->rank's window
+     * and says the device_ctx every member will answer to; each member's
+     * window_adopt maps all rank_count windows (creating, zeroed, those no
+     * member has created yet), rank r at base + r * mapping_size, inside
+     * the address range reserved before the worker forked (so every member
+     * sees every window at the same address); host_window_unlink (in the
+     * worker) drops the names once no member will map any more.
+     * window_release undoes window_adopt. */
     strata_err (*host_window_create)(const struct chip_window_req *req,
                                      uint64_t *device_ctx_out);
     void (*host_window_unlink)(const struct chip_window_req *req);
