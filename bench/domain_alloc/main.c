@@ -64,6 +64,9 @@ struct options {
  * large window; -1 where not measured. */
 struct point {
     double alloc_us, free_us, cycle_us;
+    /* strata, 4 KiB: the cycle with a no-op kernel per member (which maps
+     * the windows before it runs) and its free (unmapping everywhere). */
+    double used_cycle_us, used_free_us;
     double touch_ms, rewrite_ms, touch_wall_ms, free_touched_us;
 };
 
@@ -87,7 +90,8 @@ struct job {
     size_t n;
     size_t window;
     bool touch;
-    strata_callable touch_kernel;
+    bool use; /* a group of no-op kernels over the members */
+    strata_callable touch_kernel, noop_kernel;
     strata_buffer *times; /* touch: 4 doubles per rank */
     double alloc_us;      /* out */
     double orch_end_us;   /* out: when the orch fn returned */
@@ -134,6 +138,16 @@ static strata_err touch_kernel(strata_chip *chip, const strata_args *args)
     return STRATA_OK;
 }
 
+/* Runs in a mapped window: the context is there, and nothing else. */
+static strata_err noop_kernel(strata_chip *chip, const strata_args *args)
+{
+    if (!strata_chip_comm_context(chip, strata_args_scalar(args, 0))) {
+        strata_errmsg_set("noop: no domain context");
+        return STRATA_ENOENT;
+    }
+    return STRATA_OK;
+}
+
 static strata_err submit_touch(strata_orch *o, struct job *j)
 {
     strata_args *a[MAX_CHIPS] = {0};
@@ -155,9 +169,9 @@ static strata_err submit_touch(strata_orch *o, struct job *j)
     if (err == STRATA_OK)
         err = strata_orch_scope_begin(o);
     if (err == STRATA_OK) {
-        err = strata_orch_submit_next_level_group(o, j->touch_kernel,
-                                                  (const strata_args *const *)a,
-                                                  j->workers, j->n);
+        err = strata_orch_submit_next_level_group(
+            o, j->use ? j->noop_kernel : j->touch_kernel,
+            (const strata_args *const *)a, j->workers, j->n);
         strata_err end = strata_orch_scope_end(o);
         if (err == STRATA_OK)
             err = end;
@@ -182,7 +196,7 @@ static strata_err cycle_orch(strata_orch *o, const strata_args *unused,
     t0 = now_us();
     err = strata_orch_allocate_domain(o, &spec, &j->domain);
     j->alloc_us = now_us() - t0;
-    if (err == STRATA_OK && j->touch)
+    if (err == STRATA_OK && (j->touch || j->use))
         err = submit_touch(o, j);
     if (err == STRATA_OK)
         err = strata_domain_release(j->domain);
@@ -250,6 +264,22 @@ static strata_err measure_cycles(strata_worker *w, struct job *j, int iters,
     return err;
 }
 
+/* Cycles whose domain a group of no-op kernels uses: medians into p's
+ * used fields. */
+static strata_err measure_used(strata_worker *w, struct job *j, int iters,
+                               struct point *p)
+{
+    struct point q;
+    strata_err err;
+
+    j->use = true;
+    err = measure_cycles(w, j, iters, &q);
+    j->use = false;
+    p->used_cycle_us = q.cycle_us;
+    p->used_free_us = q.free_us;
+    return err;
+}
+
 /* Touch runs: allocate, a group of kernels writes every window twice,
  * release; medians into p's touch fields. */
 static strata_err measure_touch(strata_worker *w, struct job *j, int iters,
@@ -307,8 +337,8 @@ static strata_err measure_empty(strata_worker *w, int iters, double *out)
 }
 
 /* Every strata measurement for one chip count, on a fresh worker. */
-static int bench_strata(int n, strata_callable touch, const struct options *opt,
-                        struct result *res)
+static int bench_strata(int n, const strata_callable kernels[2],
+                        const struct options *opt, struct result *res)
 {
     int ids[MAX_CHIPS];
     strata_worker_config cfg;
@@ -335,7 +365,8 @@ static int bench_strata(int n, strata_callable touch, const struct options *opt,
     }
     j.workers = ids;
     j.n = (size_t)n;
-    j.touch_kernel = touch;
+    j.touch_kernel = kernels[0];
+    j.noop_kernel = kernels[1];
     j.window = SMALL;
     err = one_cycle(w, &j, &cyc, &fr); /* the first: with COMM_INIT */
     res->first_alloc_us = j.alloc_us;
@@ -344,6 +375,8 @@ static int bench_strata(int n, strata_callable touch, const struct options *opt,
     for (int s = 0; s < NUM_SIZES && err == STRATA_OK; s++) {
         j.window = sizes[s];
         err = measure_cycles(w, &j, opt->iters, &res->strata[s]);
+        if (err == STRATA_OK && sizes[s] == SMALL)
+            err = measure_used(w, &j, opt->iters, &res->strata[s]);
         if (err == STRATA_OK && sizes[s] == LARGE)
             err = measure_touch(w, &j, opt->touch_iters, &res->strata[s]);
     }
@@ -444,6 +477,8 @@ static void median_point(const struct point *pts, int n, struct point *out)
     MEDIAN_FIELD(alloc_us);
     MEDIAN_FIELD(free_us);
     MEDIAN_FIELD(cycle_us);
+    MEDIAN_FIELD(used_cycle_us);
+    MEDIAN_FIELD(used_free_us);
     MEDIAN_FIELD(touch_ms);
     MEDIAN_FIELD(rewrite_ms);
     MEDIAN_FIELD(touch_wall_ms);
@@ -525,6 +560,20 @@ static void print_summary(const struct options *opt, const struct results *r,
         printf("  %d chips: first alloc %.1f us, empty run %.2f us\n",
                chip_counts[i], r->by_n[i].first_alloc_us,
                r->by_n[i].empty_run_us);
+    printf("used 4 KiB domain: the cycle with a no-op kernel per member (each "
+           "maps every\nwindow before it runs; the free unmaps them all), us, "
+           "and / MPI's cycle:\n");
+    for (int i = 0; i < NUM_N; i++) {
+        const struct result *x = &r->by_n[i];
+
+        printf("  %d chips: cycle %.1f, free %.1f", chip_counts[i],
+               x->strata[0].used_cycle_us, x->strata[0].used_free_us);
+        if (x->mpi_ok && x->mpi[0].cycle_us > 0)
+            printf(", %.3f x MPI\n",
+                   x->strata[0].used_cycle_us / x->mpi[0].cycle_us);
+        else
+            printf("\n");
+    }
     printf("64 MiB windows, zero-fill = first touch by the owner (each rank "
            "writes its whole\nwindow once, then again), ms; free of the "
            "touched windows, us:\n");
@@ -604,6 +653,15 @@ static void print_json(const struct options *opt, const struct results *r,
             bench_json_num("strata_alloc_us", a->alloc_us, true);
             bench_json_num("strata_free_us", a->free_us, true);
             bench_json_num("strata_cycle_us", a->cycle_us, true);
+            if (sizes[s] == SMALL) {
+                bench_json_num("strata_used_cycle_us", a->used_cycle_us, true);
+                bench_json_num("strata_used_free_us", a->used_free_us, true);
+                bench_json_num("used_ratio",
+                               x->mpi_ok && m->cycle_us > 0
+                                   ? a->used_cycle_us / m->cycle_us
+                                   : -1,
+                               true);
+            }
             bench_json_num("mpi_alloc_us", x->mpi_ok ? m->alloc_us : -1, true);
             bench_json_num("mpi_free_us", x->mpi_ok ? m->free_us : -1, true);
             bench_json_num("mpi_cycle_us", x->mpi_ok ? m->cycle_us : -1,
@@ -671,13 +729,17 @@ int main(int argc, char **argv)
     static struct results res, rounds[MAX_ROUNDS];
     struct machine_load load0, load1;
     struct options opt;
-    strata_callable touch;
+    strata_callable kernels[2];
     strata_err err;
 
     if (parse_options(argc, argv, &opt) != 0)
         return 2;
     res.other_cpu_pct = -1;
-    err = strata_register_kernel("bench.domain_touch", touch_kernel, &touch);
+    err =
+        strata_register_kernel("bench.domain_touch", touch_kernel, &kernels[0]);
+    if (err == STRATA_OK)
+        err = strata_register_kernel("bench.domain_noop", noop_kernel,
+                                     &kernels[1]);
     if (err != STRATA_OK) {
         report("register", err);
         print_json(&opt, &res, "kernel registration failed");
@@ -689,8 +751,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < NUM_N; i++) {
             /* strata first, then MPI, never both at once: the machine has
              * two cores. The worker is gone before mpirun starts. */
-            if (bench_strata(chip_counts[i], touch, &opt, &rounds[k].by_n[i]) !=
-                0) {
+            if (bench_strata(chip_counts[i], kernels, &opt,
+                             &rounds[k].by_n[i]) != 0) {
                 print_json(&opt, &res, "strata measurement failed");
                 return 1;
             }
