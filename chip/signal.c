@@ -60,9 +60,11 @@ void strata_signal_add(volatile uint32_t *word, uint32_t v)
         base_futex_wake(w);
 }
 
-/* Pauses before the first yield: a peer running on another core answers
- * within about this long (64 pauses, 2-4 us here). */
-#define SIGNAL_PAUSES 64
+/* Pauses before the first yield (about half a microsecond here): enough
+ * for a peer running on another core that is about to answer; more only
+ * delays the yield when the peer needs this core (4 ranks on 2 cores: a
+ * 1 KiB ring exchange took 8.3 us with 64, 4.3-5.9 with 16; MPI 5-7). */
+#define SIGNAL_PAUSES 16
 /* What one pause of STRATA_SPIN is worth when the spin is bounded in time. */
 #define SIGNAL_NS_PER_SPIN 50
 
