@@ -577,25 +577,22 @@ test_domain_faults_stale_segment_of_reused_pid_no_collision(void **state)
     it_fx_end(&f);
 }
 
+/* The leftover cases, which also run on the path without round trips. */
+#define STALE_TESTS                                                            \
+    cmocka_unit_test_teardown(                                                 \
+        test_domain_faults_stale_segment_of_dead_pid_reclaimed, it_teardown),  \
+        cmocka_unit_test_teardown(                                             \
+            test_domain_faults_stale_segment_of_reused_pid_no_collision,       \
+            it_teardown)
+
+int main(void)
+{
 #ifdef STALE_ON_ADOPT_PATH
-/* domain_stale_adopt: the leftover cases again on the path without round
- * trips, where the members create the segments without O_EXCL and the
- * names carry the worker process's random token. */
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(
-            test_domain_faults_stale_segment_of_dead_pid_reclaimed,
-            it_teardown),
-        cmocka_unit_test_teardown(
-            test_domain_faults_stale_segment_of_reused_pid_no_collision,
-            it_teardown),
-    };
-    return cmocka_run_group_tests(tests, setup, NULL);
-}
+    /* domain_stale_adopt: the leftover cases on the path without round
+     * trips, where the members create the segments without O_EXCL and the
+     * names carry the worker process's random token. */
+    const struct CMUnitTest tests[] = {STALE_TESTS};
 #else
-int main(void)
-{
     /* These cases drive the exchange of descriptors (PREPARE, IMPORT, the
      * table check), which backends without host windows use; the path
      * without round trips has its own faults in test_adopt.c. */
@@ -622,13 +619,8 @@ int main(void)
                                   it_teardown),
         cmocka_unit_test_teardown(
             test_domain_faults_alloc_countdown_enomem_no_leak, it_teardown),
-        cmocka_unit_test_teardown(
-            test_domain_faults_stale_segment_of_dead_pid_reclaimed,
-            it_teardown),
-        cmocka_unit_test_teardown(
-            test_domain_faults_stale_segment_of_reused_pid_no_collision,
-            it_teardown),
+        STALE_TESTS,
     };
+#endif
     return cmocka_run_group_tests(tests, setup, NULL);
 }
-#endif
