@@ -44,6 +44,13 @@ static bool shell_safe(const char *s)
     return strchr(s, '\'') == NULL;
 }
 
+bool mpi_launch_pinned(void)
+{
+    const char *env = getenv("STRATA_PIN");
+
+    return env && env[0] && strcmp(env, "0") != 0;
+}
+
 int mpi_launch(const char *helper, int np, const char *args, double timeout_s,
                const char *prefix, mpi_line_fn fn, void *user, char *why,
                size_t why_cap)
@@ -61,8 +68,9 @@ int mpi_launch(const char *helper, int np, const char *args, double timeout_s,
         snprintf(why, why_cap, "a quote in the mpirun or helper path");
         return -1;
     }
-    /* --bind-to none: strata's chips are not pinned either, and with
-     * more ranks than cores Open MPI would not bind anyway. stderr joins
+    /* Bound like strata's chips: --bind-to none unless STRATA_PIN binds
+     * them one per core, in order; then rank r goes to core r mod cores
+     * the same way (overload-allowed: more ranks than cores). stderr joins
      * stdout so that a failure can be shown. `timeout` (coreutils) bounds
      * a job that hangs; without it the job runs unbounded. In a sanitizer
      * build, Open MPI's own leaks would fail the helper at exit. */
@@ -70,9 +78,12 @@ int mpi_launch(const char *helper, int np, const char *args, double timeout_s,
              "if command -v timeout >/dev/null 2>&1; then "
              "T='timeout -k 5 %d'; else T=; fi; "
              "export ASAN_OPTIONS=\"${ASAN_OPTIONS:-detect_leaks=0}\"; "
-             "exec $T '%s' --oversubscribe --bind-to none %s-np %d '%s' %s "
+             "exec $T '%s' --oversubscribe %s %s-np %d '%s' %s "
              "2>&1 </dev/null",
              (int)(timeout_s + 0.5), mpirun,
+             mpi_launch_pinned()
+                 ? "--bind-to core:overload-allowed --map-by core"
+                 : "--bind-to none",
              geteuid() == 0 ? "--allow-run-as-root " : "", np, helper, args);
     fflush(stdout);
     fflush(stderr);

@@ -20,8 +20,14 @@ typedef int (*mpi_line_fn)(const char *line, void *user);
  * helper is not there or was not built (the build had no MPI). */
 bool mpi_helper_path(const char *name, char *buf, size_t cap);
 
+/* True when STRATA_PIN binds strata's chips one per CPU: mpi_launch then
+ * binds the ranks the same way. */
+bool mpi_launch_pinned(void);
+
 /* Runs `mpirun --oversubscribe --bind-to none -np np helper args` (with
- * --allow-run-as-root as root; $BENCH_MPIRUN overrides the mpirun path),
+ * `--bind-to core:overload-allowed --map-by core` instead when
+ * mpi_launch_pinned(), --allow-run-as-root as root; $BENCH_MPIRUN
+ * overrides the mpirun path),
  * killed after timeout_s, and passes each stdout line that starts with
  * prefix to fn. Returns 0 when the job exited 0 and fn accepted every
  * line; otherwise -1 with a one-line reason in why (the job's last output

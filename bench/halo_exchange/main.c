@@ -48,6 +48,12 @@
  * `mpirun --oversubscribe -np W`, read over a pipe, run after the strata
  * side (never at the same time: two cores).
  *
+ * Placement, both sides alike: pinned one per core in rank order
+ * (strata: STRATA_PIN=1, set here unless the environment says otherwise;
+ * MPI: --bind-to core --map-by core). Unpinned (STRATA_PIN=0: --bind-to
+ * none for MPI), a pair of ranks the kernel left on one core runs every
+ * exchange of a configuration several times slower, on either side.
+ *
  * The last stdout line is one JSON object (see bench/CMakeLists.txt).
  * Usage: bench_halo_exchange [--quick] [--rounds K]
  */
@@ -641,6 +647,11 @@ static void print_summary(const struct options *opt, const struct results *r,
             }
     printf("! = below target. %s\n",
            "4 ranks oversubscribe the 2 cores (both sides).");
+    printf("placement: %s\n",
+           mpi_launch_pinned()
+               ? "pinned one per core in rank order, both sides (STRATA_PIN=1; "
+                 "MPI --bind-to core)"
+               : "not pinned (STRATA_PIN=0; MPI --bind-to none)");
     if (opt->rounds > 1) {
         printf("push / halo / MPI time by round (us):\n");
         for (int i = 0; i < NUM_N; i++)
@@ -723,8 +734,9 @@ static void print_json(const struct options *opt, const struct results *r,
             }
     printf("],");
     bench_json_num("other_cpu_pct", r->other_cpu_pct, true);
-    printf("\"rounds\":%d,\"reps\":%d,\"quick\":%s", opt->rounds, opt->reps,
-           opt->quick ? "true" : "false");
+    printf("\"rounds\":%d,\"reps\":%d,\"quick\":%s,\"pinned\":%s", opt->rounds,
+           opt->reps, opt->quick ? "true" : "false",
+           mpi_launch_pinned() ? "true" : "false");
     if (r->mpi_note[0] != '\0')
         printf(",\"note\":\"%s\"", r->mpi_note);
     if (error != NULL)
@@ -759,6 +771,8 @@ int main(int argc, char **argv)
     if (parse_options(argc, argv, &opt) != 0)
         return 2;
     res.other_cpu_pct = -1;
+    /* Before any worker forks its chips; mpi_launch reads it too. */
+    setenv("STRATA_PIN", "1", 0);
     err =
         strata_register_kernel("bench.halo_exchange", exchange_kernel, &kernel);
     if (err != STRATA_OK) {

@@ -24,6 +24,8 @@ struct chip_child_cfg {
      * windows are mapped; 0 when none. */
     uint64_t va_base;
     uint64_t va_size;
+    /* Its index among the worker's chips (STRATA_PIN binds by it). */
+    unsigned index;
 };
 
 /* Runs a child until shutdown; never returns. Called right after fork. */

@@ -1,0 +1,42 @@
+/* Optional pinning of chip processes (STRATA_PIN). Chips are not pinned by
+ * default: the kernel places them. On a machine with few cores, two chips
+ * that wait on each other can be left sharing one core for a long while
+ * (a wake-up puts the woken chip beside its waker), and every exchange
+ * between them then runs at a fraction of its speed; pinning the i-th
+ * chip of a worker to the i-th allowed CPU keeps them apart. */
+#define _GNU_SOURCE
+#include "base/cpu.h"
+#include "base/log.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+int base_cpu_pin(unsigned index)
+{
+    const char *env = getenv("STRATA_PIN");
+    cpu_set_t allowed, one;
+    int count, k, cpu;
+
+    if (!env || env[0] == '\0' || strcmp(env, "0") == 0)
+        return -1;
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+        LOG_WARN("STRATA_PIN: sched_getaffinity: %s", strerror(errno));
+        return -1;
+    }
+    count = CPU_COUNT(&allowed);
+    if (count <= 0)
+        return -1;
+    k = (int)(index % (unsigned)count);
+    for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, &allowed) && k-- == 0)
+            break;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+        LOG_WARN("STRATA_PIN: cannot bind to CPU %d: %s", cpu, strerror(errno));
+        return -1;
+    }
+    return cpu;
+}
