@@ -3,7 +3,9 @@
  * that wait on each other can be left sharing one core for a long while
  * (a wake-up puts the woken chip beside its waker), and every exchange
  * between them then runs at a fraction of its speed; pinning the i-th
- * chip of a worker to the i-th allowed CPU keeps them apart. */
+ * chip of a worker to the i-th allowed CPU keeps them apart. With more
+ * chips than CPUs nothing is bound (as Open MPI binds by default only
+ * when the ranks fit). */
 #define _GNU_SOURCE
 #include "base/cpu.h"
 #include "base/log.h"
@@ -13,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int base_cpu_pin(unsigned index)
+int base_cpu_pin(unsigned index, unsigned count)
 {
     const char *env = getenv("STRATA_PIN");
     cpu_set_t allowed, one;
-    int count, k, cpu;
+    int k, cpu;
 
     if (!env || env[0] == '\0' || strcmp(env, "0") == 0)
         return -1;
@@ -25,10 +27,9 @@ int base_cpu_pin(unsigned index)
         LOG_WARN("STRATA_PIN: sched_getaffinity: %s", strerror(errno));
         return -1;
     }
-    count = CPU_COUNT(&allowed);
-    if (count <= 0)
+    if (count > (unsigned)CPU_COUNT(&allowed) || index >= count)
         return -1;
-    k = (int)(index % (unsigned)count);
+    k = (int)index;
     for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
         if (CPU_ISSET(cpu, &allowed) && k-- == 0)
             break;

@@ -157,7 +157,7 @@ _Noreturn void chip_child_main(const struct chip_child_cfg *cfg)
     base_fault_after_fork();
     base_log_set_role("%s[%d]", role(cfg), cfg->id);
     chip.cfg = cfg;
-    if (!cfg->is_sub && base_cpu_pin(cfg->index) >= 0)
+    if (!cfg->is_sub && base_cpu_pin(cfg->index, cfg->count) >= 0)
         LOG_DEBUG("pinned (STRATA_PIN)");
     if (!cfg->is_sub)
         chip_signal_bind(&cfg->shared->signal_parked, cfg->va_base,

@@ -88,6 +88,7 @@ _Noreturn static void become_child(strata_worker *w, size_t i)
         .va_base = (uint64_t)(uintptr_t)w->va_base,
         .va_size = w->va_size,
         .index = (unsigned)i,
+        .count = (unsigned)worker_num_directed(w),
     };
 
     for (size_t j = 0; j < n; j++) {

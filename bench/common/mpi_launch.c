@@ -69,8 +69,8 @@ int mpi_launch(const char *helper, int np, const char *args, double timeout_s,
         return -1;
     }
     /* Bound like strata's chips: --bind-to none unless STRATA_PIN binds
-     * them one per core, in order; then rank r goes to core r mod cores
-     * the same way (overload-allowed: more ranks than cores). stderr joins
+     * them one per core, in order, which it does when they fit; then rank
+     * r goes to core r the same way. stderr joins
      * stdout so that a failure can be shown. `timeout` (coreutils) bounds
      * a job that hangs; without it the job runs unbounded. In a sanitizer
      * build, Open MPI's own leaks would fail the helper at exit. */
@@ -81,8 +81,8 @@ int mpi_launch(const char *helper, int np, const char *args, double timeout_s,
              "exec $T '%s' --oversubscribe %s %s-np %d '%s' %s "
              "2>&1 </dev/null",
              (int)(timeout_s + 0.5), mpirun,
-             mpi_launch_pinned()
-                 ? "--bind-to core:overload-allowed --map-by core"
+             mpi_launch_pinned() && np <= sysconf(_SC_NPROCESSORS_ONLN)
+                 ? "--bind-to core --map-by core"
                  : "--bind-to none",
              geteuid() == 0 ? "--allow-run-as-root " : "", np, helper, args);
     fflush(stdout);

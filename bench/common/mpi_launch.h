@@ -20,13 +20,13 @@ typedef int (*mpi_line_fn)(const char *line, void *user);
  * helper is not there or was not built (the build had no MPI). */
 bool mpi_helper_path(const char *name, char *buf, size_t cap);
 
-/* True when STRATA_PIN binds strata's chips one per CPU: mpi_launch then
- * binds the ranks the same way. */
+/* True when STRATA_PIN asks strata to bind its chips one per CPU (it does
+ * when they fit): mpi_launch then binds ranks that fit the same way. */
 bool mpi_launch_pinned(void);
 
 /* Runs `mpirun --oversubscribe --bind-to none -np np helper args` (with
- * `--bind-to core:overload-allowed --map-by core` instead when
- * mpi_launch_pinned(), --allow-run-as-root as root; $BENCH_MPIRUN
+ * `--bind-to core --map-by core` instead when mpi_launch_pinned() and np
+ * ranks fit the online CPUs, --allow-run-as-root as root; $BENCH_MPIRUN
  * overrides the mpirun path),
  * killed after timeout_s, and passes each stdout line that starts with
  * prefix to fn. Returns 0 when the job exited 0 and fn accepted every

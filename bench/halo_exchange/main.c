@@ -48,11 +48,13 @@
  * `mpirun --oversubscribe -np W`, read over a pipe, run after the strata
  * side (never at the same time: two cores).
  *
- * Placement, both sides alike: pinned one per core in rank order
- * (strata: STRATA_PIN=1, set here unless the environment says otherwise;
- * MPI: --bind-to core --map-by core). Unpinned (STRATA_PIN=0: --bind-to
- * none for MPI), a pair of ranks the kernel left on one core runs every
+ * Placement, both sides alike: where the ranks fit the cores (2 ranks),
+ * pinned one per core in rank order (strata: STRATA_PIN=1, set here unless
+ * the environment says otherwise; MPI: --bind-to core --map-by core);
+ * with more ranks than cores, not bound (the kernel shares the cores).
+ * Unpinned, a pair of ranks the kernel left on one core runs every
  * exchange of a configuration several times slower, on either side.
+ * STRATA_PIN=0 unpins both sides everywhere.
  *
  * The last stdout line is one JSON object (see bench/CMakeLists.txt).
  * Usage: bench_halo_exchange [--quick] [--rounds K]
@@ -649,8 +651,8 @@ static void print_summary(const struct options *opt, const struct results *r,
            "4 ranks oversubscribe the 2 cores (both sides).");
     printf("placement: %s\n",
            mpi_launch_pinned()
-               ? "pinned one per core in rank order, both sides (STRATA_PIN=1; "
-                 "MPI --bind-to core)"
+               ? "2 ranks pinned one per core, both sides (STRATA_PIN=1; MPI "
+                 "--bind-to core); 4 ranks not bound"
                : "not pinned (STRATA_PIN=0; MPI --bind-to none)");
     if (opt->rounds > 1) {
         printf("push / halo / MPI time by round (us):\n");

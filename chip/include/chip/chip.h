@@ -24,8 +24,9 @@ struct chip_child_cfg {
      * windows are mapped; 0 when none. */
     uint64_t va_base;
     uint64_t va_size;
-    /* Its index among the worker's chips (STRATA_PIN binds by it). */
-    unsigned index;
+    /* Its index among the worker's chips, and their number (STRATA_PIN
+     * binds by them). */
+    unsigned index, count;
 };
 
 /* Runs a child until shutdown; never returns. Called right after fork. */
