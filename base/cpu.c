@@ -1,11 +1,10 @@
 /* Optional pinning of chip processes (STRATA_PIN). Chips are not pinned by
- * default: the kernel places them. On a machine with few cores, two chips
- * that wait on each other can be left sharing one core for a long while
- * (a wake-up puts the woken chip beside its waker), and every exchange
- * between them then runs at a fraction of its speed; pinning the i-th
- * chip of a worker to the i-th allowed CPU keeps them apart. With more
- * chips than CPUs nothing is bound (as Open MPI binds by default only
- * when the ranks fit). */
+ * default: the kernel places them, and may leave two chips that wait on
+ * each other sharing one core for a while. Pinning the i-th chip of a
+ * worker to the i-th allowed CPU keeps them apart, at the price of never
+ * moving off a core something else keeps busy. With more chips than CPUs
+ * nothing is bound (as Open MPI binds by default only when the ranks
+ * fit). */
 #define _GNU_SOURCE
 #include "base/cpu.h"
 #include "base/log.h"

@@ -48,13 +48,10 @@
  * `mpirun --oversubscribe -np W`, read over a pipe, run after the strata
  * side (never at the same time: two cores).
  *
- * Placement, both sides alike: where the ranks fit the cores (2 ranks),
- * pinned one per core in rank order (strata: STRATA_PIN=1, set here unless
- * the environment says otherwise; MPI: --bind-to core --map-by core);
- * with more ranks than cores, not bound (the kernel shares the cores).
- * Unpinned, a pair of ranks the kernel left on one core runs every
- * exchange of a configuration several times slower, on either side.
- * STRATA_PIN=0 unpins both sides everywhere.
+ * Placement, both sides alike: not bound (MPI --bind-to none). With
+ * STRATA_PIN=1 in the environment, strata binds a worker's chips one per
+ * core where they fit (2 ranks) and the MPI ranks are bound the same way
+ * (--bind-to core --map-by core); 4 ranks stay unbound on both sides.
  *
  * The last stdout line is one JSON object (see bench/CMakeLists.txt).
  * Usage: bench_halo_exchange [--quick] [--rounds K]
@@ -653,7 +650,8 @@ static void print_summary(const struct options *opt, const struct results *r,
            mpi_launch_pinned()
                ? "2 ranks pinned one per core, both sides (STRATA_PIN=1; MPI "
                  "--bind-to core); 4 ranks not bound"
-               : "not pinned (STRATA_PIN=0; MPI --bind-to none)");
+               : "not bound, both sides (MPI --bind-to none; STRATA_PIN=1 "
+                 "binds 2 ranks)");
     if (opt->rounds > 1) {
         printf("push / halo / MPI time by round (us):\n");
         for (int i = 0; i < NUM_N; i++)
@@ -773,8 +771,6 @@ int main(int argc, char **argv)
     if (parse_options(argc, argv, &opt) != 0)
         return 2;
     res.other_cpu_pct = -1;
-    /* Before any worker forks its chips; mpi_launch reads it too. */
-    setenv("STRATA_PIN", "1", 0);
     err =
         strata_register_kernel("bench.halo_exchange", exchange_kernel, &kernel);
     if (err != STRATA_OK) {
