@@ -117,6 +117,8 @@ typedef float f32x16 __attribute__((vector_size(64)));
 typedef double f64x8 __attribute__((vector_size(64)));
 ROWSUM_ISA(avx2, __attribute__((target("avx2"))), f32x8, 8, f64x4, 4)
 ROWSUM_ISA(avx512, __attribute__((target("avx512f"))), f32x16, 16, f64x8, 8)
+#else
+#define ROWSUM_X86 0
 #endif
 
 enum { ISA_BASE, ISA_AVX2, ISA_AVX512, ISA_UNSET };
