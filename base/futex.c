@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -44,6 +45,26 @@ void base_cpu_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+bool base_spin_until(bool (*ready)(void *), void *arg, unsigned spins)
+{
+    uint64_t until;
+
+    for (unsigned i = 0; i < spins && i < BASE_SPIN_PAUSES; i++) {
+        if (ready(arg))
+            return true;
+        base_cpu_relax();
+    }
+    if (spins <= BASE_SPIN_PAUSES)
+        return false;
+    until = base_now_ns() + (uint64_t)spins * BASE_SPIN_NS_PER_SPIN;
+    do {
+        if (ready(arg))
+            return true;
+        sched_yield();
+    } while (base_now_ns() < until);
+    return false;
 }
 
 unsigned base_spin_budget(void)

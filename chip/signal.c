@@ -60,36 +60,16 @@ void strata_signal_add(volatile uint32_t *word, uint32_t v)
         base_futex_wake(w);
 }
 
-/* Pauses before the first yield (about half a microsecond here): enough
- * for a peer running on another core that is about to answer; more only
- * delays the yield when the peer needs this core (4 ranks on 2 cores: a
- * 1 KiB ring exchange took 8.3 us with 64, 4.3-5.9 with 16; MPI 5-7). */
-#define SIGNAL_PAUSES 16
-/* What one pause of STRATA_SPIN is worth when the spin is bounded in time. */
-#define SIGNAL_NS_PER_SPIN 50
+struct reach {
+    const uint32_t *w;
+    uint32_t at_least;
+};
 
-/* Spins until *w >= at_least or the spin budget is spent: a short burst of
- * pauses, then a yield per look, so that a peer waiting for this core (more
- * ranks than cores) runs at once instead of after the pauses; bounded in
- * time, not in looks, since a yield costs anything from 0.2 to 10 us. */
-static bool spin_for(uint32_t *w, uint32_t at_least, unsigned spins)
+static bool reached(void *arg)
 {
-    uint64_t until;
+    const struct reach *r = arg;
 
-    for (unsigned i = 0; i < spins && i < SIGNAL_PAUSES; i++) {
-        if (__atomic_load_n(w, __ATOMIC_ACQUIRE) >= at_least)
-            return true;
-        base_cpu_relax();
-    }
-    if (spins <= SIGNAL_PAUSES)
-        return false;
-    until = base_now_ns() + (uint64_t)spins * SIGNAL_NS_PER_SPIN;
-    do {
-        if (__atomic_load_n(w, __ATOMIC_ACQUIRE) >= at_least)
-            return true;
-        sched_yield();
-    } while (base_now_ns() < until);
-    return false;
+    return __atomic_load_n(r->w, __ATOMIC_ACQUIRE) >= r->at_least;
 }
 
 /* Parks until *w >= at_least or the deadline, counted in parked. */
@@ -116,7 +96,11 @@ strata_err strata_signal_wait(const volatile uint32_t *word, uint32_t at_least,
     uint64_t deadline = base_deadline_after(timeout_s);
     uint32_t *parked = parked_count(w);
 
-    if (spin_for(w, at_least, base_spin_budget()))
+    struct reach r = {w, at_least};
+
+    /* A few pauses, then a yield per look (base_spin_until): with more
+     * ranks than cores the awaited peer gets this core at once. */
+    if (base_spin_until(reached, &r, base_spin_budget()))
         return STRATA_OK;
     while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < at_least)
         if (park(w, at_least, deadline, parked) == ETIMEDOUT &&

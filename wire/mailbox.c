@@ -100,17 +100,20 @@ struct mbx_frame *mbx_child_wait(struct mbx *m)
     return mbx_child_wait_spin(m, true);
 }
 
+static bool frame_pending(void *m)
+{
+    return pending(m) != 0;
+}
+
 struct mbx_frame *mbx_child_wait_spin(struct mbx *m, bool spin)
 {
     unsigned spins = spin ? base_spin_budget() : 0;
     int p;
 
     for (;;) {
-        for (unsigned i = 0; i < spins; i++) {
+        if (base_spin_until(frame_pending, m, spins)) {
             p = pending(m);
-            if (p)
-                goto out;
-            base_cpu_relax();
+            goto out;
         }
         /* Announce the park, then re-check: the parent rings the bell after
          * publishing, so one of the two sides sees the other. */

@@ -423,23 +423,21 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
  * budget) before going back to the loop, whose wake-up through the
  * eventfd costs more. Not while other requests are out: then the loop
  * has work coming anyway, and spinning would take the CPU from it. */
+static bool next_posted(void *arg)
+{
+    struct remote_node *r = arg;
+
+    return r->lost ||
+           r->sent != __atomic_load_n(&r->ep->mbx->h.head, __ATOMIC_ACQUIRE);
+}
+
 static void linger(struct remote_node *r)
 {
-    unsigned spins = base_spin_budget();
-
     if (r->sent != r->ep->mbx->h.tail)
         return;
-    for (unsigned i = 0; i < spins && !r->lost; i++) {
-        if (r->sent != __atomic_load_n(&r->ep->mbx->h.head, __ATOMIC_ACQUIRE)) {
-            send_posted(r);
-            return;
-        }
-        /* The poster may share this CPU: let it run now and then. */
-        if (i % 64 == 63)
-            sched_yield();
-        else
-            base_cpu_relax();
-    }
+    /* Pauses, then a yield per look: the poster may share this CPU. */
+    if (base_spin_until(next_posted, r, base_spin_budget()) && !r->lost)
+        send_posted(r);
 }
 
 /* Frames complete in any order; the ring's tail advances in order. */

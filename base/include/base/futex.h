@@ -3,6 +3,7 @@
 #ifndef BASE_FUTEX_H
 #define BASE_FUTEX_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Parks while *word == expected, up to deadline (BASE_NEVER = forever).
@@ -15,5 +16,14 @@ void base_cpu_relax(void);
 /* Spin iterations before parking; STRATA_SPIN overrides (0 = park at once).
  * Sized for a few tens of microseconds. */
 unsigned base_spin_budget(void);
+/* Looks at ready(arg) until it is true (true returned) or spins looks'
+ * worth of time has passed (false): BASE_SPIN_PAUSES looks with a pause
+ * between, then a sched_yield between looks for up to spins x
+ * BASE_SPIN_NS_PER_SPIN ns in all. A waiter on a busy machine thus gives
+ * its core to whoever it waits for instead of spinning on it; on an idle
+ * one a yield returns at once. spins = 0: no look at all. */
+#define BASE_SPIN_PAUSES 16
+#define BASE_SPIN_NS_PER_SPIN 50
+bool base_spin_until(bool (*ready)(void *), void *arg, unsigned spins);
 
 #endif
