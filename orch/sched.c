@@ -112,22 +112,10 @@ static void park(struct orch_sched *s)
     check_deaths(s, pfd, 1 + n);
 }
 
-/* One look of the scheduler thread while work is out: harvest. */
-static bool sched_look(void *arg)
-{
-    struct orch_sched *s = arg;
-    bool did;
-
-    pthread_mutex_lock(&s->mu);
-    did = orch_harvest(s) || s->stopping || s->unfinished == 0;
-    pthread_mutex_unlock(&s->mu);
-    return did;
-}
-
 static void *thread_main(void *arg)
 {
     struct orch_sched *s = arg;
-    bool spin = false; /* the last look found something */
+    unsigned spins = 0;
     bool did;
     bool busy;
 
@@ -141,15 +129,14 @@ static void *thread_main(void *arg)
         busy = s->unfinished > 0;
         pthread_mutex_unlock(&s->mu);
         if (did) {
-            spin = true;
+            spins = base_spin_budget() / 4;
             continue;
         }
-        /* After progress, with work out: look for more completions a while
-         * (pauses, then a yield per look) before parking. */
-        if (busy && spin &&
-            base_spin_until(sched_look, s, base_spin_budget() / 4))
+        if (busy && spins > 0) {
+            spins--;
+            base_cpu_relax();
             continue;
-        spin = false;
+        }
         /* Announce the park, then look once more: a child that completes
          * after this store sees it and rings the doorbell. */
         __atomic_store_n(&s->shared->sched_parked, 1, __ATOMIC_SEQ_CST);
