@@ -197,7 +197,7 @@ strata_err orch_control_wait(struct orch_sched *s, struct orch_ctl *const *cs,
                              size_t n)
 {
     struct ctl_set set = {cs, n};
-    strata_err err = orch_wait(s, all_done, &set, BASE_NEVER);
+    strata_err err = orch_wait_yielding(s, all_done, &set, BASE_NEVER, true);
 
     if (err)
         return err;

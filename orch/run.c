@@ -94,19 +94,46 @@ void orch_run_task_done(struct orch_sched *s, struct orch_task *t,
     maybe_fence(s, r);
 }
 
+struct wait_look {
+    struct orch_sched *s;
+    bool (*done)(void *);
+    void *arg;
+};
+
+/* One look: harvest, then ask done. */
+static bool look(void *arg)
+{
+    struct wait_look *l = arg;
+    bool ok;
+
+    pthread_mutex_lock(&l->s->mu);
+    orch_harvest(l->s);
+    ok = l->done(l->arg);
+    pthread_mutex_unlock(&l->s->mu);
+    return ok;
+}
+
 strata_err orch_wait(struct orch_sched *s, bool (*done)(void *), void *arg,
                      uint64_t deadline)
 {
+    return orch_wait_yielding(s, done, arg, deadline, false);
+}
+
+strata_err orch_wait_yielding(struct orch_sched *s, bool (*done)(void *),
+                              void *arg, uint64_t deadline, bool yield)
+{
+    struct wait_look l = {s, done, arg};
     unsigned spins = base_spin_budget() / 16;
     uint32_t seq;
     bool ok;
 
+    /* Yielding: a few looks with pauses, then a yield per look. */
+    if (yield && base_spin_until(look, &l, base_spin_budget()))
+        return STRATA_OK;
+    if (yield)
+        spins = 0;
     for (;;) {
-        pthread_mutex_lock(&s->mu);
-        orch_harvest(s);
-        ok = done(arg);
-        pthread_mutex_unlock(&s->mu);
-        if (ok)
+        if (look(&l))
             return STRATA_OK;
         if (spins > 0) {
             spins--;
