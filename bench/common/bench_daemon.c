@@ -1,86 +1,22 @@
 /* A strata-node daemon for a benchmark (see bench_daemon.h). */
 #define _GNU_SOURCE
 #include "bench_daemon.h"
+#include "node_port.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#define START_DEADLINE_MS 10000
-
-static int write_secret(const char *path)
-{
-    unsigned char raw[32];
-    char hex[65];
-    int fd;
-    bool ok;
-
-    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        return -1;
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    ok = write(fd, hex, 64) == 64;
-    return close(fd) == 0 && ok ? 0 : -1;
-}
-
-static int read_port(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    int port = 0;
-
-    if (!f)
-        return 0;
-    if (fscanf(f, "%d", &port) != 1)
-        port = 0;
-    fclose(f);
-    return port;
-}
-
-static long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The port once the daemon has renamed its port file into place, or 0. */
-static int wait_port(struct bench_daemon *d, int ino)
-{
-    long deadline = now_ms() + START_DEADLINE_MS;
-    char events[4096];
-
-    for (;;) {
-        struct pollfd p[2] = {{ino, POLLIN, 0}, {d->pidfd, POLLIN, 0}};
-        int port = read_port(d->port_file);
-        long left = deadline - now_ms();
-
-        if (port > 0 || left <= 0)
-            return port;
-        if (poll(p, 2, (int)left) < 0 && errno != EINTR)
-            return 0;
-        if (p[1].revents & POLLIN)
-            return 0; /* it died */
-        while (read(ino, events, sizeof(events)) > 0)
-            ;
-    }
-}
+#define START_WAIT_S 10.0
 
 int bench_daemon_start(struct bench_daemon *d,
                        const struct bench_daemon_opts *o)
@@ -117,7 +53,7 @@ int bench_daemon_start(struct bench_daemon *d,
     }
     argv[k] = NULL;
     ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if ((!o->insecure && write_secret(d->secret) != 0) || ino < 0 ||
+    if ((!o->insecure && devkit_write_secret(d->secret) != 0) || ino < 0 ||
         inotify_add_watch(ino, d->dir, IN_MOVED_TO) < 0) {
         fprintf(stderr, "%s: secret/inotify: %s\n", o->name, strerror(errno));
         if (ino >= 0)
@@ -138,7 +74,9 @@ int bench_daemon_start(struct bench_daemon *d,
     }
     if (d->pid > 0)
         d->pidfd = (int)syscall(SYS_pidfd_open, d->pid, 0);
-    port = d->pid > 0 && d->pidfd >= 0 ? wait_port(d, ino) : 0;
+    port = d->pid > 0 && d->pidfd >= 0
+               ? devkit_wait_port(d->port_file, ino, d->pid, START_WAIT_S)
+               : -1;
     close(ino);
     if (port <= 0) {
         fprintf(stderr, "%s: strata-node (%s) did not start\n", o->name,

@@ -99,7 +99,7 @@ int gd_daemon_start(struct gd_daemon *d, const char *host, const char *fault)
     snprintf(d->log, sizeof(d->log), "%s/node.log", d->dir);
     snprintf(port_file, sizeof(port_file), "%s/port", d->dir);
     snprintf(listen, sizeof(listen), "%s:0", host ? host : "127.0.0.1");
-    if (testutil_write_secret(d->secret) != 0) {
+    if (devkit_write_secret(d->secret) != 0) {
         print_error("cannot write %s\n", d->secret);
         gd_daemon_stop(d);
         return -1;

@@ -137,7 +137,7 @@ void rk_certs_remove(struct rk_certs *c)
 
 int rk_write_secret(const char *path)
 {
-    return testutil_write_secret(path);
+    return devkit_write_secret(path);
 }
 
 void rk_node_print_log(const struct rk_node *n)
@@ -196,7 +196,7 @@ int rk_node_start(struct rk_node *n, enum rk_auth auth,
     path_in(n->secret, n->dir, "secret");
     path_in(n->log, n->dir, "node.log");
     path_in(port_file, n->dir, "port");
-    if (auth == RK_PSK && testutil_write_secret(n->secret) != 0) {
+    if (auth == RK_PSK && devkit_write_secret(n->secret) != 0) {
         print_error("cannot write %s\n", n->secret);
         rk_node_stop(n);
         return -1;

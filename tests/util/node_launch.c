@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,37 +28,6 @@
 #include "testutil.h"
 
 extern char **environ;
-
-int testutil_write_secret(const char *path)
-{
-    unsigned char raw[32];
-    char hex[65];
-    int fd;
-    bool ok;
-
-    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        return -1;
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    ok = write(fd, hex, 64) == 64;
-    return close(fd) == 0 && ok ? 0 : -1;
-}
-
-static int read_port(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    int port = -1;
-
-    if (!f)
-        return -1;
-    if (fscanf(f, "%d", &port) != 1)
-        port = -1;
-    fclose(f);
-    return port;
-}
 
 /* Our environment without STRATA_LOG and STRATA_FAULT, then the launch's
  * values of both. Built before fork (the test may have threads). */
@@ -97,34 +65,6 @@ static bool ended(pid_t pid)
            si.si_pid == pid;
 }
 
-/* The port once the file is in place; inotify wakes us for the rename, a
- * pidfd for the daemon's death (without one, a death is seen in 100 ms). */
-static int wait_port(const struct testutil_node_launch *l, pid_t pid, int ino)
-{
-    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    double deadline = testutil_now() + l->wait_s;
-    int port = -1;
-
-    for (;;) {
-        struct pollfd p[2] = {{ino, POLLIN, 0}, {pidfd, POLLIN, 0}};
-        double left = deadline - testutil_now();
-        char buf[4096];
-
-        port = read_port(l->port_file);
-        if (port > 0 || left <= 0 || ended(pid))
-            break;
-        if (poll(p, pidfd >= 0 ? 2 : 1,
-                 pidfd >= 0 ? (int)(left * 1000) + 1 : 100) < 0 &&
-            errno != EINTR)
-            break;
-        while (read(ino, buf, sizeof(buf)) > 0)
-            ;
-    }
-    if (pidfd >= 0)
-        close(pidfd);
-    return port;
-}
-
 int testutil_node_launch(const struct testutil_node_launch *l, pid_t *pid)
 {
     char log_kv[64], fault_kv[160];
@@ -156,7 +96,7 @@ int testutil_node_launch(const struct testutil_node_launch *l, pid_t *pid)
         *pid = 0;
         goto fail;
     }
-    port = wait_port(l, *pid, ino);
+    port = devkit_wait_port(l->port_file, ino, *pid, l->wait_s);
     if (port <= 0 && ended(*pid))
         print_error("%s ended before reporting its port\n", l->argv[0]);
     else if (port <= 0)

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* 64 random hex digits into a new mode-600 file. 0 or -1. */
-int testutil_write_secret(const char *path);
+/* A fresh secret: devkit_write_secret. */
+#include "node_port.h"
 
 struct testutil_node_launch {
     const char *const *argv; /* argv[0] is the executable; NULL-ended */
