@@ -2,8 +2,8 @@
  * Helpers shared by the L4 tests (see l4_kit.h).
  */
 #include "l4_kit.h"
+#include "node_launch.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -320,32 +320,9 @@ strata_err l4_scale(strata_orch *o, int node, strata_buffer *in, size_t io,
 
 size_t l4_children_of(pid_t pid, pid_t *out, size_t cap)
 {
-    char path[64];
     size_t n = 0;
-    struct dirent *e;
-    DIR *d;
 
-    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-    d = opendir(path);
-    if (!d)
-        return 0;
-    while ((e = readdir(d)) != NULL) {
-        char file[300];
-        FILE *f;
-        int child;
-
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(file, sizeof(file), "/proc/%d/task/%s/children", (int)pid,
-                 e->d_name);
-        f = fopen(file, "r");
-        if (!f)
-            continue;
-        while (n < cap && fscanf(f, "%d", &child) == 1)
-            out[n++] = (pid_t)child;
-        fclose(f);
-    }
-    closedir(d);
+    testutil_children_of(pid, out, &n, cap);
     return n;
 }
 
