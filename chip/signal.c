@@ -5,7 +5,6 @@
 #include "chip_int.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <strata/domain.h>
 

@@ -44,18 +44,25 @@ static uint32_t name_token(void)
     return __atomic_load_n(&token, __ATOMIC_RELAXED);
 }
 
+/* What the backend is told about rank r's window. */
+static struct chip_window_req window_req(const struct strata_domain *d,
+                                         uint32_t r)
+{
+    return (struct chip_window_req){.alloc_id = d->alloc_id,
+                                    .rank = r,
+                                    .rank_count = d->n,
+                                    .window_size = d->window_size,
+                                    .creator_pid = d->creator,
+                                    .name_token = d->name_token};
+}
+
 /* Drops the names of ranks 0..n-1 (made, or not: ENOENT is fine). */
 static void unlink_ranks(struct strata_domain *d, uint32_t n)
 {
     const struct chip_backend_ops *ops = orch_backend_ops(d->sched);
 
     for (uint32_t r = 0; r < n; r++) {
-        struct chip_window_req req = {.alloc_id = d->alloc_id,
-                                      .rank = r,
-                                      .rank_count = d->n,
-                                      .window_size = d->window_size,
-                                      .creator_pid = d->creator,
-                                      .name_token = d->name_token};
+        struct chip_window_req req = window_req(d, r);
 
         ops->host_window_unlink(&req);
     }
@@ -134,12 +141,7 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used)
     d->mapping_size = map;
     d->name_token = name_token();
     for (r = 0; r < d->n && !err; r++) {
-        struct chip_window_req req = {.alloc_id = d->alloc_id,
-                                      .rank = r,
-                                      .rank_count = d->n,
-                                      .window_size = d->window_size,
-                                      .creator_pid = d->creator,
-                                      .name_token = d->name_token};
+        struct chip_window_req req = window_req(d, r);
 
         err = ops->host_window_create(&req, &d->device_ctx[r]);
         d->local_base[r] = base + (uint64_t)r * map;

@@ -148,7 +148,9 @@ static strata_err noop_kernel(strata_chip *chip, const strata_args *args)
     return STRATA_OK;
 }
 
-static strata_err submit_touch(strata_orch *o, struct job *j)
+/* One kernel per member, as a group: the touch kernel, or the no-op one
+ * (j->use). */
+static strata_err submit_group(strata_orch *o, struct job *j)
 {
     strata_args *a[MAX_CHIPS] = {0};
     strata_err err = STRATA_OK;
@@ -197,7 +199,7 @@ static strata_err cycle_orch(strata_orch *o, const strata_args *unused,
     err = strata_orch_allocate_domain(o, &spec, &j->domain);
     j->alloc_us = now_us() - t0;
     if (err == STRATA_OK && (j->touch || j->use))
-        err = submit_touch(o, j);
+        err = submit_group(o, j);
     if (err == STRATA_OK)
         err = strata_domain_release(j->domain);
     j->orch_end_us = now_us();
