@@ -17,7 +17,7 @@
  * - half: the half-ring permutation, r sends one block to r+W/2 (mod W)
  *   and receives one from r-W/2: every source remote.
  *
-  * One exchange, on every side, is the whole halo step with fresh data:
+ * One exchange, on every side, is the whole halo step with fresh data:
  * pack (copy each block from the rank's source field), move, and the
  * receiver reads every received byte once (a 64-bit sum, checked against
  * the sender's fill value, so every exchange is verified). Without the
@@ -36,17 +36,21 @@
  * work: copy the blocks from a source buffer into the send buffer,
  * MPI_Neighbor_alltoallv, sum the receive buffer. The helper also times
  * the bare call (unchanged send buffer, nothing read), reported beside.
-
  *
  * Timing, both sides alike: warm-up iterations, then per repetition a
  * barrier and `iters` exchanges back to back on every rank; the slowest
- * rank's mean per exchange counts; median over repetitions, and (full
- * mode) median over rounds. GB/s = bytes a rank sends per exchange
- * (blocks x B) / time per exchange. ratio = MPI time / strata time.
+ * rank's mean per exchange counts; median over repetitions. GB/s = bytes
+ * a rank sends per exchange (blocks x B) / time per exchange.
  *
- * The MPI side: bench_halo_exchange_mpi (mpi_helper.c) under
- * `mpirun --oversubscribe -np W`, read over a pipe, run after the strata
- * side (never at the same time: two cores).
+ * Pairing: this machine has phases of seconds where everything runs
+ * several times slower, so the two sides of a point are measured back to
+ * back, never at the same time (two cores): per round and rank count one
+ * strata worker and one MPI job (bench_halo_exchange_mpi, mpi_helper.c,
+ * under `mpirun --oversubscribe -np W`, driven point by point, see
+ * mpi_session.h) stay up, and each point runs strata then MPI, or MPI
+ * then strata (alternating), before the next point. ratio = MPI time /
+ * strata time of the same round; reported: the median of the per-round
+ * ratios, and per side the median time over rounds.
  *
  * Placement, both sides alike: not bound (MPI --bind-to none). With
  * STRATA_PIN=1 in the environment, strata binds a worker's chips one per
@@ -57,6 +61,7 @@
  * Usage: bench_halo_exchange [--quick] [--rounds K]
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,57 +71,28 @@
 #include <strata/strata.h>
 
 #include "bench_common.h"
+#include "halo_exchange.h"
 #include "machine_load.h"
 #include "mpi_launch.h"
+#include "mpi_session.h"
 #include "stats.h"
 
-#define NUM_N 2
-#define NUM_SIZES 8
-#define NUM_PAT 2
-#define NUM_MODE 2
 #define MAX_CHIPS 4
 #define MAX_BLOCKS 2
 #define MAX_REPS 16
-#define MAX_ROUNDS 9
 #define DATA_OFF 4096 /* signal words live below */
 #define WAIT_S 60.0
-#define MPI_TIMEOUT_S 240.0
-#define HEAD_N 0    /* 2 ranks */
-#define HEAD_P 0    /* ring */
-#define HEAD_S 5    /* 1 MiB */
-#define BIG_S 5     /* sizes from here on (>= 1 MiB) need 1.5x */
-#define HEAD_MODE 1 /* halo */
-#define TARGET_ALL 1.0
-#define TARGET_BIG 1.5
+#define MPI_START_S 60.0  /* until every rank is ready */
+#define MPI_POINT_S 120.0 /* per point */
 
-static const int chip_counts[NUM_N] = {2, 4};
-static const size_t sizes[NUM_SIZES] = {
+const int chip_counts[NUM_N] = {2, 4};
+const size_t sizes[NUM_SIZES] = {
     (size_t)1 << 10,   (size_t)4 << 10, (size_t)16 << 10, (size_t)64 << 10,
     (size_t)256 << 10, (size_t)1 << 20, (size_t)4 << 20,  (size_t)16 << 20};
-static const char *const pat_names[NUM_PAT] = {"ring", "half"};
-static const char *const mode_names[NUM_MODE] = {"push", "halo"};
+const char *const pat_names[NUM_PAT] = {"ring", "half"};
+const char *const mode_names[NUM_MODE] = {"push", "halo"};
 
 enum { ARRIVED = 0, CONSUMED = 1, BARRIER = 2 };
-
-struct options {
-    bool quick;
-    int rounds, reps, min_iters, max_iters;
-    size_t budget; /* bytes per rank per repetition: sets iters */
-};
-
-struct point {
-    int iters;
-    double us[NUM_MODE]; /* strata, per exchange, slowest rank, median */
-    double mpi_us;       /* < 0: none; same work */
-    double mpi_bare_us;  /* the call alone */
-};
-
-struct results {
-    struct point p[NUM_N][NUM_PAT][NUM_SIZES];
-    bool mpi_ok[NUM_N];
-    double other_cpu_pct;
-    char mpi_note[512];
-};
 
 struct job {
     const int *workers;
@@ -377,155 +353,208 @@ static int iters_for(const struct options *opt, size_t bytes)
     return (int)it;
 }
 
-static int bench_strata(int ni, strata_callable kernel,
-                        const struct options *opt, struct results *res)
-{
-    int n = chip_counts[ni], ids[MAX_CHIPS];
-    size_t stride = MAX_BLOCKS * sizes[NUM_SIZES - 1];
-    strata_worker_config cfg;
-    strata_worker *w = NULL;
-    struct job j = {0};
-    strata_err err;
-    int rc = 1;
-
-    for (int i = 0; i < n; i++)
-        ids[i] = i;
-    strata_worker_config_init(&cfg, 3);
-    cfg.chip_ids = ids;
-    cfg.num_chips = (size_t)n;
-    err = strata_worker_create(&cfg, &w);
-    if (err == STRATA_OK)
-        err = strata_worker_init(w);
-    if (err == STRATA_OK)
-        err = strata_worker_create_buffer(w, (size_t)n * stride, &j.send);
-
-    if (err == STRATA_OK)
-        err = strata_worker_create_buffer(
-            w, (size_t)n * MAX_REPS * sizeof(double), &j.times);
-    if (err != STRATA_OK) {
-        report("worker setup", err);
-        goto out;
-    }
-    /* Every point refills the ranks' B-byte source blocks below. */
-
-    j.workers = ids;
-    j.n = (size_t)n;
-    j.kernel = kernel;
-    j.stride = stride;
-    j.reps = opt->reps;
-    for (int p = 0; p < NUM_PAT; p++)
-        for (int s = 0; s < NUM_SIZES; s++) {
-            struct point *pt = &res->p[ni][p][s];
-
-            j.bytes = sizes[s];
-            j.pattern = p;
-            j.iters = iters_for(opt, sizes[s]);
-            pt->iters = j.iters;
-            for (int r = 0; r < n; r++)
-                for (uint32_t k = 0; k < MAX_BLOCKS; k++) {
-                    uint64_t *v =
-                        (uint64_t *)((char *)strata_buffer_data(j.send) +
-                                     r * stride + k * sizes[s]);
-
-                    for (size_t i = 0; i < sizes[s] / sizeof(uint64_t); i++)
-                        v[i] = fill_value((uint32_t)r, k);
-                }
-            for (int m = 0; m < NUM_MODE; m++) {
-                j.mode = m;
-                err = strata_worker_run(w, bench_orch, NULL, &j);
-                if (err != STRATA_OK) {
-                    report("exchange run", err);
-                    goto out;
-                }
-                pt->us[m] = job_us(&j);
-            }
-        }
-    rc = 0;
-out:
-    err = strata_worker_destroy(w);
-    if (err != STRATA_OK) {
-        report("worker destroy", err);
-        rc = 1;
-    }
-    return rc;
-}
-
-struct mpi_parse {
-    struct point (*rows)[NUM_SIZES];
-    int np;
+/* One rank count's strata side: a worker kept up for a round's points. */
+struct rig {
+    int ids[MAX_CHIPS];
+    strata_worker *w;
+    struct job j;
 };
 
-static int on_mpi_line(const char *line, void *user)
+static int rig_open(struct rig *g, int ni, strata_callable kernel,
+                    const struct options *opt)
 {
-    struct mpi_parse *mp = user;
-    char pat[16];
-    size_t bytes;
-    int np, iters, reps, ok;
-    double us, bare_us;
+    int n = chip_counts[ni];
+    size_t stride = MAX_BLOCKS * sizes[NUM_SIZES - 1];
+    strata_worker_config cfg;
+    strata_err err;
 
-    if (sscanf(line,
-               "MPIHX pattern=%15s bytes=%zu np=%d iters=%d reps=%d us=%lf "
-               "bare_us=%lf ok=%d",
-               pat, &bytes, &np, &iters, &reps, &us, &bare_us, &ok) != 8 ||
-        np != mp->np || ok != 1)
+    memset(g, 0, sizeof(*g));
+    for (int i = 0; i < n; i++)
+        g->ids[i] = i;
+    strata_worker_config_init(&cfg, 3);
+    cfg.chip_ids = g->ids;
+    cfg.num_chips = (size_t)n;
+    err = strata_worker_create(&cfg, &g->w);
+    if (err == STRATA_OK)
+        err = strata_worker_init(g->w);
+    if (err == STRATA_OK)
+        err = strata_worker_create_buffer(g->w, (size_t)n * stride, &g->j.send);
+    if (err == STRATA_OK)
+        err = strata_worker_create_buffer(
+            g->w, (size_t)n * MAX_REPS * sizeof(double), &g->j.times);
+    if (err != STRATA_OK) {
+        report("worker setup", err);
         return -1;
-    for (int p = 0; p < NUM_PAT; p++)
-        for (int s = 0; s < NUM_SIZES; s++)
-            if (strcmp(pat, pat_names[p]) == 0 && sizes[s] == bytes) {
-                mp->rows[p][s].mpi_us = us;
-                mp->rows[p][s].mpi_bare_us = bare_us;
-
-                return 0;
-            }
-    return -1;
+    }
+    g->j.workers = g->ids;
+    g->j.n = (size_t)n;
+    g->j.kernel = kernel;
+    g->j.stride = stride;
+    g->j.reps = opt->reps;
+    return 0;
 }
 
-static void bench_mpi(int ni, const struct options *opt, struct results *all,
-                      struct results *res)
+static int rig_close(struct rig *g)
 {
-    char helper[4096], args[512], why[400];
-    struct mpi_parse mp = {res->p[ni], chip_counts[ni]};
-    size_t len;
+    strata_err err = strata_worker_destroy(g->w);
 
-    res->mpi_ok[ni] = false;
-    for (int p = 0; p < NUM_PAT; p++)
-        for (int s = 0; s < NUM_SIZES; s++)
-            res->p[ni][p][s].mpi_us = res->p[ni][p][s].mpi_bare_us = -1;
+    g->w = NULL;
+    if (err != STRATA_OK) {
+        report("worker destroy", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Both strata modes of one point; the ranks' source blocks are refilled
+ * for its size first. */
+static int strata_point(struct rig *g, int p, int s, const struct options *opt,
+                        struct point *pt)
+{
+    struct job *j = &g->j;
+    strata_err err;
+
+    j->bytes = sizes[s];
+    j->pattern = p;
+    j->iters = iters_for(opt, sizes[s]);
+    pt->iters = j->iters;
+    for (size_t r = 0; r < j->n; r++)
+        for (uint32_t k = 0; k < MAX_BLOCKS; k++) {
+            uint64_t *v = (uint64_t *)((char *)strata_buffer_data(j->send) +
+                                       r * j->stride + k * sizes[s]);
+
+            for (size_t i = 0; i < sizes[s] / sizeof(uint64_t); i++)
+                v[i] = fill_value((uint32_t)r, k);
+        }
+    for (int m = 0; m < NUM_MODE; m++) {
+        j->mode = m;
+        err = strata_worker_run(g->w, bench_orch, NULL, j);
+        if (err != STRATA_OK) {
+            report("exchange run", err);
+            return -1;
+        }
+        pt->us[m] = job_us(j);
+    }
+    return 0;
+}
+
+/* Starts the MPI side for rank count ni, unless it failed before or was
+ * not built; on failure the reason goes to all->mpi_note. */
+static bool mpi_start(int ni, const struct options *opt, struct results *all,
+                      struct mpi_session *ms)
+{
+    char helper[4096], why[400];
+
+    ms->pid = 0;
     if (all->mpi_note[0] != '\0')
-        return; /* it failed before: do not try again */
+        return false; /* it failed before: do not try again */
     if (!mpi_helper_path("bench_halo_exchange_mpi", helper, sizeof(helper))) {
         snprintf(all->mpi_note, sizeof(all->mpi_note),
                  "MPI reference helper bench_halo_exchange_mpi not found next "
                  "to this executable (built without MPI?)");
-        return;
+        return false;
     }
-    len = (size_t)snprintf(args, sizeof(args), "--reps %d", opt->reps);
-    for (int s = 0; s < NUM_SIZES && len < sizeof(args); s++)
-        len += (size_t)snprintf(args + len, sizeof(args) - len, " %zu:%d",
-                                sizes[s], iters_for(opt, sizes[s]));
-    if (mpi_launch(helper, chip_counts[ni], args, MPI_TIMEOUT_S, "MPIHX",
-                   on_mpi_line, &mp, why, sizeof(why)) != 0) {
+    if (mpi_session_open(ms, helper, chip_counts[ni], opt->reps, MPI_START_S,
+                         why, sizeof(why)) != 0) {
         snprintf(all->mpi_note, sizeof(all->mpi_note),
                  "MPI reference not runnable: %s", why);
-        return;
+        return false;
     }
-    for (int p = 0; p < NUM_PAT; p++)
-        for (int s = 0; s < NUM_SIZES; s++)
-            if (res->p[ni][p][s].mpi_us <= 0) {
-                snprintf(all->mpi_note, sizeof(all->mpi_note),
-                         "MPI helper gave no %s result for %zu bytes on %d "
-                         "ranks",
-                         pat_names[p], sizes[s], chip_counts[ni]);
-                return;
-            }
-    res->mpi_ok[ni] = true;
+    return true;
 }
 
-static void combine_rounds(const struct results *rounds, int k,
-                           struct results *out)
+/* The MPI side of one point; on failure the job is stopped and the
+ * reason goes to all->mpi_note. */
+static bool mpi_point(struct mpi_session *ms, int ni, int p, int s,
+                      const struct options *opt, struct results *all,
+                      struct point *pt)
+{
+    struct mpi_session_result r;
+    char why[300], why2[200];
+
+    if (mpi_session_point(ms, pat_names[p], sizes[s], iters_for(opt, sizes[s]),
+                          MPI_POINT_S, &r, why, sizeof(why)) != 0) {
+        snprintf(all->mpi_note, sizeof(all->mpi_note),
+                 "MPI reference failed at %s %zu bytes on %d ranks: %s",
+                 pat_names[p], sizes[s], chip_counts[ni], why);
+        (void)mpi_session_close(ms, 1, why2, sizeof(why2));
+        return false;
+    }
+    pt->mpi_us = r.us;
+    pt->mpi_bare_us = r.bare_us;
+    return true;
+}
+
+static void point_ratios(struct point *pt)
+{
+    bool m = pt->mpi_us > 0;
+
+    for (int k = 0; k < NUM_MODE; k++)
+        pt->ratio[k] = m ? pt->mpi_us / pt->us[k] : -1;
+    pt->bare_ratio = m ? pt->mpi_bare_us / pt->us[HEAD_MODE] : -1;
+}
+
+/* One round of rank count ni: per point, strata and MPI back to back
+ * (which one first alternates from point to point and round to round). */
+static int bench_round(int ni, int round, strata_callable kernel,
+                       const struct options *opt, struct results *all,
+                       struct results *res)
+{
+    struct mpi_session ms;
+    bool mpi = mpi_start(ni, opt, all, &ms);
+    int rc = 0, order = round;
+    struct point prime;
+    struct rig g;
+    char why[200];
+
+    res->mpi_ok[ni] = mpi;
+    /* An untimed first run settles the freshly forked chips (the MPI
+     * helper warms up before each point likewise). */
+    if (rig_open(&g, ni, kernel, opt) != 0 ||
+        strata_point(&g, 0, 0, opt, &prime) != 0)
+        rc = -1;
+    for (int p = 0; p < NUM_PAT && rc == 0; p++)
+        for (int s = 0; s < NUM_SIZES && rc == 0; s++, order++) {
+            struct point *pt = &res->p[ni][p][s];
+
+            pt->mpi_us = pt->mpi_bare_us = -1;
+            if (mpi && order % 2 == 1)
+                mpi = mpi_point(&ms, ni, p, s, opt, all, pt);
+            if (strata_point(&g, p, s, opt, pt) != 0)
+                rc = -1;
+            if (mpi && order % 2 == 0 && rc == 0)
+                mpi = mpi_point(&ms, ni, p, s, opt, all, pt);
+            if (!mpi)
+                pt->mpi_us = pt->mpi_bare_us = -1;
+            point_ratios(pt);
+        }
+    if (g.w != NULL && rig_close(&g) != 0)
+        rc = -1;
+    if (mpi && mpi_session_close(&ms, rc != 0, why, sizeof(why)) != 0) {
+        snprintf(all->mpi_note, sizeof(all->mpi_note),
+                 "MPI reference did not end cleanly: %s", why);
+        mpi = false;
+    }
+    res->mpi_ok[ni] = mpi;
+    return rc;
+}
+
+/* The median over k rounds of the double at byte offset off of a point. */
+static double median_of(const struct results *rounds, int k, int i, int p,
+                        int s, size_t off)
 {
     double v[MAX_ROUNDS];
 
+    for (int q = 0; q < k; q++)
+        memcpy(&v[q], (const char *)&rounds[q].p[i][p][s] + off, sizeof(v[q]));
+    return stats_median(v, (size_t)k);
+}
+
+/* Per side the median time over rounds; ratios: the median of the
+ * rounds' own (paired) ratios. */
+static void combine_rounds(const struct results *rounds, int k,
+                           struct results *out)
+{
     for (int i = 0; i < NUM_N; i++) {
         out->mpi_ok[i] = true;
         for (int q = 0; q < k; q++)
@@ -536,213 +565,21 @@ static void combine_rounds(const struct results *rounds, int k,
 
                 o->iters = rounds[0].p[i][p][s].iters;
                 for (int m = 0; m < NUM_MODE; m++) {
-                    for (int q = 0; q < k; q++)
-                        v[q] = rounds[q].p[i][p][s].us[m];
-                    o->us[m] = stats_median(v, (size_t)k);
+                    size_t at = (size_t)m * sizeof(double);
+
+                    o->us[m] = median_of(rounds, k, i, p, s,
+                                         offsetof(struct point, us) + at);
+                    o->ratio[m] = median_of(rounds, k, i, p, s,
+                                            offsetof(struct point, ratio) + at);
                 }
-                for (int q = 0; q < k; q++)
-                    v[q] = rounds[q].p[i][p][s].mpi_us;
-                o->mpi_us = stats_median(v, (size_t)k);
-                for (int q = 0; q < k; q++)
-                    v[q] = rounds[q].p[i][p][s].mpi_bare_us;
-                o->mpi_bare_us = stats_median(v, (size_t)k);
+                o->mpi_us = median_of(rounds, k, i, p, s,
+                                      offsetof(struct point, mpi_us));
+                o->mpi_bare_us = median_of(rounds, k, i, p, s,
+                                           offsetof(struct point, mpi_bare_us));
+                o->bare_ratio = median_of(rounds, k, i, p, s,
+                                          offsetof(struct point, bare_ratio));
             }
     }
-}
-
-static const char *size_name(size_t b)
-{
-    static char buf[4][24];
-    static int next;
-    char *out = buf[next++ % 4];
-
-    if (b >= ((size_t)1 << 20))
-        snprintf(out, 24, "%zu MiB", b >> 20);
-    else
-        snprintf(out, 24, "%zu KiB", b >> 10);
-    return out;
-}
-
-static int blocks_of(int pattern)
-{
-    return pattern == 0 ? 2 : 1;
-}
-
-/* GB/s (1e9 bytes) a rank sends per exchange; -1 for none. */
-static double gbps(int pattern, size_t bytes, double us)
-{
-    return us > 0 ? (double)blocks_of(pattern) * (double)bytes / (us * 1e3)
-                  : -1;
-}
-
-static double target_for(int s)
-{
-    return s >= BIG_S ? TARGET_BIG : TARGET_ALL;
-}
-
-/* Whether mode m meets the targets at every point. */
-static bool mode_passes(const struct results *r, int m, double *min_all,
-                        double *min_big)
-{
-    bool ok = r->mpi_ok[0] && r->mpi_ok[1];
-
-    *min_all = *min_big = 1e30;
-    for (int i = 0; i < NUM_N; i++)
-        for (int p = 0; p < NUM_PAT; p++)
-            for (int s = 0; s < NUM_SIZES; s++) {
-                const struct point *pt = &r->p[i][p][s];
-                double ratio = pt->mpi_us / pt->us[m];
-
-                if (s < BIG_S && ratio < *min_all)
-                    *min_all = ratio;
-                if (s >= BIG_S && ratio < *min_big)
-                    *min_big = ratio;
-                ok = ok && ratio >= target_for(s);
-            }
-    return ok;
-}
-
-static void print_summary(const struct options *opt, const struct results *r,
-                          const struct results *rounds)
-{
-    printf("bench_halo_exchange (%s, %d round%s): time per exchange (us) and "
-           "GB/s a rank sends\n(blocks x bytes per neighbour / time); "
-           "slowest rank, medians; an exchange = pack + move + receiver reads\n"
-           "every byte, on both sides. ratio = MPI time / strata time. push = "
-           "sender copies\ninto the receiver's window; halo = sender copies "
-           "into its own window, receiver\nreads it there (strata_halo_"
-           "forward's scheme). bare = MPI call alone. Target:\nratio >= %.1f "
-           "everywhere, >= %.1f at >= 1 MiB.\n",
-           opt->quick ? "quick" : "full", opt->rounds,
-           opt->rounds > 1 ? "s" : "", TARGET_ALL, TARGET_BIG);
-    printf("  %5s %4s %7s %5s | %9s %7s %6s | %9s %7s %6s | %9s %7s | %9s "
-           "%7s\n",
-           "ranks", "pat", "B/nbr", "iters", "push us", "GB/s", "ratio",
-           "halo us", "GB/s", "ratio", "MPI us", "GB/s", "bare us", "GB/s");
-    for (int i = 0; i < NUM_N; i++)
-        for (int p = 0; p < NUM_PAT; p++)
-            for (int s = 0; s < NUM_SIZES; s++) {
-                const struct point *pt = &r->p[i][p][s];
-                bool m = r->mpi_ok[i];
-
-                printf("  %5d %4s %7s %5d |", chip_counts[i], pat_names[p],
-                       size_name(sizes[s]), pt->iters);
-                for (int k = 0; k < NUM_MODE; k++) {
-                    printf(" %9.2f %7.2f ", pt->us[k],
-                           gbps(p, sizes[s], pt->us[k]));
-                    if (m)
-                        printf("%5.2f%s|", pt->mpi_us / pt->us[k],
-                               pt->mpi_us / pt->us[k] >= target_for(s) ? " "
-                                                                       : "!");
-                    else
-                        printf("%6s |", "-");
-                }
-                if (m)
-                    printf(" %9.2f %7.2f | %9.2f %7.2f\n", pt->mpi_us,
-                           gbps(p, sizes[s], pt->mpi_us), pt->mpi_bare_us,
-                           gbps(p, sizes[s], pt->mpi_bare_us));
-                else
-                    printf(" %9s %7s | %9s %7s\n", "-", "-", "-", "-");
-            }
-    printf("! = below target. %s\n",
-           "4 ranks oversubscribe the 2 cores (both sides).");
-    printf("placement: %s\n",
-           mpi_launch_pinned()
-               ? "2 ranks pinned one per core, both sides (STRATA_PIN=1; MPI "
-                 "--bind-to core); 4 ranks not bound"
-               : "not bound, both sides (MPI --bind-to none; STRATA_PIN=1 "
-                 "binds 2 ranks)");
-    if (opt->rounds > 1) {
-        printf("push / halo / MPI time by round (us):\n");
-        for (int i = 0; i < NUM_N; i++)
-            for (int p = 0; p < NUM_PAT; p++)
-                for (int s = 0; s < NUM_SIZES; s++) {
-                    printf("  %d %s %7s:", chip_counts[i], pat_names[p],
-                           size_name(sizes[s]));
-                    for (int k = 0; k < opt->rounds; k++)
-                        printf(" %.1f/%.1f/%.1f", rounds[k].p[i][p][s].us[0],
-                               rounds[k].p[i][p][s].us[1],
-                               rounds[k].p[i][p][s].mpi_us);
-                    printf("\n");
-                }
-    }
-    bench_print_load(r->other_cpu_pct);
-    if (r->mpi_note[0] != '\0')
-        printf("NOTE: %s; reference is null and pass is false\n", r->mpi_note);
-}
-
-static void print_json(const struct options *opt, const struct results *r,
-                       const char *error)
-{
-    const struct point *h = &r->p[HEAD_N][HEAD_P][HEAD_S];
-    bool mpi = error == NULL && r->mpi_ok[0] && r->mpi_ok[1];
-    double s_bw = error ? -1 : gbps(HEAD_P, sizes[HEAD_S], h->us[HEAD_MODE]);
-    double m_bw = mpi ? gbps(HEAD_P, sizes[HEAD_S], h->mpi_us) : -1;
-    double min_all[NUM_MODE] = {-1, -1}, min_big[NUM_MODE] = {-1, -1};
-    bool pass[NUM_MODE] = {false, false};
-
-    for (int m = 0; m < NUM_MODE && mpi; m++)
-        pass[m] = mode_passes(r, m, &min_all[m], &min_big[m]);
-    printf("{\"bench\":\"halo_exchange\",\"metric\":\"GBps_ring_1MiB_per_"
-           "neighbour_2ranks_halo\",\"unit\":\"GB/s\",");
-    bench_json_num("strata", s_bw, true);
-    printf("\"reference_name\":\"MPI_Neighbor_alltoallv_ring_2ranks_"
-           "OpenMPI\",");
-    bench_json_num("reference", m_bw, true);
-    bench_json_num("ratio", mpi ? s_bw / m_bw : -1, true);
-    bench_json_num("target", mpi ? TARGET_BIG * m_bw : -1, true);
-    printf("\"pass\":%s,", pass[HEAD_MODE] ? "true" : "false");
-    printf("\"target_rule\":\"ratio >= 1.0 at every size, >= 1.5 at >= 1 MiB, "
-           "both patterns, 2 and 4 ranks\",");
-    for (int m = 0; m < NUM_MODE; m++) {
-        char key[48];
-
-        snprintf(key, sizeof(key), "min_ratio_below_1MiB_%s", mode_names[m]);
-        bench_json_num(key, min_all[m], true);
-        snprintf(key, sizeof(key), "min_ratio_from_1MiB_%s", mode_names[m]);
-        bench_json_num(key, min_big[m], true);
-        printf("\"pass_%s\":%s,", mode_names[m], pass[m] ? "true" : "false");
-    }
-    printf("\"points\":[");
-    for (int i = 0; i < NUM_N; i++)
-        for (int p = 0; p < NUM_PAT; p++)
-            for (int s = 0; s < NUM_SIZES; s++) {
-                const struct point *pt = &r->p[i][p][s];
-                bool m = mpi && r->mpi_ok[i];
-
-                printf("%s{\"ranks\":%d,\"pattern\":\"%s\",\"bytes_per_"
-                       "neighbour\":%zu,\"iters\":%d,",
-                       i + p + s ? "," : "", chip_counts[i], pat_names[p],
-                       sizes[s], pt->iters);
-                for (int k = 0; k < NUM_MODE; k++) {
-                    char key[32];
-
-                    snprintf(key, sizeof(key), "%s_us", mode_names[k]);
-                    bench_json_num(key, pt->us[k], true);
-                    snprintf(key, sizeof(key), "%s_GBps", mode_names[k]);
-                    bench_json_num(key, gbps(p, sizes[s], pt->us[k]), true);
-                    snprintf(key, sizeof(key), "%s_ratio", mode_names[k]);
-                    bench_json_num(key, m ? pt->mpi_us / pt->us[k] : -1, true);
-                }
-                bench_json_num("mpi_us", m ? pt->mpi_us : -1, true);
-                bench_json_num("mpi_GBps",
-                               m ? gbps(p, sizes[s], pt->mpi_us) : -1, true);
-                bench_json_num("mpi_bare_us", m ? pt->mpi_bare_us : -1, true);
-                bench_json_num("ratio_halo_vs_bare",
-                               m ? pt->mpi_bare_us / pt->us[1] : -1, false);
-                printf("}");
-            }
-    printf("],");
-    bench_json_num("other_cpu_pct", r->other_cpu_pct, true);
-    printf("\"rounds\":%d,\"reps\":%d,\"quick\":%s,\"pinned\":%s", opt->rounds,
-           opt->reps, opt->quick ? "true" : "false",
-           mpi_launch_pinned() ? "true" : "false");
-    if (r->mpi_note[0] != '\0')
-        printf(",\"note\":\"%s\"", r->mpi_note);
-    if (error != NULL)
-        printf(",\"error\":\"%s\"", error);
-    printf("}\n");
-    fflush(stdout);
 }
 
 static int parse_options(int argc, char **argv, struct options *opt)
@@ -780,13 +617,11 @@ int main(int argc, char **argv)
     }
     machine_load_sample(&load0);
     for (int k = 0; k < opt.rounds; k++)
-        for (int i = 0; i < NUM_N; i++) {
-            if (bench_strata(i, kernel, &opt, &rounds[k]) != 0) {
+        for (int i = 0; i < NUM_N; i++)
+            if (bench_round(i, k, kernel, &opt, &res, &rounds[k]) != 0) {
                 print_json(&opt, &res, "strata measurement failed");
                 return 1;
             }
-            bench_mpi(i, &opt, &res, &rounds[k]);
-        }
     combine_rounds(rounds, opt.rounds, &res);
     machine_load_sample(&load1);
     res.other_cpu_pct = machine_load_other_pct(&load0, &load1);

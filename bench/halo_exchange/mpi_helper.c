@@ -19,12 +19,23 @@
  *
  * One line per pattern and size on rank 0's stdout:
  *   MPIHX pattern=ring bytes=B np=N iters=I reps=R us=.. bare_us=.. ok=1
+ *
+ * With `--cmd DIR` instead of sizes (how bench_halo_exchange runs it, see
+ * mpi_session.h), the helper serves points one at a time: rank r reads
+ * lines from the named FIFO DIR/cmd.<r>, `point ring|half BYTES ITERS`
+ * (one pattern, answered with one MPIHX line) or `quit`; end of file also
+ * ends it. Once every rank has opened its FIFO, rank 0 prints
+ * `MPIHX ready np=N`. Between points every rank sleeps in read(), never
+ * in an MPI call: Open MPI's blocking calls poll, and the strata side is
+ * measured meanwhile.
  */
+#include <fcntl.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* GCC takes Open MPI's MPI_UNWEIGHTED sentinel for an empty array. */
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
@@ -163,6 +174,54 @@ static void measure(int pattern, size_t bytes, int iters, int reps)
     free(per);
 }
 
+static void bad_input(const char *what)
+{
+    fprintf(stderr, "bench_halo_exchange_mpi: bad %s\n", what);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+static int size_ok(unsigned long long bytes)
+{
+    return bytes > 0 && bytes <= 0x3fffffffull && bytes % 8 == 0;
+}
+
+/* Points read from this rank's FIFO in dir until `quit` or end of file. */
+static void serve(const char *dir, int reps)
+{
+    char path[4096], line[256], pat[16];
+    int rank, np, fd;
+    FILE *in = NULL;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    snprintf(path, sizeof(path), "%s/cmd.%d", dir, rank);
+    /* Non-blocking open: with the bench gone (no writer) a plain open
+     * would wait for one forever; reads then block again, and see end of
+     * file once the bench is gone. */
+    fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0 || fcntl(fd, F_SETFL, 0) != 0 || (in = fdopen(fd, "r")) == NULL)
+        bad_input("--cmd directory: no FIFO for this rank");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("MPIHX ready np=%d\n", np);
+        fflush(stdout);
+    }
+    while (fgets(line, sizeof(line), in) != NULL &&
+           strcmp(line, "quit\n") != 0) {
+        unsigned long long bytes;
+        int iters, p;
+
+        if (sscanf(line, "point %15s %llu %d", pat, &bytes, &iters) != 3 ||
+            !size_ok(bytes) || iters < 1)
+            bad_input("command");
+        p = strcmp(pat, "ring") == 0 ? 0 : strcmp(pat, "half") == 0 ? 1 : -1;
+        if (p < 0)
+            bad_input("pattern");
+        measure(p, (size_t)bytes, iters, reps);
+    }
+    fclose(in);
+}
+
 int main(int argc, char **argv)
 {
     int reps = 5;
@@ -176,13 +235,15 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]);
             continue;
         }
-        if (sscanf(argv[i], "%llu:%d%n", &bytes, &iters, &used) != 2 ||
-            argv[i][used] != '\0' || bytes == 0 || bytes > 0x3fffffffull ||
-            bytes % 8 || iters < 1 || reps < 1) {
-            fprintf(stderr, "bench_halo_exchange_mpi: bad argument %s\n",
-                    argv[i]);
-            MPI_Abort(MPI_COMM_WORLD, 2);
+        if (reps < 1)
+            bad_input("--reps");
+        if (strcmp(argv[i], "--cmd") == 0 && i + 1 < argc) {
+            serve(argv[++i], reps);
+            continue;
         }
+        if (sscanf(argv[i], "%llu:%d%n", &bytes, &iters, &used) != 2 ||
+            argv[i][used] != '\0' || !size_ok(bytes) || iters < 1)
+            bad_input("argument");
         for (int p = 0; p < 2; p++)
             measure(p, (size_t)bytes, iters, reps);
     }
