@@ -4,6 +4,7 @@
  * parallel, and the segment names are unlinked once all have mapped. A
  * domain is freed at its run's fence. */
 #include "base/alloc.h"
+#include "base/env.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "domain_int.h"
@@ -198,9 +199,7 @@ static bool exchange_forced(void)
     int f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
 
     if (f < 0) {
-        const char *env = getenv("STRATA_DOMAIN_EXCHANGE");
-
-        f = env && env[0] && strcmp(env, "0") != 0;
+        f = base_env_flag("STRATA_DOMAIN_EXCHANGE");
         __atomic_store_n(&forced, f, __ATOMIC_RELAXED);
     }
     return f;
