@@ -197,7 +197,18 @@ strata_err orch_control_wait(struct orch_sched *s, struct orch_ctl *const *cs,
                              size_t n)
 {
     struct ctl_set set = {cs, n};
-    strata_err err = orch_wait_yielding(s, all_done, &set, BASE_NEVER, true);
+    strata_err err;
+
+    /* Frames posted quietly that this waits for are needed now. */
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < n; i++) {
+        if (cs[i]->quiet && !cs[i]->done) {
+            orch_ring_quiet_locked(s);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    err = orch_wait_yielding(s, all_done, &set, BASE_NEVER, true);
 
     if (err)
         return err;

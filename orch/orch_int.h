@@ -139,6 +139,11 @@ struct orch_sched {
     /* waking waiters: bumped on every completion */
     uint32_t progress_seq;
     uint32_t waiters;
+    /* Threads in a wait's spin, each harvesting as it looks (atomic): the
+     * scheduler thread sleeps on this word meanwhile, instead of spinning
+     * beside them (sched_on_lookers set), until it drops to 0. */
+    uint32_t lookers;
+    uint32_t sched_on_lookers;
     /* completion worklist (avoids recursion in poison cascades) */
     uint32_t *work;
     uint32_t num_work;

@@ -116,31 +116,68 @@ static bool look(void *arg)
 strata_err orch_wait(struct orch_sched *s, bool (*done)(void *), void *arg,
                      uint64_t deadline)
 {
-    return orch_wait_yielding(s, done, arg, deadline, false);
+    return orch_wait_yielding(s, done, arg, deadline, true);
+}
+
+/* A thread begins or ends spinning over the completions (lookers). */
+static void lookers_add(struct orch_sched *s)
+{
+    __atomic_add_fetch(&s->lookers, 1, __ATOMIC_SEQ_CST);
+}
+
+static void lookers_drop(struct orch_sched *s)
+{
+    bool work;
+
+    /* Sequentially consistent, like the scheduler thread's side: either
+     * it sees 0 before it sleeps, or this sees that it sleeps. */
+    if (__atomic_sub_fetch(&s->lookers, 1, __ATOMIC_SEQ_CST) != 0 ||
+        !__atomic_load_n(&s->sched_on_lookers, __ATOMIC_SEQ_CST))
+        return;
+    /* With nothing in flight it may sleep on: whoever posts next waits,
+     * and wakes it when that wait stops looking. */
+    pthread_mutex_lock(&s->mu);
+    work = s->unfinished > 0;
+    pthread_mutex_unlock(&s->mu);
+    if (work)
+        base_futex_wake(&s->lookers);
+}
+
+/* Spins as orch_wait_yielding says; true once done. */
+static bool spin_looking(struct wait_look *l, bool yield)
+{
+    unsigned spins = base_spin_budget() / 16;
+
+    /* Yielding: a few looks with pauses, then a yield per look. */
+    if (yield)
+        return base_spin_until(look, l, base_spin_budget());
+    for (;;) {
+        if (look(l))
+            return true;
+        if (spins == 0)
+            return false;
+        spins--;
+        for (int i = 0; i < 16; i++)
+            base_cpu_relax();
+    }
 }
 
 strata_err orch_wait_yielding(struct orch_sched *s, bool (*done)(void *),
                               void *arg, uint64_t deadline, bool yield)
 {
     struct wait_look l = {s, done, arg};
-    unsigned spins = base_spin_budget() / 16;
     uint32_t seq;
     bool ok;
 
-    /* Yielding: a few looks with pauses, then a yield per look. */
-    if (yield && base_spin_until(look, &l, base_spin_budget()))
+    /* While this spins, it harvests: the scheduler thread need not. */
+    lookers_add(s);
+    ok = spin_looking(&l, yield);
+    lookers_drop(s);
+    if (ok)
         return STRATA_OK;
-    if (yield)
-        spins = 0;
     for (;;) {
         if (look(&l))
             return STRATA_OK;
-        if (spins > 0) {
-            spins--;
-            for (int i = 0; i < 16; i++)
-                base_cpu_relax();
-            continue;
-        }
         if (deadline != BASE_NEVER && base_now_ns() >= deadline)
             return STRATA_ETIMEDOUT;
         /* Register as a waiter, then re-check: every completion bumps

@@ -112,6 +112,25 @@ static void park(struct orch_sched *s)
     check_deaths(s, pfd, 1 + n);
 }
 
+/* While a waiting thread spins over the completions (orch_wait_yielding)
+ * it harvests them itself: this thread sleeps until the last such spin
+ * ends instead of taking a core beside it. Children do not ring the
+ * doorbell meanwhile (sched_parked stays 0); a death is seen once the
+ * spin ends. True when it slept. */
+static bool wait_out_lookers(struct orch_sched *s)
+{
+    uint32_t n = __atomic_load_n(&s->lookers, __ATOMIC_SEQ_CST);
+
+    if (n == 0)
+        return false;
+    __atomic_store_n(&s->sched_on_lookers, 1, __ATOMIC_SEQ_CST);
+    /* A spin that ended after the load above saw the flag, or left a
+     * value the futex compares unequal. */
+    base_futex_wait(&s->lookers, n, base_deadline_after(0.1));
+    __atomic_store_n(&s->sched_on_lookers, 0, __ATOMIC_SEQ_CST);
+    return true;
+}
+
 static void *thread_main(void *arg)
 {
     struct orch_sched *s = arg;
@@ -132,6 +151,8 @@ static void *thread_main(void *arg)
             spins = base_spin_budget() / 4;
             continue;
         }
+        if (wait_out_lookers(s))
+            continue;
         if (busy && spins > 0) {
             spins--;
             base_cpu_relax();
@@ -219,7 +240,7 @@ void orch_sched_destroy(struct orch_sched *s)
     free_slots(s);
     base_free(s->work);
     base_free(s->pfd);
-    base_free(s->va_free);
+    orch_va_fini(s);
     pthread_mutex_destroy(&s->mu);
     base_free(s);
 }
