@@ -20,13 +20,14 @@ const strata_comm_context *strata_chip_comm_context(strata_chip *chip,
                              : NULL;
 }
 
-/* Words in the windows a worker adopts for its chips lie in the address
- * range it reserved before forking them, and only chips of that worker map
- * those windows: one count of the worker's chips parked on such words tells
- * strata_signal_add whether a FUTEX_WAKE (a system call, most of a small
- * exchange's cost) can find anyone. Words anywhere else (windows of global
- * domains, exchanged windows, host memory) always wake. Set once at chip
- * start, before any kernel runs. */
+/* Words in the windows a worker adopts for its chips' local domains lie
+ * in the lower half of the address range it reserved before forking them,
+ * and only chips of that worker map those windows: one count of the
+ * worker's chips parked on such words tells strata_signal_add whether a
+ * FUTEX_WAKE (a system call, most of a small exchange's cost) can find
+ * anyone. Words anywhere else (global domains' windows, in the upper
+ * half, whose peers live on other nodes; exchanged windows; host memory)
+ * always wake. Set once at chip start, before any kernel runs. */
 static struct {
     uintptr_t base, size;
     uint32_t *parked;

@@ -130,7 +130,7 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used)
     if (!d->adopt_ctls)
         return STRATA_OK; /* the exchange needs less */
     orch_lock(s);
-    have = orch_va_alloc_locked(s, map * d->n, &base);
+    have = orch_va_alloc_locked(s, ORCH_VA_LOCAL, map * d->n, &base);
     orch_unlock(s);
     if (!have)
         return STRATA_OK; /* no range (left): exchange descriptors */

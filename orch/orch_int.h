@@ -112,6 +112,13 @@ struct va_extent {
     uint64_t start, len;
 };
 
+/* One part of the reserved range (varange.c). */
+struct va_pool {
+    uint64_t base, size;
+    struct va_extent *free; /* sorted, disjoint */
+    uint32_t num, cap;
+};
+
 struct orch_sched {
     pthread_mutex_t mu;
     strata_worker *worker;
@@ -154,9 +161,7 @@ struct orch_sched {
     uint32_t cap_adopted;
     /* windows: the backend, and the reserved address range (varange.c) */
     const struct chip_backend_ops *ops;
-    uint64_t va_base, va_size;
-    struct va_extent *va_free; /* sorted, disjoint */
-    uint32_t va_num, va_cap;
+    struct va_pool va[2]; /* by enum orch_va_kind */
     /* thread */
     struct pollfd *pfd; /* doorbell, then one pidfd per endpoint */
     pthread_t thread;
@@ -170,6 +175,7 @@ void orch_ring_quiet_locked(struct orch_sched *s);
 
 /* varange.c */
 strata_err orch_va_init(struct orch_sched *s, uint64_t base, uint64_t size);
+void orch_va_fini(struct orch_sched *s);
 
 /* slots.c */
 strata_err orch_slot_alloc(struct orch_sched *s, struct orch_task **out);

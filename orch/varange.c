@@ -1,34 +1,61 @@
 /* The address range every process of the tree reserved before the fork
  * (worker/spawn.c): the worker hands out pieces of it for windows that
- * every member maps at the same address. First fit over a sorted list of
- * free extents, coalesced on free; under the scheduler lock. */
+ * every member maps at the same address, local domains' from the lower
+ * half and global domains' from the upper one (orch/control.h). First fit
+ * over a sorted list of free extents per half, coalesced on free; under
+ * the scheduler lock. */
 #include "base/alloc.h"
 #include "base/err.h"
 #include "orch_int.h"
 
 #include <string.h>
 
-strata_err orch_va_init(struct orch_sched *s, uint64_t base, uint64_t size)
+static strata_err pool_init(struct va_pool *p, uint64_t base, uint64_t size)
 {
-    s->va_base = base;
-    s->va_size = size;
-    s->va_num = 0;
+    p->base = base;
+    p->size = size;
+    p->num = 0;
     if (!size)
         return STRATA_OK;
-    s->va_free = base_calloc(8, sizeof(*s->va_free));
-    if (!s->va_free)
+    p->free = base_calloc(8, sizeof(*p->free));
+    if (!p->free)
         return base_fail(STRATA_ENOMEM, "out of memory for the window range");
-    s->va_cap = 8;
-    s->va_free[0].start = base;
-    s->va_free[0].len = size;
-    s->va_num = 1;
+    p->cap = 8;
+    p->free[0].start = base;
+    p->free[0].len = size;
+    p->num = 1;
     return STRATA_OK;
 }
 
-bool orch_va_alloc_locked(struct orch_sched *s, uint64_t len, uint64_t *out)
+strata_err orch_va_init(struct orch_sched *s, uint64_t base, uint64_t size)
 {
-    for (uint32_t i = 0; i < s->va_num; i++) {
-        struct va_extent *e = &s->va_free[i];
+    /* Halves of whole pages: chips bind the lower one (chip/child.c). */
+    uint64_t low = size / 2 & ~(uint64_t)0xfff;
+    strata_err err = pool_init(&s->va[ORCH_VA_LOCAL], base, low);
+
+    if (!err)
+        err = pool_init(&s->va[ORCH_VA_GLOBAL], base + low, size - low);
+    if (err)
+        orch_va_fini(s);
+    return err;
+}
+
+void orch_va_fini(struct orch_sched *s)
+{
+    for (int k = ORCH_VA_LOCAL; k <= ORCH_VA_GLOBAL; k++) {
+        base_free(s->va[k].free);
+        s->va[k].free = NULL;
+        s->va[k].num = 0;
+    }
+}
+
+bool orch_va_alloc_locked(struct orch_sched *s, enum orch_va_kind kind,
+                          uint64_t len, uint64_t *out)
+{
+    struct va_pool *p = &s->va[kind];
+
+    for (uint32_t i = 0; i < p->num; i++) {
+        struct va_extent *e = &p->free[i];
 
         if (e->len < len)
             continue;
@@ -36,8 +63,8 @@ bool orch_va_alloc_locked(struct orch_sched *s, uint64_t len, uint64_t *out)
         e->start += len;
         e->len -= len;
         if (e->len == 0) {
-            memmove(e, e + 1, (s->va_num - i - 1) * sizeof(*e));
-            s->va_num--;
+            memmove(e, e + 1, (p->num - i - 1) * sizeof(*e));
+            p->num--;
         }
         return true;
     }
@@ -46,38 +73,41 @@ bool orch_va_alloc_locked(struct orch_sched *s, uint64_t len, uint64_t *out)
 
 void orch_va_free_locked(struct orch_sched *s, uint64_t start, uint64_t len)
 {
+    struct va_pool *p = &s->va[ORCH_VA_GLOBAL];
     uint32_t i = 0;
 
-    while (i < s->va_num && s->va_free[i].start < start)
+    if (start - s->va[ORCH_VA_LOCAL].base < s->va[ORCH_VA_LOCAL].size)
+        p = &s->va[ORCH_VA_LOCAL];
+
+    while (i < p->num && p->free[i].start < start)
         i++;
     /* Merge with the extent before and/or after. */
-    if (i > 0 && s->va_free[i - 1].start + s->va_free[i - 1].len == start) {
-        s->va_free[i - 1].len += len;
-        if (i < s->va_num && s->va_free[i - 1].start + s->va_free[i - 1].len ==
-                                 s->va_free[i].start) {
-            s->va_free[i - 1].len += s->va_free[i].len;
-            memmove(&s->va_free[i], &s->va_free[i + 1],
-                    (s->va_num - i - 1) * sizeof(*s->va_free));
-            s->va_num--;
+    if (i > 0 && p->free[i - 1].start + p->free[i - 1].len == start) {
+        p->free[i - 1].len += len;
+        if (i < p->num &&
+            p->free[i - 1].start + p->free[i - 1].len == p->free[i].start) {
+            p->free[i - 1].len += p->free[i].len;
+            memmove(&p->free[i], &p->free[i + 1],
+                    (p->num - i - 1) * sizeof(*p->free));
+            p->num--;
         }
         return;
     }
-    if (i < s->va_num && start + len == s->va_free[i].start) {
-        s->va_free[i].start = start;
-        s->va_free[i].len += len;
+    if (i < p->num && start + len == p->free[i].start) {
+        p->free[i].start = start;
+        p->free[i].len += len;
         return;
     }
-    if (s->va_num == s->va_cap) {
-        void *p = base_realloc(s->va_free, 2 * s->va_cap * sizeof(*s->va_free));
+    if (p->num == p->cap) {
+        void *bigger = base_realloc(p->free, 2 * p->cap * sizeof(*p->free));
 
-        if (!p)
+        if (!bigger)
             return; /* the piece is lost to later windows, nothing else */
-        s->va_free = p;
-        s->va_cap *= 2;
+        p->free = bigger;
+        p->cap *= 2;
     }
-    memmove(&s->va_free[i + 1], &s->va_free[i],
-            (s->va_num - i) * sizeof(*s->va_free));
-    s->va_free[i].start = start;
-    s->va_free[i].len = len;
-    s->va_num++;
+    memmove(&p->free[i + 1], &p->free[i], (p->num - i) * sizeof(*p->free));
+    p->free[i].start = start;
+    p->free[i].len = len;
+    p->num++;
 }

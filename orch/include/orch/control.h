@@ -87,9 +87,15 @@ strata_err orch_sched_adopt(struct orch_sched *s, void *obj,
                             void (*free_fn)(void *));
 /* The chips' backend (NULL when unknown). */
 const struct chip_backend_ops *orch_backend_ops(const struct orch_sched *s);
-/* A piece of len bytes of the reserved range at *out (under the lock);
- * false when none is left (or there is no range). */
-bool orch_va_alloc_locked(struct orch_sched *s, uint64_t len, uint64_t *out);
+/* The reserved range has two halves. Only chips of this worker map the
+ * windows of local domains (ORCH_VA_LOCAL, the lower half, where chips
+ * count their sleepers for strata_signal_add: chip/signal.c); a global
+ * domain's windows (ORCH_VA_GLOBAL) have peers on other nodes. */
+enum orch_va_kind { ORCH_VA_LOCAL, ORCH_VA_GLOBAL };
+/* A piece of len bytes of that half of the reserved range at *out (under
+ * the lock); false when none is left (or there is no range). */
+bool orch_va_alloc_locked(struct orch_sched *s, enum orch_va_kind kind,
+                          uint64_t len, uint64_t *out);
 /* Gives a piece back (under the lock). */
 void orch_va_free_locked(struct orch_sched *s, uint64_t start, uint64_t len);
 /* Records err as the first error of the run with run_id, unless it has
