@@ -125,22 +125,25 @@ static strata_err staged_copy(strata_chip *chip, struct mbx_frame *f,
     return STRATA_OK;
 }
 
-/* Maps every rank's window, made by the worker, at the addresses it chose
- * inside the range this process inherited. */
+/* Maps every rank's window, named by the worker, at the addresses it
+ * chose inside the range this process inherited. */
 static strata_err adopt(strata_chip *chip, struct mbx_frame *f)
 {
     const struct chip_backend_ops *ops = chip->cfg->ops;
     const struct chip_child_cfg *cfg = chip->cfg;
-    /* arg[1]: rank | rank_count << 16 | name token << 32. */
+    /* arg[1]: rank | rank_count << 16 | name token << 32; arg[2]: mapping
+     * size | the pid names carry << MBX_ADOPT_CREATOR_SHIFT (0: this
+     * chip's worker; a global domain's names carry its L4's). */
+    uint64_t base = f->arg[3], map = f->arg[2] & MBX_ADOPT_MAP_MASK;
+    pid_t creator = (pid_t)(f->arg[2] >> MBX_ADOPT_CREATOR_SHIFT);
     struct chip_window_req req = {
         .alloc_id = f->arg[0],
         .rank = (uint32_t)(f->arg[1] & 0xffff),
         .rank_count = (uint32_t)((f->arg[1] >> 16) & 0xffff),
-        .window_size = f->arg[2],
-        .creator_pid = cfg->parent,
+        .window_size = map,
+        .creator_pid = creator ? creator : cfg->parent,
         .name_token = (uint32_t)(f->arg[1] >> 32),
     };
-    uint64_t base = f->arg[3], map = f->arg[2];
     strata_err err = need(chip, ops->window_adopt != NULL, "adopted windows");
 
     if (err)

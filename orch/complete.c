@@ -8,6 +8,7 @@
 #include "chip/registry.h"
 #include "orch_int.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -247,4 +248,22 @@ void orch_endpoint_died(struct orch_sched *s, struct orch_endpoint *ep)
     while ((t = orch_queue_pop(s, &ep->fifo_head, &ep->fifo_tail)))
         orch_complete(s, t, STRATA_EPEER, why);
     orch_dispatch(s);
+}
+
+strata_err orch_chip_check(struct orch_sched *s, int ep)
+{
+    struct orch_endpoint *e = &s->eps[ep];
+    struct pollfd p = {.fd = e->pidfd, .events = POLLIN};
+    char why[STRATA_ERRMSG_MAX];
+    bool dead;
+
+    pthread_mutex_lock(&s->mu);
+    /* A death the scheduler thread has not seen yet counts now. */
+    if (!e->dead && e->pidfd >= 0 && poll(&p, 1, 0) > 0)
+        orch_endpoint_died(s, e);
+    dead = e->dead;
+    if (dead)
+        describe_death(e, why, sizeof(why));
+    pthread_mutex_unlock(&s->mu);
+    return dead ? base_fail(STRATA_EPEER, "%s", why) : STRATA_OK;
 }

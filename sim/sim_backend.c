@@ -93,6 +93,7 @@ const struct chip_backend_ops sim_backend_ops = {
     .window_local = sim_window_local,
     .host_window_create = sim_host_window_create,
     .host_window_unlink = sim_host_window_unlink,
+    .host_window_name = sim_host_window_name,
     .window_adopt = sim_window_adopt,
     .window_mapping_size = sim_window_mapping_size,
     .comm_context = sim_comm_context,

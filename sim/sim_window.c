@@ -305,12 +305,18 @@ strata_err sim_host_window_create(const struct chip_window_req *req,
     return STRATA_OK;
 }
 
+void sim_host_window_name(const struct chip_window_req *req, char *out,
+                          size_t cap)
+{
+    sim_window_name(out, cap, req->creator_pid, req->alloc_id, req->rank,
+                    req->name_token);
+}
+
 void sim_host_window_unlink(const struct chip_window_req *req)
 {
     char name[CHIP_WINDOW_HANDLE_MAX];
 
-    sim_window_name(name, sizeof(name), req->creator_pid, req->alloc_id,
-                    req->rank, req->name_token);
+    sim_host_window_name(req, name, sizeof(name));
     shm_unlink(name); /* ENOENT: never made, or gone already */
 }
 

@@ -29,6 +29,8 @@ uint64_t sim_window_mapping_size(uint64_t window_size);
 strata_err sim_host_window_create(const struct chip_window_req *req,
                                   uint64_t *device_ctx_out);
 void sim_host_window_unlink(const struct chip_window_req *req);
+void sim_host_window_name(const struct chip_window_req *req, char *out,
+                          size_t cap);
 strata_err sim_window_adopt(void *state, const struct chip_window_req *req,
                             uint64_t base, uint64_t mapping_size);
 

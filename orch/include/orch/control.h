@@ -62,6 +62,9 @@ strata_err orch_control_post_locked(struct orch_sched *s, strata_run *r, int ep,
  * done, or the chip has taken it. */
 bool orch_control_withdraw_locked(struct orch_sched *s, int ep,
                                   struct orch_ctl *c);
+/* STRATA_EPEER, saying how, when chip index ep has died (a death the
+ * scheduler thread has not noticed yet included); STRATA_OK otherwise. */
+strata_err orch_chip_check(struct orch_sched *s, int ep);
 /* Waits until every one of cs is done. Returns the first error, its
  * detail in strata_errmsg(). */
 strata_err orch_control_wait(struct orch_sched *s, struct orch_ctl *const *cs,

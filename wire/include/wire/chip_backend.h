@@ -85,8 +85,12 @@ struct chip_backend_ops {
                                uint64_t base, uint64_t mapping_size);
     /* Bytes a window of window_size takes (page rounded on sim). */
     uint64_t (*window_mapping_size)(uint64_t window_size);
+    /* The handle (sim: shm name) of req's window, as window_adopt opens
+     * it; a global domain's node exports it (optional with the others). */
+    void (*host_window_name)(const struct chip_window_req *req, char *out,
+                             size_t cap);
 };
 
-#define CHIP_BACKEND_ABI 2u
+#define CHIP_BACKEND_ABI 3u
 
 #endif

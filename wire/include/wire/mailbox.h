@@ -53,10 +53,15 @@ enum mbx_control_op {
      * staged bytes into a window / window bytes back into staging. */
     MBX_CTL_WINDOW_WRITE = 10,
     MBX_CTL_WINDOW_READ = 11,
-    /* arg = alloc id, rank | rank count << 32, mapping size, base: map
-     * every rank's window, made by the worker, at base + r * mapping. */
+    /* arg = alloc id, rank | rank count << 16 | name token << 32,
+     * mapping size | creator pid << MBX_ADOPT_CREATOR_SHIFT (0: the
+     * chip's worker), base: map every rank's window, named by the worker,
+     * at base + r * mapping. */
     MBX_CTL_WINDOW_ADOPT = 12,
 };
+
+#define MBX_ADOPT_CREATOR_SHIFT 40
+#define MBX_ADOPT_MAP_MASK ((1ull << MBX_ADOPT_CREATOR_SHIFT) - 1)
 
 /* One unit of work. Identity (run, slot, generation) lets the parent match
  * a completion to the task it posted and reject a stale one. */
