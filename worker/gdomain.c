@@ -14,9 +14,14 @@
 #include <stdio.h>
 #include <strata/domain.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
-#define REPLY_CAP (64u << 10)
+/* A node's reply: its members' descriptors (a handle is at most
+ * WIRE_NAME_MAX bytes) or an error message. */
+#define REPLY_BASE 2048u
+#define REPLY_PER_MEMBER 384u
 
 struct strata_global_domain {
     uint64_t id;
@@ -40,7 +45,8 @@ struct strata_global_domain {
     struct orch_ctl *ctls;
     struct orch_ctl **ptrs;
     struct wire_buf *cmds;
-    uint8_t *replies; /* num_nodes x REPLY_CAP */
+    uint8_t *replies; /* num_nodes x reply_cap */
+    uint32_t reply_cap;
     struct wire_descriptor *table;
     char (*handles)[WIRE_NAME_MAX + 1];
     uint64_t *release_req;
@@ -310,6 +316,21 @@ static void fill_attachments(struct strata_global_domain *g,
     g->num_rows = g->num_nodes;
 }
 
+/* The most members any one node of g has. */
+static uint32_t max_on_a_node(const struct strata_global_domain *g)
+{
+    uint32_t most = 0;
+
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        uint32_t k = 0;
+
+        for (uint32_t r = 0; r < g->n; r++)
+            k += g->members[r].node_worker_id == (uint32_t)g->nodes[i];
+        most = k > most ? k : most;
+    }
+    return most;
+}
+
 static strata_err create(strata_worker *w, const strata_global_domain_spec *s,
                          struct strata_global_domain **out)
 {
@@ -352,7 +373,8 @@ static strata_err create(strata_worker *w, const strata_global_domain_spec *s,
     g->ctls = base_calloc(g->num_nodes, sizeof(*g->ctls));
     g->ptrs = base_calloc(g->num_nodes, sizeof(*g->ptrs));
     g->cmds = base_calloc(g->num_nodes, sizeof(*g->cmds));
-    g->replies = base_calloc(g->num_nodes, REPLY_CAP);
+    g->reply_cap = REPLY_BASE + REPLY_PER_MEMBER * max_on_a_node(g);
+    g->replies = base_malloc((size_t)g->num_nodes * g->reply_cap);
     g->release_req = base_calloc(g->num_nodes, sizeof(*g->release_req));
     g->rows = base_calloc(g->num_nodes, sizeof(*g->rows));
     g->entries = base_calloc((size_t)g->num_nodes * n, sizeof(*g->entries));
@@ -396,7 +418,7 @@ static void cmd_init(const struct strata_global_domain *g,
 }
 
 static void ctl_for(struct orch_ctl *c, const struct wire_buf *cmd,
-                    uint64_t req, void *reply)
+                    uint64_t req, void *reply, uint32_t cap)
 {
     memset(c, 0, sizeof(*c));
     c->op = MBX_CTL_NODE_CMD;
@@ -404,7 +426,7 @@ static void ctl_for(struct orch_ctl *c, const struct wire_buf *cmd,
     c->staged = cmd->data;
     c->staged_len = (uint32_t)cmd->len;
     c->staged_reply = reply;
-    c->staged_reply_cap = REPLY_CAP;
+    c->staged_reply_cap = cap;
 }
 
 /* Sends one command per node in mask (NULL: all) and waits for all. */
@@ -425,7 +447,7 @@ static strata_err fan_out(struct strata_global_domain *g, strata_orch *o,
         if (err)
             break;
         ctl_for(&g->ctls[i], &g->cmds[i], c.request_id,
-                g->replies + (size_t)i * REPLY_CAP);
+                g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         err = orch_control_post(s, o, g->nodes[i], &g->ctls[i], NULL);
         if (!err) {
             g->ptrs[posted++] = &g->ctls[i];
@@ -450,7 +472,7 @@ static strata_err check_reply(struct strata_global_domain *g, uint32_t i,
 
     if (c->err)
         return base_fail(c->err, "node %d: %s", g->nodes[i], c->msg);
-    err = wire_frame_unpack(g->replies + (size_t)i * REPLY_CAP,
+    err = wire_frame_unpack(g->replies + (size_t)i * g->reply_cap,
                             c->staged_reply_len, &m);
     if (err)
         return base_fail(STRATA_EPROTO, "node %d's reply: %s", g->nodes[i],
@@ -496,6 +518,26 @@ static strata_err phase(struct strata_global_domain *g, strata_orch *o,
 }
 
 /* COMM_INIT once per node for the worker's life. */
+/* The low half of the cluster id: nodes name a global domain's windows
+ * after it and the L4's pid, so a segment some earlier L4 with the same
+ * pid left behind is never opened. Drawn once per worker. */
+static uint32_t cluster_token(strata_worker *w)
+{
+    uint32_t t = __atomic_load_n(&w->cluster_token, __ATOMIC_ACQUIRE);
+    uint32_t none = 0;
+
+    if (t)
+        return t;
+    if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != (ssize_t)sizeof(t))
+        t = (uint32_t)time(NULL) * 2654435761u ^ (uint32_t)getpid();
+    t = t ? t : 1;
+    /* A racing run may have drawn one first: keep that. */
+    if (!__atomic_compare_exchange_n(&w->cluster_token, &none, t, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        t = none;
+    return t;
+}
+
 static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
 {
     strata_worker *w = g->w;
@@ -521,7 +563,7 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
         memset(&ci, 0, sizeof(ci));
         ci.request_id = worker_request_id();
         ci.version = WIRE_COMM_INIT_VERSION;
-        ci.cluster_id = ((uint64_t)getpid() << 32) | (uint64_t)w->creator;
+        ci.cluster_id = ((uint64_t)getpid() << 32) | cluster_token(w);
         ci.node_rank = (uint32_t)id;
         ci.node_count = (uint32_t)w->num_nodes;
         for (size_t k = 0; k < ni.num_chips && k < WIRE_MAX_CHIPS; k++)
@@ -534,12 +576,12 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
         if (err)
             break;
         ctl_for(&g->ctls[i], &g->cmds[i], ci.request_id,
-                g->replies + (size_t)i * REPLY_CAP);
+                g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         err = orch_control_post(s, o, id, &g->ctls[i], NULL);
         if (!err)
             g->ptrs[posted++] = &g->ctls[i];
     }
-    {
+    if (posted) { /* once per node: most allocations post none */
         strata_err werr = orch_control_wait(s, g->ptrs, posted);
 
         err = err ? err : werr;
@@ -549,7 +591,7 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
         uint32_t i = (uint32_t)(c - g->ctls);
         struct wire_msg m;
 
-        err = wire_frame_unpack(g->replies + (size_t)i * REPLY_CAP,
+        err = wire_frame_unpack(g->replies + (size_t)i * g->reply_cap,
                                 c->staged_reply_len, &m);
         if (err)
             break;
@@ -611,7 +653,7 @@ static void release_locked(struct strata_global_domain *g)
         struct orch_ctl *c = &g->ctls[i];
 
         ctl_for(c, &g->cmds[i], g->release_req[i],
-                g->replies + (size_t)i * REPLY_CAP);
+                g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         c->on_done = release_done;
         c->on_done_arg = g;
         g->pending++;
@@ -723,7 +765,7 @@ static strata_err release_now(struct strata_global_domain *g)
 
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         ctl_for(&g->ctls[i], &g->cmds[i], g->release_req[i],
-                g->replies + (size_t)i * REPLY_CAP);
+                g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         err = orch_control_post(s, NULL, g->nodes[i], &g->ctls[i], NULL);
         if (err)
             break;

@@ -1,48 +1,22 @@
-/* The node side of global domains: each command from the L4 drives this
- * node's member chips (in parallel) with the same control frames a local
- * domain uses, and the committed result becomes a view the node's orch fns
- * can look up by domain id. */
+/* The node side of global domains: each command from the L4 is answered
+ * here, and the committed result becomes a view the node's orch fns can
+ * look up by domain id. Where the chips' backend has host windows the
+ * node answers the phases itself and members map lazily (gnode_lazy.c);
+ * otherwise (STRATA_DOMAIN_EXCHANGE=1, or no address range left) each
+ * phase drives the member chips in parallel with the control frames of a
+ * descriptor exchange: they create and export (PREPARE_EXPORT) and map
+ * every peer (IMPORT) before the node answers. The two ways name windows
+ * differently, so every node of one domain must take the same one: IMPORT
+ * fails, naming the rank, otherwise. */
 #include "base/alloc.h"
 #include "base/err.h"
-#include "base/log.h"
+#include "gview.h"
 #include "orch/control.h"
-#include "wire/chip_backend.h"
-#include "wire/msg.h"
-#include "worker_int.h"
 
 #include <stdio.h>
 #include <strata/domain.h>
 #include <string.h>
 #include <sys/mman.h>
-
-/* Window ids of global domains never meet a local domain's. */
-#define GLOBAL_ALLOC_TAG (1ull << 62)
-
-enum view_state { VIEW_PREPARED = 1, VIEW_IMPORTED, VIEW_COMMITTED };
-
-struct strata_global_view {
-    uint64_t domain_id;
-    uint64_t generation;
-    char name[STRATA_DOMAIN_NAME_MAX];
-    uint32_t n; /* ranks in the domain */
-    size_t window_size;
-    size_t mapping_size;
-    uint32_t nlocal; /* members on this node */
-    int *chips;      /* local chip ids, with ... */
-    uint32_t *ranks; /* ... their domain ranks */
-    int *eps;
-    uint64_t *device_ctx;
-    uint64_t *local_base;
-    size_t num_buffers;
-    strata_comm_buffer_info *buffers;
-    char (*names)[STRATA_DOMAIN_NAME_MAX];
-    struct wire_attach_entry *attach;        /* this node's row, or NULL */
-    char (*handles)[CHIP_WINDOW_HANDLE_MAX]; /* local members' names */
-    int state;
-    struct orch_ctl *ctls;
-    struct orch_ctl **ptrs;
-    struct strata_global_view *next;
-};
 
 static void view_free(struct strata_global_view *v)
 {
@@ -59,6 +33,7 @@ static void view_free(struct strata_global_view *v)
     base_free(v->handles);
     base_free(v->ctls);
     base_free(v->ptrs);
+    base_free(v->adopt_ctls);
     base_free(v);
 }
 
@@ -80,12 +55,37 @@ static void unlink_view(strata_worker *w, struct strata_global_view *v)
     }
 }
 
+/* Frees the gone views whose withdrawn ADOPTs the chips have passed. */
+static void sweep_gone(strata_worker *w)
+{
+    struct strata_global_view **pp = &w->gviews;
+
+    orch_lock(w->sched);
+    while (*pp) {
+        struct strata_global_view *v = *pp;
+        bool passed = v->state == VIEW_GONE;
+
+        for (uint32_t i = 0; passed && i < v->nlocal; i++)
+            passed = v->adopt_ctls[i].done;
+        if (passed) {
+            *pp = v->next;
+            view_free(v);
+        } else {
+            pp = &v->next;
+        }
+    }
+    orch_unlock(w->sched);
+}
+
 void gnode_free_all(strata_worker *w)
 {
+    /* The chips are gone: nothing of theirs will map a name again. */
     while (w->gviews) {
         struct strata_global_view *v = w->gviews;
 
         w->gviews = v->next;
+        if (v->lazy && v->state != VIEW_GONE && gnode_lazy_touched(v))
+            gnode_lazy_unlink(w, v);
         view_free(v);
     }
 }
@@ -136,6 +136,7 @@ static strata_err comm_init(strata_worker *w, const struct wire_comm_init *c)
     for (size_t i = 0; i < n; i++)
         eps[i] = (int)i;
     w->node_id = (int)c->node_rank;
+    w->cluster_id = c->cluster_id;
     err = orch_comm_init_chips(w->sched, NULL, eps, n);
     base_free(eps);
     return err;
@@ -215,6 +216,44 @@ static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
     return STRATA_OK;
 }
 
+static void export_desc(const struct strata_global_view *v, uint32_t i,
+                        uint64_t mapping_size, const char *handle,
+                        struct wire_descriptor *d)
+{
+    d->version = WIRE_DESCRIPTOR_VERSION;
+    d->profile = "sim";
+    d->domain_rank = v->ranks[i];
+    d->rank_count = v->n;
+    d->mapping_size = mapping_size;
+    d->handle = handle;
+}
+
+/* PREPARE_EXPORT by the members: each creates and exports its window. */
+static strata_err exchange_prepare(strata_worker *w,
+                                   struct strata_global_view *v,
+                                   struct wire_descriptor *descs,
+                                   char (*handles)[CHIP_WINDOW_HANDLE_MAX])
+{
+    strata_err err = fan_out(w, v, MBX_CTL_WINDOW_PREPARE, NULL, 0);
+
+    /* Members that did prepare keep their names even when a sibling
+     * failed: ABORT unlinks them. */
+    for (uint32_t i = 0; i < v->nlocal; i++) {
+        struct chip_window_desc d;
+
+        if (!v->ctls[i].done || v->ctls[i].err ||
+            v->ctls[i].reply_len != sizeof(d))
+            continue;
+        memcpy(&d, v->ctls[i].reply, sizeof(d));
+        memcpy(v->handles[i], d.handle, sizeof(v->handles[i]));
+        v->handles[i][sizeof(v->handles[i]) - 1] = '\0';
+        memcpy(handles[i], v->handles[i], sizeof(handles[i]));
+        v->mapping_size = d.mapping_size;
+        export_desc(v, i, d.mapping_size, handles[i], &descs[i]);
+    }
+    return err;
+}
+
 static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
                           struct wire_descriptor *descs,
                           char (*handles)[CHIP_WINDOW_HANDLE_MAX],
@@ -231,31 +270,13 @@ static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
     err = view_create(w, c, &v);
     if (err)
         return err;
-    err = fan_out(w, v, MBX_CTL_WINDOW_PREPARE, NULL, 0);
-    /* Members that did prepare keep their names even when a sibling
-     * failed: ABORT unlinks them. */
-    for (uint32_t i = 0; i < v->nlocal; i++) {
-        struct chip_window_desc d;
-
-        if (!v->ctls[i].done || v->ctls[i].err ||
-            v->ctls[i].reply_len != sizeof(d))
-            continue;
-        memcpy(&d, v->ctls[i].reply, sizeof(d));
-        memcpy(v->handles[i], d.handle, sizeof(v->handles[i]));
-        v->handles[i][sizeof(v->handles[i]) - 1] = '\0';
-    }
-    for (uint32_t i = 0; !err && i < v->nlocal; i++) {
-        struct chip_window_desc d;
-
-        memcpy(&d, v->ctls[i].reply, sizeof(d));
-        v->mapping_size = d.mapping_size;
-        memcpy(handles[i], d.handle, sizeof(handles[i]));
-        descs[i].version = WIRE_DESCRIPTOR_VERSION;
-        descs[i].profile = "sim";
-        descs[i].domain_rank = v->ranks[i];
-        descs[i].rank_count = v->n;
-        descs[i].mapping_size = d.mapping_size;
-        descs[i].handle = handles[i];
+    gnode_lazy_begin(w, v);
+    if (v->lazy) {
+        err = gnode_lazy_prepare(w, v, handles);
+        for (uint32_t i = 0; !err && i < v->nlocal; i++)
+            export_desc(v, i, v->mapping_size, handles[i], &descs[i]);
+    } else {
+        err = exchange_prepare(w, v, descs, handles);
     }
     /* Kept even when a member failed: ABORT releases what was made. */
     v->state = VIEW_PREPARED;
@@ -274,6 +295,12 @@ static strata_err import(strata_worker *w, const struct wire_domain_cmd *c)
     if (!v || v->state != VIEW_PREPARED || c->num_descriptors != v->n)
         return base_fail(STRATA_ESTATE, "IMPORT of domain %llu out of order",
                          (unsigned long long)c->domain_id);
+    if (v->lazy) {
+        err = gnode_lazy_import(w, v, c);
+        if (!err)
+            v->state = VIEW_IMPORTED;
+        return err;
+    }
     t = base_calloc(v->n, sizeof(*t));
     if (!t)
         return base_fail(STRATA_ENOMEM, "out of memory for %u descriptors",
@@ -314,13 +341,24 @@ static strata_err abort_view(strata_worker *w, uint64_t id)
 {
     struct strata_global_view *v = find(w, id);
     strata_err err;
+    bool keep = false;
 
-    if (!v)
+    if (!v || v->state == VIEW_GONE)
         return STRATA_OK; /* never prepared here, or already gone */
     unlink_view(w, v);
-    unlink_names(v);
-    err = fan_out(w, v, MBX_CTL_WINDOW_RELEASE, NULL, 0);
-    view_free(v);
+    if (v->lazy) {
+        err = gnode_lazy_abort(w, v, &keep);
+    } else {
+        unlink_names(v);
+        err = fan_out(w, v, MBX_CTL_WINDOW_RELEASE, NULL, 0);
+    }
+    if (keep) { /* until the chips pass its withdrawn frames */
+        v->state = VIEW_GONE;
+        v->next = w->gviews;
+        w->gviews = v;
+    } else {
+        view_free(v);
+    }
     return err;
 }
 
@@ -333,6 +371,7 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
     strata_err err = STRATA_OK;
 
     pthread_mutex_lock(&w->gv_mu);
+    sweep_gone(w);
     switch (c->phase) {
     case WIRE_PHASE_PREPARE_EXPORT:
         err = prepare(w, c, descs, handles, &r->num_descriptors);
@@ -350,7 +389,8 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
                             (unsigned long long)c->domain_id);
         else {
             v->state = VIEW_COMMITTED;
-            unlink_names(v);
+            if (!v->lazy) /* every member has mapped */
+                unlink_names(v);
         }
         break;
     case WIRE_PHASE_ABORT:
@@ -496,6 +536,7 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
 {
     strata_worker *w = strata_orch_worker(o);
     struct strata_global_view *v;
+    strata_err err;
 
     if (!w || !out)
         return base_fail(STRATA_EINVAL,
@@ -504,11 +545,14 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
     v = find(w, domain_id);
     if (v && v->state != VIEW_COMMITTED)
         v = NULL;
+    err = v ? gnode_lazy_mapped(w, v) : STRATA_OK;
     pthread_mutex_unlock(&w->gv_mu);
     if (!v)
         return base_fail(STRATA_ENOENT,
                          "no committed global domain %llu on this node",
                          (unsigned long long)domain_id);
+    if (err)
+        return err;
     *out = v;
     return STRATA_OK;
 }

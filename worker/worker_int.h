@@ -49,9 +49,13 @@ struct strata_worker {
     pthread_mutex_t gv_mu;
     struct strata_global_view *gviews;
     int node_id; /* this node's id in its L4, from COMM_INIT; -1 before */
+    /* L4 pid << 32 | its random token, from COMM_INIT: what every node
+     * names a global domain's windows after (gnode.c) */
+    uint64_t cluster_id;
     /* global domains, L4 side */
     struct strata_global_domain *gdomains;
-    bool poisoned; /* a failed ABORT: runs are refused */
+    bool poisoned;          /* a failed ABORT: runs are refused */
+    uint32_t cluster_token; /* random, nonzero once drawn (gdomain.c) */
     /* node side: runs of tasks with deadlines (deadline.c) */
     uint32_t bounded_running; /* futex word */
     bool bounded_late;        /* one passed its deadline */

@@ -570,7 +570,10 @@ size_t gd_shm_windows(const pid_t *pids, size_t n)
 size_t gd_shm_windows_below(const pid_t *extra, size_t ne)
 {
     pid_t pids[1024];
-    size_t n = gd_descendants(getpid(), pids, 1024 - 16);
+    size_t n = gd_descendants(getpid(), pids, 1024 - 17);
+
+    /* Global domains' lazily mapped windows carry the L4's pid: ours. */
+    pids[n++] = getpid();
 
     for (size_t i = 0; i < ne && i < 16; i++)
         pids[n++] = extra[i];

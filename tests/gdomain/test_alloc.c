@@ -78,9 +78,14 @@ static strata_err use_orch(strata_orch *o, const strata_args *args, void *user)
     (void)args;
     gd_try(strata_orch_allocate_global_domain(o, &u->s.spec, &u->g));
     u->id = strata_global_domain_id(u->g);
-    u->maps_live = gd_domain_maps_below(u->id);
+    gd_try(strata_orch_scope_begin(o));
     gd_try(gd_submit_query(o, &u->s, u->id, u->q));
-    return gd_submit_allreduce(o, &u->s, u->id, u->out, COUNT, 11, 1);
+    gd_try(gd_submit_allreduce(o, &u->s, u->id, u->out, COUNT, 11, 1));
+    gd_try(strata_orch_scope_end(o));
+    /* Every member has mapped every window (at IMPORT, or before its
+     * first task), and nothing is unmapped before the fence. */
+    u->maps_live = gd_domain_maps_below(u->id);
+    return STRATA_OK;
 }
 
 /* Slot k of q answered for member rank (gd_slot_of). */
@@ -217,12 +222,14 @@ static strata_err many_orch(strata_orch *o, const strata_args *args, void *user)
         gd_try(strata_orch_allocate_global_domain(o, &m->s[i].spec, &m->g[i]));
         ids[i] = strata_global_domain_id(m->g[i]);
     }
-    m->maps_live = gd_window_maps_below();
     /* Three allreduces at once, one per domain, on shared chips: each
      * node's three groups queue on its chips, none waits on another. */
+    gd_try(strata_orch_scope_begin(o));
     for (int i = 0; i < LIVE; i++)
         gd_try(gd_submit_allreduce(o, &m->s[i], ids[i], m->out[i], COUNT,
                                    (uint32_t)(20 + i + m->rounds), 1));
+    gd_try(strata_orch_scope_end(o));
+    m->maps_live = gd_window_maps_below();
     return STRATA_OK;
 }
 

@@ -1,25 +1,36 @@
 /*
  * Global domain allocation under faults, at each phase and on each node:
  * a node process killed (-9) before the allocation, a chip killed before
- * it, a chip killed or failing inside PREPARE_EXPORT (window.prepare) or
- * IMPORT (window.import), on a forked node and on a remote one, and a
- * remote node's session killed. In every case the allocation fails with
- * the error that happened (STRATA_EPEER for a death, the chip's error for
- * a failure), ABORT has released every prepared window everywhere (no
- * process below the test maps a window, no window segment is left in
- * /dev/shm, including segments named for a node that died), no node ever
- * sees the failed domain, and the worker allocates and uses the next
- * domain on the processes that are left.
+ * it, a failure or a death inside PREPARE_EXPORT or IMPORT, on a forked
+ * node and on a remote one, and a remote node's session killed. In every
+ * case the allocation fails with the error that happened (STRATA_EPEER
+ * for a death, the failing point's error otherwise), ABORT has released
+ * every prepared window everywhere (no process below the test maps a
+ * window, no window segment is left in /dev/shm, including segments named
+ * for a node that died), no node ever sees the failed domain, and the
+ * worker allocates and uses the next domain on the processes that are
+ * left.
  *
- * A fault point is armed inside one chip's own process by a kernel that
- * calls base_fault_arm there (base/fault.h, INTERNAL), submitted through
- * a node task, so the other chips stay healthy. Remote chips are armed
- * from the daemon's environment (STRATA_FAULT), which every chip of its
- * sessions inherits: each remote chip fails (or dies) at its first hit.
+ * The binary runs twice (CMakeLists.txt). By default the nodes answer
+ * the phases themselves and members map lazily (worker/gnode.c): the
+ * points are in the node process (window.prepare where it names windows,
+ * gnode.import, gnode.release), armed by a node task there, and a member
+ * that cannot map (window.import in its ADOPT) fails the node's view
+ * lookup instead; a domain nobody uses is allocated and freed while a
+ * member chip is stopped. As gdomain_faults_exchange, with
+ * STRATA_DOMAIN_EXCHANGE=1, the members exchange descriptors inside the
+ * phases: the points (window.prepare, window.import, window.release) are
+ * armed inside one chip's own process by a kernel submitted through a
+ * node task, so the other chips stay healthy.
+ *
+ * Remote processes are armed from the daemon's environment (STRATA_FAULT),
+ * which its sessions and every chip of theirs inherit: each fails (or
+ * dies) at its first hit.
  */
 #define _GNU_SOURCE
 #include "gd_kit.h"
 
+#include "base/env.h"
 #include "base/fault.h"
 
 #include <signal.h>
@@ -33,26 +44,46 @@
 
 static strata_callable k_arm, o_arm;
 
-static const char *const points[3] = {"window.prepare", "window.import",
-                                      "window.release"};
+/* Members exchange descriptors (STRATA_DOMAIN_EXCHANGE=1), or not. */
+static bool exchange;
+
+/* By phase: PREPARE_EXPORT, IMPORT, ABORT; the members' own points. */
+static const char *const chip_points[3] = {"window.prepare", "window.import",
+                                           "window.release"};
+static const char *const node_points[3] = {"window.prepare", "gnode.import",
+                                           "gnode.release"};
+
+/* The point a phase fails at in this run's mode. */
+static const char *point(int phase)
+{
+    return (exchange ? chip_points : node_points)[phase % 3];
+}
 
 /* s0 point index, s1 action, s2 nth: arms it in this chip only. */
 static strata_err arm_kernel(strata_chip *chip, const strata_args *a)
 {
     (void)chip;
-    base_fault_arm(points[strata_args_scalar(a, 0) % 3],
+    base_fault_arm(chip_points[strata_args_scalar(a, 0) % 3],
                    (long)strata_args_scalar(a, 2),
                    (int)strata_args_scalar(a, 1));
     return STRATA_OK;
 }
 
-/* Node side: s0 chip, s1 point, s2 action, s3 nth. */
+/* Node side: s0 chip, s1 point, s2 action, s3 nth, s4 1: in the chip
+ * even where the phases do not reach it (its ADOPT). */
 static strata_err arm_orch(strata_orch *o, const strata_args *args, void *user)
 {
     strata_args *a = NULL;
     strata_err e;
 
     (void)user;
+    if (!exchange && strata_args_scalar(args, 4) == 0) {
+        /* Here, in the node process, which answers the phases. */
+        base_fault_arm(node_points[strata_args_scalar(args, 1) % 3],
+                       (long)strata_args_scalar(args, 3),
+                       (int)strata_args_scalar(args, 2));
+        return STRATA_OK;
+    }
     gd_try(strata_args_create(&a));
     e = STRATA_OK;
     for (size_t i = 1; i < 4 && e == STRATA_OK; i++)
@@ -88,10 +119,11 @@ enum how {
 
 struct fault {
     enum how how;
-    int node, chip; /* the victim */
-    int point;      /* 0 prepare, 1 import (ARM) */
-    int action;     /* BASE_FAULT_FAIL or BASE_FAULT_KILL (ARM) */
-    pid_t victim;   /* the process to kill (KILL_*) */
+    int node, chip;    /* the victim */
+    int point;         /* 0 prepare, 1 import (ARM) */
+    bool session_dies; /* FROM_ENV: the remote session process dies */
+    int action;        /* BASE_FAULT_FAIL or BASE_FAULT_KILL (ARM) */
+    pid_t victim;      /* the process to kill (KILL_*) */
     struct gd_spec doomed, next;
     strata_err alloc;
     char msg[STRATA_ERRMSG_MAX];
@@ -141,11 +173,11 @@ static strata_err fault_orch(strata_orch *o, const strata_args *args,
     f->before_id = strata_global_domain_id(f->before_g);
     gd_try(strata_global_domain_release(f->before_g));
     if (f->how == ARM) {
-        uint64_t sc[4] = {(uint64_t)f->chip, (uint64_t)f->point,
-                          (uint64_t)f->action, 1};
+        uint64_t sc[5] = {(uint64_t)f->chip, (uint64_t)f->point,
+                          (uint64_t)f->action, 1, 0};
 
         gd_try(strata_orch_scope_begin(o));
-        gd_try(gd_node_task(o, f->node, o_arm, NULL, 0, 0, STRATA_IN, sc, 4));
+        gd_try(gd_node_task(o, f->node, o_arm, NULL, 0, 0, STRATA_IN, sc, 5));
         gd_try(strata_orch_scope_end(o));
     } else if (f->how != FROM_ENV) {
         if (kill(f->victim, SIGKILL) != 0)
@@ -218,6 +250,8 @@ static void record_nodes(struct fault *f, strata_worker *w, size_t forked,
     if (d)
         f->num_node_pids +=
             gd_daemon_sessions(d, f->node_pids + f->num_node_pids, 4);
+    /* Lazily mapped windows are named after the L4, this process. */
+    f->node_pids[f->num_node_pids++] = getpid();
 }
 
 /* Runs f on an L4 of `forked` forked nodes (chips each) and the remote
@@ -239,7 +273,8 @@ static void fault_case(struct fault *f, size_t forked, size_t chips,
     n = f->next.spec.num_members;
     gd_ok(strata_worker_create_buffer(w, n * COUNT * 4, &f->out));
     gd_ok(strata_worker_create_buffer(w, n * sizeof(struct gd_query), &f->q));
-    if (f->how == KILL_NODE) {
+    if (f->how == KILL_NODE ||
+        (f->how == ARM && f->action == BASE_FAULT_KILL && !exchange)) {
         f->victim = strata_worker_node_pid(w, f->node);
         dead.n = gd_descendants(f->victim, dead.pid, 63);
         dead.pid[dead.n++] = f->victim;
@@ -250,7 +285,7 @@ static void fault_case(struct fault *f, size_t forked, size_t chips,
                                    32) >= (size_t)f->chip + 1);
         /* Chips are forked in id order, before sub workers. */
         f->victim = kids[f->chip];
-    } else if (f->how == KILL_SESSION) {
+    } else if (f->how == KILL_SESSION || f->session_dies) {
         assert_int_equal(gd_daemon_sessions(d, &f->victim, 1), 1);
         /* Its chips are orphans of ours once it dies. */
         dead.n = gd_descendants(f->victim, dead.pid, 63);
@@ -325,7 +360,7 @@ static void test_gd_faults_kill_chip_before_alloc_epeer(void **state)
 
 /* ---- a chip killed or failing inside a phase, on either node ------------ */
 
-static void arm_case(int node, int point, int action)
+static void arm_case(int node, int point_, int action)
 {
     static struct fault f;
     char name[48];
@@ -334,14 +369,17 @@ static void arm_case(int node, int point, int action)
     f.how = ARM;
     f.node = node;
     f.chip = 1;
-    f.point = point;
+    f.point = point_;
     f.action = action;
-    snprintf(name, sizeof(name), "%s-%s-node%d", points[point],
+    snprintf(name, sizeof(name), "%s-%s-node%d", point(point_),
              action == BASE_FAULT_KILL ? "kill" : "fail", node);
     gd_spec_init(&f.doomed, name, WINDOW);
     gd_spec_grid(&f.doomed, 0, 2, 2);
     gd_spec_init(&f.next, "next", WINDOW);
-    if (action == BASE_FAULT_KILL) {
+    if (action == BASE_FAULT_KILL && !exchange) {
+        /* The node process died: only the other node is left. */
+        gd_spec_grid(&f.next, 1 - node, 1, 2);
+    } else if (action == BASE_FAULT_KILL) {
         /* Without the dead chip. */
         for (int n = 0; n < 2; n++)
             for (int c = 0; c < 2; c++)
@@ -352,7 +390,7 @@ static void arm_case(int node, int point, int action)
     }
     fault_case(&f, 2, 2, NULL,
                action == BASE_FAULT_KILL ? STRATA_EPEER : STRATA_EIO,
-               action == BASE_FAULT_KILL ? "node" : points[point]);
+               action == BASE_FAULT_KILL ? "node" : point(point_));
 }
 
 /* ---- a failed ABORT poisons the worker ---------------------------------- */
@@ -362,15 +400,15 @@ static strata_err poison_orch(strata_orch *o, const strata_args *args,
 {
     struct gd_spec *s = user;
     strata_global_domain *g = NULL;
-    /* Node 0's chip 1 cannot release; node 1's chip 0 fails the import,
-     * so the ABORT that follows fails on node 0. */
-    uint64_t rel[4] = {1, 2, BASE_FAULT_FAIL, 1};
-    uint64_t imp[4] = {0, 1, BASE_FAULT_FAIL, 1};
+    /* Node 0 (its chip 1) cannot release; node 1 (its chip 0) fails the
+     * import, so the ABORT that follows fails on node 0. */
+    uint64_t rel[5] = {1, 2, BASE_FAULT_FAIL, 1, 0};
+    uint64_t imp[5] = {0, 1, BASE_FAULT_FAIL, 1, 0};
 
     (void)args;
     gd_try(strata_orch_scope_begin(o));
-    gd_try(gd_node_task(o, 0, o_arm, NULL, 0, 0, STRATA_IN, rel, 4));
-    gd_try(gd_node_task(o, 1, o_arm, NULL, 0, 0, STRATA_IN, imp, 4));
+    gd_try(gd_node_task(o, 0, o_arm, NULL, 0, 0, STRATA_IN, rel, 5));
+    gd_try(gd_node_task(o, 1, o_arm, NULL, 0, 0, STRATA_IN, imp, 5));
     gd_try(strata_orch_scope_end(o));
     return strata_orch_allocate_global_domain(o, &s->spec, &g);
 }
@@ -396,7 +434,7 @@ static void test_gd_faults_failed_abort_poisons_worker(void **state)
     gd_spec_init(&s, "poison", WINDOW);
     gd_spec_grid(&s, 0, 2, 2);
     assert_int_equal(strata_worker_run(w, poison_orch, NULL, &s), STRATA_EIO);
-    gd_assert_contains(strata_errmsg(), "window.import");
+    gd_assert_contains(strata_errmsg(), point(1));
     /* The worker refuses new runs, and still closes cleanly. */
     assert_int_equal(strata_worker_run(w, nothing_orch, NULL, NULL),
                      STRATA_ESTATE);
@@ -465,6 +503,8 @@ static void remote_case(const char *fault, bool kill_action, strata_err want,
 
     memset(&f, 0, sizeof(f));
     f.how = FROM_ENV;
+    /* Without the exchange the session answers IMPORT itself. */
+    f.session_dies = kill_action && !exchange;
     assert_int_equal(gd_daemon_start(&d, NULL, fault), 0);
     gd_spec_init(&f.doomed, fault, WINDOW);
     gd_spec_grid(&f.doomed, 0, 2, 2); /* node 1 is remote */
@@ -477,22 +517,32 @@ static void remote_case(const char *fault, bool kill_action, strata_err want,
     assert_int_equal(gd_daemon_stop(&d), 0);
 }
 
+/* STRATA_FAULT for phase's point, nth 1, failing or killing. */
+static const char *fault_env(int phase, bool kill_action)
+{
+    static char env[64];
+
+    snprintf(env, sizeof(env), "%s:1%s", point(phase),
+             kill_action ? ":kill" : "");
+    return env;
+}
+
 static void test_gd_faults_remote_prepare_fail_eio(void **state)
 {
     (void)state;
-    remote_case("window.prepare:1", false, STRATA_EIO, "window.prepare");
+    remote_case(fault_env(0, false), false, STRATA_EIO, point(0));
 }
 
 static void test_gd_faults_remote_import_fail_eio(void **state)
 {
     (void)state;
-    remote_case("window.import:1", false, STRATA_EIO, "window.import");
+    remote_case(fault_env(1, false), false, STRATA_EIO, point(1));
 }
 
 static void test_gd_faults_remote_import_kill_epeer(void **state)
 {
     (void)state;
-    remote_case("window.import:1:kill", true, STRATA_EPEER, "node 1");
+    remote_case(fault_env(1, true), true, STRATA_EPEER, "node 1");
 }
 
 static void test_gd_faults_kill_session_before_alloc_epeer(void **state)
@@ -513,6 +563,142 @@ static void test_gd_faults_kill_session_before_alloc_epeer(void **state)
     assert_int_equal(gd_daemon_stop(&d), 0);
 }
 
+/* ---- members that map lazily (not with the exchange) --------------------- */
+
+struct unmapped {
+    struct gd_spec s;
+    strata_global_domain *g;
+    strata_buffer *q;
+};
+
+/* Chip 1 of node 0 fails its ADOPT; the domain is allocated (no member
+ * is asked before its first task) and each node's view lookup says what
+ * happened there. */
+static strata_err unmapped_orch(strata_orch *o, const strata_args *args,
+                                void *user)
+{
+    struct unmapped *u = user;
+    uint64_t sc[5] = {1, 1, BASE_FAULT_FAIL, 1, 1}; /* in the chip */
+
+    (void)args;
+    gd_try(strata_orch_scope_begin(o));
+    gd_try(gd_node_task(o, 0, o_arm, NULL, 0, 0, STRATA_IN, sc, 5));
+    gd_try(strata_orch_scope_end(o));
+    gd_try(strata_orch_allocate_global_domain(o, &u->s.spec, &u->g));
+    gd_try(strata_orch_scope_begin(o));
+    gd_try(gd_submit_query(o, &u->s, strata_global_domain_id(u->g), u->q));
+    return strata_orch_scope_end(o);
+}
+
+static void test_gd_faults_member_cannot_map_view_eio(void **state)
+{
+    testutil_snapshot before;
+    static struct unmapped u;
+    static struct fault f;
+    strata_worker *w = NULL;
+    const struct gd_query *r;
+
+    (void)state;
+    if (exchange)
+        skip(); /* members map inside IMPORT: arm_case covers it */
+    testutil_snapshot_take(&before);
+    memset(&u, 0, sizeof(u));
+    gd_ok(gd_l4_start(2, 2, NULL, 0, 0, &w));
+    gd_spec_init(&u.s, "unmapped", WINDOW);
+    gd_spec_grid(&u.s, 0, 2, 2);
+    gd_ok(strata_worker_create_buffer(w, 4 * sizeof(struct gd_query), &u.q));
+    gd_ok(strata_worker_run(w, unmapped_orch, NULL, &u));
+    r = strata_buffer_data(u.q);
+    for (size_t rank = 0; rank < 4; rank++) {
+        const struct gd_query *x = &r[gd_slot_of(&u.s, rank)];
+        strata_err want = rank < 2 ? STRATA_EIO : STRATA_OK;
+
+        if (x->get_err != (uint32_t)want)
+            fail_msg("rank %zu: view lookup %s, want %s", rank,
+                     strata_errname((strata_err)x->get_err),
+                     strata_errname(want));
+    }
+    /* Freed at the fence, the failed member's part too; nothing left. */
+    assert_true(strata_global_domain_freed(u.g));
+    assert_int_equal(gd_window_maps_below(), 0);
+    assert_int_equal(gd_shm_windows_below(NULL, 0), 0);
+    /* The same members again: the point fired once. */
+    memset(&f, 0, sizeof(f));
+    gd_spec_init(&f.next, "again", WINDOW);
+    gd_spec_grid(&f.next, 0, 2, 2);
+    gd_ok(strata_worker_create_buffer(w, 4 * COUNT * 4, &f.out));
+    f.q = u.q;
+    gd_ok(strata_worker_run(w, next_orch, NULL, &f));
+    assert_int_equal(gd_check_allreduce(f.out, 4, COUNT, 31), 0);
+    assert_int_equal(gd_window_maps_below(), 0);
+    gd_destroy(w, STRATA_OK);
+    testutil_assert_clean_within(&before, 5.0);
+}
+
+struct idle {
+    struct gd_spec s;
+    strata_global_domain *g;
+    bool freed_in_fn;
+};
+
+static strata_err idle_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct idle *d = user;
+
+    (void)args;
+    gd_try(strata_orch_allocate_global_domain(o, &d->s.spec, &d->g));
+    d->freed_in_fn = strata_global_domain_freed(d->g);
+    return strata_global_domain_release(d->g);
+}
+
+/* A domain no kernel uses needs nothing of its members: with one member
+ * chip stopped (SIGSTOP), domains are still allocated and freed, none of
+ * them leaves a segment, and once the chip goes on it serves the next
+ * domain. With the exchange, the first PREPARE_EXPORT would wait for the
+ * stopped chip for ever. */
+static void test_gd_faults_unused_domain_needs_no_member_ok(void **state)
+{
+    testutil_snapshot before;
+    static struct idle d;
+    static struct fault f;
+    strata_worker *w = NULL;
+    pid_t kids[32];
+
+    (void)state;
+    if (exchange)
+        skip();
+    testutil_snapshot_take(&before);
+    memset(&d, 0, sizeof(d));
+    memset(&f, 0, sizeof(f));
+    gd_ok(gd_l4_start(2, 2, NULL, 0, 0, &w));
+    gd_spec_init(&d.s, "idle", WINDOW);
+    gd_spec_grid(&d.s, 0, 2, 2);
+    /* COMM_INIT (once per worker) does reach every chip. */
+    gd_ok(strata_worker_run(w, idle_orch, NULL, &d));
+    assert_true(gd_descendants(strata_worker_node_pid(w, 1), kids, 32) >= 2);
+    assert_int_equal(kill(kids[0], SIGSTOP), 0);
+    for (int i = 0; i < 3; i++) {
+        double t0 = testutil_now();
+
+        gd_ok(strata_worker_run(w, idle_orch, NULL, &d));
+        assert_false(d.freed_in_fn);
+        assert_true(strata_global_domain_freed(d.g));
+        if (testutil_now() - t0 > 3.0)
+            fail_msg("cycle %d took %.3f s", i, testutil_now() - t0);
+        assert_int_equal(gd_shm_windows_below(NULL, 0), 0);
+    }
+    assert_int_equal(kill(kids[0], SIGCONT), 0);
+    gd_spec_init(&f.next, "after", WINDOW);
+    gd_spec_grid(&f.next, 0, 2, 2);
+    gd_ok(strata_worker_create_buffer(w, 4 * COUNT * 4, &f.out));
+    gd_ok(strata_worker_create_buffer(w, 4 * sizeof(struct gd_query), &f.q));
+    gd_ok(strata_worker_run(w, next_orch, NULL, &f));
+    assert_int_equal(gd_check_allreduce(f.out, 4, COUNT, 31), 0);
+    assert_int_equal(gd_window_maps_below(), 0);
+    gd_destroy(w, STRATA_OK);
+    testutil_assert_clean_within(&before, 5.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -531,7 +717,10 @@ int main(void)
         gd_test(test_gd_faults_remote_import_fail_eio),
         gd_test(test_gd_faults_remote_import_kill_epeer),
         gd_test(test_gd_faults_kill_session_before_alloc_epeer),
+        gd_test(test_gd_faults_member_cannot_map_view_eio),
+        gd_test(test_gd_faults_unused_domain_needs_no_member_ok),
     };
 
+    exchange = base_env_flag("STRATA_DOMAIN_EXCHANGE");
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -71,8 +71,10 @@ static strata_err rel_orch(strata_orch *o, const strata_args *args, void *user)
 
     (void)args;
     gd_try(strata_orch_allocate_global_domain(o, &r->s.spec, &r->g));
+    gd_try(strata_orch_scope_begin(o));
     gd_try(
         gd_submit_fill(o, &r->s, strata_global_domain_id(r->g), 0, COUNT, 1));
+    gd_try(strata_orch_scope_end(o));
     if (r->release) {
         gd_try(strata_global_domain_release(r->g));
         r->second = strata_global_domain_release(r->g);

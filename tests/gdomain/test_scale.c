@@ -35,9 +35,13 @@ static strata_err big_orch(strata_orch *o, const strata_args *args, void *user)
     gd_try(strata_orch_allocate_global_domain(o, &b->s.spec, &b->g));
     b->alloc_s = testutil_now() - t0;
     id = strata_global_domain_id(b->g);
-    b->maps_live = gd_domain_maps_below(id);
+    gd_try(strata_orch_scope_begin(o));
     gd_try(gd_submit_query(o, &b->s, id, b->q));
-    return gd_submit_allreduce(o, &b->s, id, b->out, COUNT, b->seed, 1);
+    gd_try(gd_submit_allreduce(o, &b->s, id, b->out, COUNT, b->seed, 1));
+    gd_try(strata_orch_scope_end(o));
+    /* Members map at IMPORT, or before their first task. */
+    b->maps_live = gd_domain_maps_below(id);
+    return STRATA_OK;
 }
 
 static void scale_case(size_t chips, size_t nremote)

@@ -1,0 +1,246 @@
+/* Global domains whose members map lazily, node side (gnode.c has the
+ * rest).
+ *
+ * Where the chips' backend has host windows (sim) and the node has some
+ * of its reserved address range left, the node answers every phase
+ * without waking its chips, as local domains do (domain/adopt.c): at
+ * PREPARE_EXPORT it names its members' windows after the cluster id (the
+ * L4's pid and random token, from COMM_INIT) and exports those names; at
+ * IMPORT it checks that every rank's name is the one it would have given
+ * it, picks one address per rank in the upper half of its range
+ * (orch/control.h) and posts each member a quiet ADOPT frame, which maps
+ * every rank's window there (creating, zeroed, any no member of any node
+ * has created yet) before the member's next task. Looking the view up
+ * (strata_orch_get_global_domain) waits for the local members' ADOPTs,
+ * so a member that could not map is an error there. The names stay until
+ * the domain goes (any node's member may still have to open them): at
+ * ABORT a node withdraws the ADOPTs its members have not begun, releases
+ * the others, and then drops every rank's name if one of its members may
+ * have created any. A domain no kernel touched thus costs no chip a
+ * wake-up and no system call. */
+#include "base/alloc.h"
+#include "base/env.h"
+#include "base/err.h"
+#include "base/fault.h"
+#include "gview.h"
+#include "orch/control.h"
+
+#include <string.h>
+
+/* What the backend is told about rank r of a lazy view: names every node
+ * of the cluster computes alike. */
+static struct chip_window_req
+lazy_req(const strata_worker *w, const struct strata_global_view *v, uint32_t r)
+{
+    return (struct chip_window_req){
+        .alloc_id = GLOBAL_ALLOC_TAG | v->domain_id,
+        .rank = r,
+        .rank_count = v->n,
+        .window_size = v->window_size,
+        .creator_pid = (int32_t)(w->cluster_id >> 32),
+        .name_token = (uint32_t)w->cluster_id,
+    };
+}
+
+/* Whether some member of lazy view v may have created a window: it began
+ * (or ran) its ADOPT. Under the scheduler lock, or once it is gone. */
+bool gnode_lazy_touched(const struct strata_global_view *v)
+{
+    if (!v->adopts_posted)
+        return false;
+    for (uint32_t i = 0; i < v->nlocal; i++)
+        if (!v->adopt_ctls[i].withdrawn)
+            return true;
+    return false;
+}
+
+/* Drops every rank's name: a member of this node opens (and may create)
+ * all of them. */
+void gnode_lazy_unlink(const strata_worker *w,
+                       const struct strata_global_view *v)
+{
+    for (uint32_t r = 0; r < v->n; r++) {
+        struct chip_window_req req = lazy_req(w, v, r);
+
+        w->ops->host_window_unlink(&req);
+    }
+}
+
+/* Makes v lazy when it can be: the backend has host windows, the exchange
+ * is not forced, the ADOPT frame can say it all, and the range has room. */
+void gnode_lazy_begin(strata_worker *w, struct strata_global_view *v)
+{
+    const struct chip_backend_ops *ops = w->ops;
+    int64_t l4 = (int64_t)(w->cluster_id >> 32);
+    uint64_t map, base = 0;
+    bool have;
+
+    if (base_env_flag("STRATA_DOMAIN_EXCHANGE") || !ops ||
+        !ops->host_window_create || !ops->host_window_unlink ||
+        !ops->host_window_name || !ops->window_adopt ||
+        !ops->window_mapping_size || (uint32_t)w->cluster_id == 0 || l4 <= 0 ||
+        l4 >= (int64_t)1 << (64 - MBX_ADOPT_CREATOR_SHIFT))
+        return;
+    map = ops->window_mapping_size(v->window_size);
+    /* Rank and rank count travel in 16 bits each. */
+    if (v->n > 0xffff || map == 0 || map > MBX_ADOPT_MAP_MASK ||
+        map > UINT64_MAX / v->n)
+        return;
+    v->adopt_ctls = base_calloc(v->nlocal + 1, sizeof(*v->adopt_ctls));
+    if (!v->adopt_ctls)
+        return; /* the exchange needs less */
+    orch_lock(w->sched);
+    have = orch_va_alloc_locked(w->sched, ORCH_VA_GLOBAL, map * v->n, &base);
+    orch_unlock(w->sched);
+    if (!have)
+        return;
+    v->lazy = true;
+    v->va_start = base;
+    v->va_len = map * v->n;
+    v->mapping_size = map;
+}
+
+/* PREPARE_EXPORT of a lazy view: names, no chip. A member that died
+ * already fails it, as it would fail the exchange. */
+strata_err gnode_lazy_prepare(strata_worker *w, struct strata_global_view *v,
+                              char (*handles)[CHIP_WINDOW_HANDLE_MAX])
+{
+    strata_err err = STRATA_OK;
+
+    for (uint32_t i = 0; i < v->nlocal && !err; i++) {
+        struct chip_window_req req = lazy_req(w, v, v->ranks[i]);
+
+        err = orch_chip_check(w->sched, v->eps[i]);
+        if (!err)
+            err = w->ops->host_window_create(&req, &v->device_ctx[i]);
+        if (err)
+            break;
+        w->ops->host_window_name(&req, handles[i], sizeof(handles[i]));
+        v->local_base[i] =
+            v->va_start + (uint64_t)v->ranks[i] * v->mapping_size;
+    }
+    return err;
+}
+
+/* IMPORT of a lazy view: every rank's window must be named as this node
+ * would name it; then each member gets its quiet ADOPT. */
+strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
+                             const struct wire_domain_cmd *c)
+{
+    char want[CHIP_WINDOW_HANDLE_MAX];
+    strata_err err = STRATA_OK;
+
+    if (BASE_FAULT("gnode.import"))
+        return base_fail(STRATA_EIO, "fault point gnode.import");
+    for (uint32_t r = 0; r < v->n; r++) {
+        const struct wire_descriptor *d = &c->descriptors[r];
+        struct chip_window_req req = lazy_req(w, v, r);
+
+        w->ops->host_window_name(&req, want, sizeof(want));
+        if (d->mapping_size != v->mapping_size || strcmp(d->handle, want) != 0)
+            return base_fail(
+                STRATA_EPROTO,
+                "rank %u's window is '%s' (%llu bytes), not '%s' (%llu): "
+                "every node of a domain must make its windows the same way "
+                "(STRATA_DOMAIN_EXCHANGE alike everywhere)",
+                r, d->handle, (unsigned long long)d->mapping_size, want,
+                (unsigned long long)v->mapping_size);
+    }
+    for (uint32_t i = 0; i < v->nlocal && !err; i++) {
+        struct orch_ctl *a = &v->adopt_ctls[i];
+
+        memset(a, 0, sizeof(*a));
+        a->op = MBX_CTL_WINDOW_ADOPT;
+        a->arg[0] = GLOBAL_ALLOC_TAG | v->domain_id;
+        a->arg[1] = v->ranks[i] | (uint64_t)v->n << 16 |
+                    (uint64_t)(uint32_t)w->cluster_id << 32;
+        a->arg[2] = v->mapping_size | (w->cluster_id >> 32)
+                                          << MBX_ADOPT_CREATOR_SHIFT;
+        a->arg[3] = v->va_start;
+        /* Nothing waits for it but the member's next task (same FIFO). */
+        a->quiet = true;
+        err = orch_control_post(w->sched, NULL, v->eps[i], a, NULL);
+        if (err) /* as if withdrawn: it never maps */
+            a->withdrawn = a->done = true;
+        v->adopts_posted = true;
+    }
+    return err;
+}
+
+/* Waits until every member of committed view v has run its ADOPT (the
+ * first kernel that uses the view would run after it anyway), so that a
+ * member that could not map is an error here, not a fault in a kernel.
+ * Under gv_mu. */
+strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v)
+{
+    uint32_t k = 0;
+    strata_err err;
+
+    if (!v->lazy)
+        return STRATA_OK;
+    for (uint32_t i = 0; i < v->nlocal; i++)
+        if (!v->adopt_ctls[i].withdrawn)
+            v->ptrs[k++] = &v->adopt_ctls[i];
+    err = orch_control_wait(w->sched, v->ptrs, k);
+    for (uint32_t i = 0; err && i < v->nlocal; i++)
+        if (v->adopt_ctls[i].err)
+            return base_fail(v->adopt_ctls[i].err,
+                             "chip %d could not map the windows of global "
+                             "domain '%s': %.400s",
+                             v->chips[i], v->name, v->adopt_ctls[i].msg);
+    return err;
+}
+
+/* ABORT of a lazy view (unlinked from the list): ADOPTs no member has
+ * begun are withdrawn, the others released; then the names go if a
+ * member may have made one, and the range piece is given back unless a
+ * member could not release. False while a withdrawn ADOPT still sits in
+ * a chip's ring: v must outlive it (VIEW_GONE). */
+strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v,
+                            bool *keep)
+{
+    uint32_t posted = 0, sent;
+    strata_err err = STRATA_OK, perr = STRATA_OK;
+    bool touched;
+
+    *keep = false;
+    if (BASE_FAULT("gnode.release"))
+        err = base_fail(STRATA_EIO, "fault point gnode.release");
+    orch_lock(w->sched);
+    for (uint32_t i = 0; v->adopts_posted && i < v->nlocal; i++) {
+        struct orch_ctl *a = &v->adopt_ctls[i];
+
+        if (a->withdrawn ||
+            (!a->done && orch_control_withdraw_locked(w->sched, v->eps[i], a)))
+            continue;
+        memset(&v->ctls[i], 0, sizeof(v->ctls[i]));
+        v->ctls[i].op = MBX_CTL_WINDOW_RELEASE;
+        v->ctls[i].arg[0] = GLOBAL_ALLOC_TAG | v->domain_id;
+        v->ptrs[posted++] = &v->ctls[i];
+    }
+    orch_unlock(w->sched);
+    for (sent = 0; sent < posted && !perr; sent++) {
+        struct orch_ctl *c = v->ptrs[sent];
+
+        perr = orch_control_post(w->sched, NULL, v->eps[c - v->ctls], c, NULL);
+    }
+    sent -= perr != STRATA_OK; /* the one that failed is not posted */
+    {
+        strata_err werr = orch_control_wait(w->sched, v->ptrs, sent);
+
+        if (!err)
+            err = perr ? perr : werr;
+    }
+    orch_lock(w->sched);
+    touched = gnode_lazy_touched(v);
+    for (uint32_t i = 0; v->adopts_posted && i < v->nlocal; i++)
+        *keep |= !v->adopt_ctls[i].done;
+    if (!err && v->va_len)
+        orch_va_free_locked(w->sched, v->va_start, v->va_len);
+    orch_unlock(w->sched);
+    /* A member that could not release may still map the addresses: the
+     * piece is never handed out again. */
+    if (touched)
+        gnode_lazy_unlink(w, v);
+    return err;
+}

@@ -1,0 +1,73 @@
+/* The node-side view of a global domain, shared by gnode.c and
+ * gnode_lazy.c. */
+#ifndef WORKER_GVIEW_H
+#define WORKER_GVIEW_H
+
+#include "wire/chip_backend.h"
+#include "wire/msg.h"
+#include "worker_int.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <strata/domain.h>
+
+/* Window ids of global domains never meet a local domain's. */
+#define GLOBAL_ALLOC_TAG (1ull << 62)
+
+enum view_state {
+    VIEW_PREPARED = 1,
+    VIEW_IMPORTED,
+    VIEW_COMMITTED,
+    VIEW_GONE /* aborted; kept until the chips pass its withdrawn ADOPTs */
+};
+
+struct strata_global_view {
+    uint64_t domain_id;
+    uint64_t generation;
+    char name[STRATA_DOMAIN_NAME_MAX];
+    uint32_t n; /* ranks in the domain */
+    size_t window_size;
+    size_t mapping_size;
+    uint32_t nlocal; /* members on this node */
+    int *chips;      /* local chip ids, with ... */
+    uint32_t *ranks; /* ... their domain ranks */
+    int *eps;
+    uint64_t *device_ctx;
+    uint64_t *local_base;
+    size_t num_buffers;
+    strata_comm_buffer_info *buffers;
+    char (*names)[STRATA_DOMAIN_NAME_MAX];
+    struct wire_attach_entry *attach;        /* this node's row, or NULL */
+    char (*handles)[CHIP_WINDOW_HANDLE_MAX]; /* local members' names */
+    int state;
+    struct orch_ctl *ctls;
+    struct orch_ctl **ptrs;
+    /* Members map lazily (gnode_lazy.c): */
+    bool lazy;
+    bool adopts_posted;
+    uint64_t va_start, va_len;   /* the node's range piece (0: none) */
+    struct orch_ctl *adopt_ctls; /* apart from ctls, which RELEASE uses */
+    struct strata_global_view *next;
+};
+
+/* gnode_lazy.c. Under gv_mu. */
+/* Makes v lazy when it can be (v->lazy says). */
+void gnode_lazy_begin(strata_worker *w, struct strata_global_view *v);
+/* PREPARE_EXPORT: names the members' windows into handles. */
+strata_err gnode_lazy_prepare(strata_worker *w, struct strata_global_view *v,
+                              char (*handles)[CHIP_WINDOW_HANDLE_MAX]);
+/* IMPORT: checks the table, posts the quiet ADOPTs. */
+strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
+                             const struct wire_domain_cmd *c);
+/* Waits for the members' ADOPTs of a committed view. */
+strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v);
+/* ABORT (v unlinked); *keep while a withdrawn ADOPT is still in a ring. */
+strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v,
+                            bool *keep);
+/* Whether a member may have created a window of v. */
+bool gnode_lazy_touched(const struct strata_global_view *v);
+/* Drops every rank's name of v. */
+void gnode_lazy_unlink(const strata_worker *w,
+                       const struct strata_global_view *v);
+
+#endif
