@@ -483,6 +483,8 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
     memcpy(c->frame + WIRE_FRAME_HEADER_SIZE, body, len);
     c->job.fn = cmd_job;
     __atomic_add_fetch(&s->work, 1, __ATOMIC_RELEASE);
+    if (spool_loop_offer(&s->loop, &c->job))
+        return;
     if (spool_submit(&s->pool, &c->job) != STRATA_OK) {
         base_free(c);
         __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
