@@ -675,12 +675,7 @@ static void print_json(const struct options *opt, const struct results *r,
     bench_json_num("other_cpu_pct", r->other_cpu_pct, true);
     printf("\"rounds\":%d,\"reps\":%d,\"quick\":%s", opt->rounds, opt->reps,
            opt->quick ? "true" : "false");
-    if (r->mpi_note[0] != '\0')
-        printf(",\"note\":\"%s\"", r->mpi_note);
-    if (error != NULL)
-        printf(",\"error\":\"%s\"", error);
-    printf("}\n");
-    fflush(stdout);
+    bench_json_end(r->mpi_note, error);
 }
 
 static int parse_options(int argc, char **argv, struct options *opt)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int bench_parse_rounds(int argc, char **argv, const char *name, int max_rounds,
                        bool *quick, int *rounds)
@@ -44,4 +45,22 @@ void bench_json_num(const char *key, double v, bool comma)
         printf("\"%s\":%.4f", key, v);
     if (comma)
         printf(",");
+}
+
+void bench_json_end(const char *note, const char *error)
+{
+    if (note && note[0] != '\0')
+        printf(",\"note\":\"%s\"", note);
+    if (error != NULL)
+        printf(",\"error\":\"%s\"", error);
+    printf("}\n");
+    fflush(stdout);
+}
+
+double bench_now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

@@ -13,5 +13,10 @@ int bench_parse_rounds(int argc, char **argv, const char *name, int max_rounds,
 void bench_print_load(double other_cpu_pct);
 /* "key":v, or "key":null for a negative v; a comma after when asked. */
 void bench_json_num(const char *key, double v, bool comma);
+/* Ends the JSON line: ,"note":.. when note is not empty, ,"error":.. when
+ * error is not NULL, then the closing brace; flushes stdout. */
+void bench_json_end(const char *note, const char *error);
+/* Monotonic seconds. */
+double bench_now_s(void);
 
 #endif

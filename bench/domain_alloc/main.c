@@ -705,12 +705,7 @@ static void print_json(const struct options *opt, const struct results *r,
     printf("\"rounds\":%d,\"iters\":%d,\"touch_iters\":%d,\"quick\":%s",
            opt->rounds, opt->iters, opt->touch_iters,
            opt->quick ? "true" : "false");
-    if (r->mpi_note[0] != '\0')
-        printf(",\"note\":\"%s\"", r->mpi_note);
-    if (error != NULL)
-        printf(",\"error\":\"%s\"", error);
-    printf("}\n");
-    fflush(stdout);
+    bench_json_end(r->mpi_note, error);
 }
 
 static int parse_options(int argc, char **argv, struct options *opt)

@@ -539,12 +539,8 @@ static void print_json(const struct options *opt, const struct results *r,
     num("other_cpu_pct", other_pct, true);
     printf("\"window_bytes\":%d,\"rounds\":%d,\"iters\":%d,\"quick\":%s",
            WINDOW, opt->rounds, opt->iters, opt->quick ? "true" : "false");
-    if (mpi_note[0])
-        printf(",\"note\":\"%s\"", mpi_note);
-    if (strata_failed)
-        printf(",\"error\":\"strata measurement failed\"");
-    printf("}\n");
-    fflush(stdout);
+    bench_json_end(mpi_note,
+                   strata_failed ? "strata measurement failed" : NULL);
 }
 
 static int parse_options(int argc, char **argv, struct options *opt)

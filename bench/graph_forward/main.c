@@ -96,14 +96,6 @@ static void report(const char *what, strata_err err)
             strata_errname(err), strata_strerror(err), strata_errmsg());
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* ---- triad ---- */
 
 struct triad {
@@ -139,11 +131,11 @@ static double triad_pass(struct triad *t)
     const double *restrict b = t->b;
     const double *restrict c = t->c;
     const double s = 3.0;
-    double t0 = now_s(), dt;
+    double t0 = bench_now_s(), dt;
 
     for (size_t i = 0; i < TRIAD_N; i++)
         a[i] = b[i] + s * c[i];
-    dt = now_s() - t0;
+    dt = bench_now_s() - t0;
     __asm__ volatile("" : : "r"(a) : "memory");
     return 3.0 * sizeof(double) * (double)TRIAD_N / dt / 1e9;
 }
@@ -257,12 +249,12 @@ static strata_err forward_orch(strata_orch *o, const strata_args *unused,
                                void *user)
 {
     struct job *j = user;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     strata_err err;
 
     (void)unused;
     err = strata_halo_forward(o, j->h, j->x, j->out);
-    j->call_s = now_s() - t0;
+    j->call_s = bench_now_s() - t0;
     return err;
 }
 
@@ -331,7 +323,7 @@ static int bench_size(const struct options *opt, uint64_t edges,
     for (int c = 0; c < NUM_CHIPS && err == STRATA_OK; c++) {
         strata_csr_view csr = {rows, rows, row_ptr, col};
         strata_halo_spec spec;
-        double t0 = now_s();
+        double t0 = bench_now_s();
 
         strata_halo_spec_init(&spec);
         spec.csr = &csr;
@@ -341,7 +333,7 @@ static int bench_size(const struct options *opt, uint64_t edges,
         spec.dtype = STRATA_F32;
         spec.reducer = STRATA_HALO_MEAN;
         err = strata_halo_create(w, &spec, &h[c]);
-        res->setup_s[c] = now_s() - t0;
+        res->setup_s[c] = bench_now_s() - t0;
     }
     if (err == STRATA_OK)
         err = strata_worker_init(w);
@@ -354,9 +346,9 @@ static int bench_size(const struct options *opt, uint64_t edges,
         double t0;
 
         t1[k] = triad_pass(&tr);
-        t0 = now_s();
+        t0 = bench_now_s();
         plain_forward(rows, row_ptr, col, strata_buffer_data(x), plain_out);
-        pl[k] = now_s() - t0;
+        pl[k] = bench_now_s() - t0;
         for (int c = 0; c < NUM_CHIPS; c++) {
             struct job j = {h[c], x, out, 0};
             uint64_t boundary;

@@ -27,18 +27,12 @@
 
 #include <strata/strata.h>
 
+#include "bench_common.h"
+
 #define NAME "bench_halo_billion"
 #define FEATURES 32
 #define DEGREE 16
 #define MAX_CALLS 16
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int fail(const char *what, strata_err err)
 {
@@ -62,7 +56,7 @@ static int make_store(const char *dir, uint64_t rows)
     int64_t *col = malloc(edges * sizeof(int64_t));
     strata_csr_view csr = {rows, rows, row_ptr, col};
     strata_err err;
-    double t0 = now_s();
+    double t0 = bench_now_s();
 
     if (!row_ptr || !col) {
         fprintf(stderr, NAME ": no memory for the CSR (%.1f GiB)\n",
@@ -82,7 +76,8 @@ static int make_store(const char *dir, uint64_t rows)
     if (err)
         return fail("strata_gfg_save", err);
     printf(NAME ": wrote %s (%llu rows, %llu edges, int32) in %.1f s\n", dir,
-           (unsigned long long)rows, (unsigned long long)edges, now_s() - t0);
+           (unsigned long long)rows, (unsigned long long)edges,
+           bench_now_s() - t0);
     return 0;
 }
 
@@ -183,9 +178,9 @@ int main(int argc, char **argv)
     spec.features = FEATURES;
     spec.dtype = STRATA_F32;
     spec.reducer = STRATA_HALO_MEAN;
-    t0 = now_s();
+    t0 = bench_now_s();
     err = strata_halo_create(w, &spec, &j.h);
-    create_s = now_s() - t0;
+    create_s = bench_now_s() - t0;
     if (!err)
         err = strata_worker_init(w);
     if (!err)
@@ -198,7 +193,7 @@ int main(int argc, char **argv)
         rc = fail("set-up", err);
         goto out;
     }
-    t0 = now_s();
+    t0 = bench_now_s();
     {
         float *x = strata_buffer_data(j.x);
 
@@ -206,22 +201,22 @@ int main(int argc, char **argv)
             for (int f = 0; f < FEATURES; f++)
                 x[i * FEATURES + (uint64_t)f] = x_value(i, f);
     }
-    fill_s = now_s() - t0;
+    fill_s = bench_now_s() - t0;
     printf(NAME ": %llu edges, %llu rows x %d float32, %d chips; halo "
                 "create %.1f s, x filled in %.1f s\n",
            (unsigned long long)edges, (unsigned long long)rows, FEATURES, chips,
            create_s, fill_s);
     for (int c = -1; c < calls; c++) {
-        t0 = now_s();
+        t0 = bench_now_s();
         err = strata_worker_run(w, forward_orch, NULL, &j);
         if (err) {
             rc = fail("forward", err);
             goto out;
         }
         if (c >= 0)
-            t[c] = now_s() - t0;
+            t[c] = bench_now_s() - t0;
         printf(NAME ": forward %s: %.2f s\n", c < 0 ? "warm-up" : "timed",
-               now_s() - t0);
+               bench_now_s() - t0);
     }
     bad = check(strata_buffer_data(j.out), rows);
     rc = bad != 0;

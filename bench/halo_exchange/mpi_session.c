@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_common.h"
 #include "mpi_launch.h"
 
 #ifndef BENCH_MPIEXEC
@@ -22,14 +23,6 @@
 #define PREFIX "MPIHX "
 #define CLOSE_WAIT_S 30.0
 #define KILL_WAIT_S 5.0
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void fifo_path(const struct mpi_session *s, int r, char *buf, size_t cap)
 {
@@ -176,12 +169,12 @@ static void copy_line(char *dst, size_t cap, const char *src)
 static int next_line(struct mpi_session *s, double timeout_s, char *line,
                      size_t cap, char *why, size_t why_cap)
 {
-    double deadline = now_s() + timeout_s;
+    double deadline = bench_now_s() + timeout_s;
 
     for (;;) {
         char *nl = memchr(s->buf, '\n', s->len);
         struct pollfd pfd = {s->out_fd, POLLIN, 0};
-        double left = deadline - now_s();
+        double left = deadline - bench_now_s();
         ssize_t n;
 
         if (nl != NULL) {
@@ -319,7 +312,7 @@ int mpi_session_point(struct mpi_session *s, const char *pattern, size_t bytes,
 /* Waits up to wait_s for mpirun to exit; its status, or -1 if it did not. */
 static int reap(pid_t pid, double wait_s, int *status)
 {
-    double deadline = now_s() + wait_s;
+    double deadline = bench_now_s() + wait_s;
 
     for (;;) {
         pid_t r = waitpid(pid, status, WNOHANG);
@@ -329,7 +322,7 @@ static int reap(pid_t pid, double wait_s, int *status)
             return 0;
         if (r < 0 && errno != EINTR)
             return -1;
-        if (now_s() >= deadline)
+        if (bench_now_s() >= deadline)
             return -1;
         nanosleep(&ts, NULL);
     }

@@ -202,10 +202,5 @@ void print_json(const struct options *opt, const struct results *r,
     printf("\"rounds\":%d,\"reps\":%d,\"quick\":%s,\"pinned\":%s", opt->rounds,
            opt->reps, opt->quick ? "true" : "false",
            mpi_launch_pinned() ? "true" : "false");
-    if (r->mpi_note[0] != '\0')
-        printf(",\"note\":\"%s\"", r->mpi_note);
-    if (error != NULL)
-        printf(",\"error\":\"%s\"", error);
-    printf("}\n");
-    fflush(stdout);
+    bench_json_end(r->mpi_note, error);
 }
