@@ -143,14 +143,15 @@ static void lookers_drop(struct orch_sched *s)
         base_futex_wake(&s->lookers);
 }
 
-/* Spins as orch_wait_yielding says; true once done. */
-static bool spin_looking(struct wait_look *l, bool yield)
+/* Spins as orch_wait_yielding says, for budget (base_spin_budget units)
+ * at most; true once done. */
+static bool spin_looking(struct wait_look *l, bool yield, unsigned budget)
 {
-    unsigned spins = base_spin_budget() / 16;
+    unsigned spins = budget / 16;
 
     /* Yielding: a few looks with pauses, then a yield per look. */
     if (yield)
-        return base_spin_until(look, l, base_spin_budget());
+        return base_spin_until(look, l, budget);
     for (;;) {
         if (look(l))
             return true;
@@ -166,12 +167,20 @@ strata_err orch_wait_yielding(struct orch_sched *s, bool (*done)(void *),
                               void *arg, uint64_t deadline, bool yield)
 {
     struct wait_look l = {s, done, arg};
+    unsigned budget = base_spin_budget();
     uint32_t seq;
     bool ok;
 
+    if (deadline != BASE_NEVER) {
+        uint64_t now = base_now_ns();
+        uint64_t left =
+            deadline > now ? (deadline - now) / BASE_SPIN_NS_PER_SPIN : 0;
+
+        budget = left < budget ? (unsigned)left : budget;
+    }
     /* While this spins, it harvests: the scheduler thread need not. */
     lookers_add(s);
-    ok = spin_looking(&l, yield);
+    ok = spin_looking(&l, yield, budget);
     lookers_drop(s);
     if (ok)
         return STRATA_OK;

@@ -113,20 +113,24 @@ static void park(struct orch_sched *s)
 }
 
 /* While a waiting thread spins over the completions (orch_wait_yielding)
- * it harvests them itself: this thread sleeps until the last such spin
- * ends instead of taking a core beside it. Children do not ring the
- * doorbell meanwhile (sched_parked stays 0); a death is seen once the
- * spin ends. True when it slept. */
+ * it harvests them itself: this thread sleeps meanwhile instead of taking
+ * a core beside it, and children do not ring the doorbell (sched_parked
+ * stays 0). The spin's end wakes it when work is still in flight; with
+ * none, the sleep ends after one spin budget at most (as this thread's
+ * own spin would before it parks), so work posted later that nobody
+ * waits for, or a death, is seen within that. orch_sched_stop wakes it
+ * too. True when it slept. */
 static bool wait_out_lookers(struct orch_sched *s)
 {
     uint32_t n = __atomic_load_n(&s->lookers, __ATOMIC_SEQ_CST);
+    uint64_t budget_ns = (uint64_t)base_spin_budget() * BASE_SPIN_NS_PER_SPIN;
 
-    if (n == 0)
+    if (n == 0 || budget_ns == 0)
         return false;
     __atomic_store_n(&s->sched_on_lookers, 1, __ATOMIC_SEQ_CST);
     /* A spin that ended after the load above saw the flag, or left a
      * value the futex compares unequal. */
-    base_futex_wait(&s->lookers, n, base_deadline_after(0.1));
+    base_futex_wait(&s->lookers, n, base_now_ns() + budget_ns);
     __atomic_store_n(&s->sched_on_lookers, 0, __ATOMIC_SEQ_CST);
     return true;
 }
@@ -198,6 +202,7 @@ void orch_sched_stop(struct orch_sched *s)
     pthread_mutex_unlock(&s->mu);
     if (write(s->doorbell_fd, &one, sizeof(one)) < 0)
         LOG_WARN("cannot ring the scheduler doorbell: %s", strerror(errno));
+    base_futex_wake(&s->lookers); /* it may sleep there (wait_out_lookers) */
     pthread_join(s->thread, NULL);
     s->thread_started = false;
 }
