@@ -137,7 +137,14 @@ static void finish_frame(struct orch_sched *s, struct orch_endpoint *ep,
          * holds this frame's reply. */
         t->ctl->staged_reply_len = 0;
         if (t->ctl->staged_reply && !err &&
-            f->staged_len <= t->ctl->staged_reply_cap) {
+            f->staged_len > t->ctl->staged_reply_cap) {
+            /* Said here, not left to look like an empty reply. */
+            snprintf(f->msg, sizeof(f->msg),
+                     "a staged reply of %llu bytes exceeds the %u expected",
+                     (unsigned long long)f->staged_len,
+                     t->ctl->staged_reply_cap);
+            err = STRATA_EPROTO;
+        } else if (t->ctl->staged_reply && !err) {
             memcpy(t->ctl->staged_reply, ep->mbx->staging, f->staged_len);
             t->ctl->staged_reply_len = (uint32_t)f->staged_len;
         }
@@ -258,10 +265,10 @@ strata_err orch_chip_check(struct orch_sched *s, int ep)
     bool dead;
 
     pthread_mutex_lock(&s->mu);
-    /* A death the scheduler thread has not seen yet counts now. */
-    if (!e->dead && e->pidfd >= 0 && poll(&p, 1, 0) > 0)
-        orch_endpoint_died(s, e);
-    dead = e->dead;
+    /* A death the scheduler thread has not recorded yet counts too; it
+     * stays the one to record it (it reads ep->dead without the lock). */
+    dead = e->dead || (e->pidfd >= 0 && poll(&p, 1, 0) > 0 &&
+                       (p.revents & (POLLIN | POLLHUP)));
     if (dead)
         describe_death(e, why, sizeof(why));
     pthread_mutex_unlock(&s->mu);

@@ -19,8 +19,9 @@
 #include <unistd.h>
 
 /* A node's reply: its members' descriptors (a handle is at most
- * WIRE_NAME_MAX bytes) or an error message. */
-#define REPLY_BASE 2048u
+ * WIRE_NAME_MAX bytes, a descriptor packs in under 384) or an error
+ * message (at most WIRE_MESSAGE_MAX). */
+#define REPLY_BASE (WIRE_MESSAGE_MAX + 1024u)
 #define REPLY_PER_MEMBER 384u
 
 struct strata_global_domain {
