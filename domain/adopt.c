@@ -121,8 +121,10 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used)
         !ops->window_adopt || !ops->window_mapping_size)
         return STRATA_OK;
     map = ops->window_mapping_size(d->window_size);
-    /* The ADOPT frame carries rank and rank count in 16 bits each. */
-    if (map == 0 || map > UINT64_MAX / d->n || d->n > 0xffff)
+    /* The ADOPT frame carries rank and rank count in 16 bits each, and
+     * the mapping size below the creator's pid. */
+    if (map == 0 || map > MBX_ADOPT_MAP_MASK || map > UINT64_MAX / d->n ||
+        d->n > 0xffff)
         return STRATA_OK;
     /* Apart from d->ctls, which the RELEASE at the fence reuses while an
      * ADOPT may still wait in a parked chip's ring. */

@@ -235,8 +235,21 @@ void worker_buffers_free_all(strata_worker *w)
     w->num_bufs = 0;
 }
 
+/* A global domain's window: named after its L4, whose pid may belong to
+ * another pid namespace (or host) than this process's. */
+static bool global_window(const char *name)
+{
+    unsigned long long id;
+
+    return sscanf(name, "strata-%*u-%*d-d%llu-", &id) == 1 &&
+           (id & GLOBAL_ALLOC_TAG);
+}
+
 /* Segments are named strata-<uid>-<pid>-...; a dead <pid> can never come
- * back for them. */
+ * back for them. Global domains' windows are left alone: their L4 may
+ * live where kill(pid, 0) cannot see it, and a member that has not mapped
+ * yet would then create a new segment beside its peers'. Their nodes
+ * unlink them (ABORT, or node teardown). */
 void worker_reclaim_stale_segments(void)
 {
     DIR *d = opendir("/dev/shm");
@@ -249,7 +262,8 @@ void worker_reclaim_stale_segments(void)
         return;
     while ((e = readdir(d)) != NULL) {
         if (sscanf(e->d_name, "strata-%u-%d-", &uid, &pid) != 2 ||
-            uid != (unsigned)getuid() || pid == (int)getpid() || pid <= 0)
+            uid != (unsigned)getuid() || pid == (int)getpid() || pid <= 0 ||
+            global_window(e->d_name))
             continue;
         if (kill(pid, 0) == 0 || errno != ESRCH)
             continue;

@@ -146,6 +146,11 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
                 r, d->handle, (unsigned long long)d->mapping_size, want,
                 (unsigned long long)v->mapping_size);
     }
+    /* Until it is posted, a member's ADOPT counts as withdrawn: that
+     * member never maps, so ABORT has nothing to wait for or release. */
+    for (uint32_t i = 0; i < v->nlocal; i++)
+        v->adopt_ctls[i].withdrawn = v->adopt_ctls[i].done = true;
+    v->adopts_posted = true;
     for (uint32_t i = 0; i < v->nlocal && !err; i++) {
         struct orch_ctl *a = &v->adopt_ctls[i];
 
@@ -160,9 +165,8 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
         /* Nothing waits for it but the member's next task (same FIFO). */
         a->quiet = true;
         err = orch_control_post(w->sched, NULL, v->eps[i], a, NULL);
-        if (err) /* as if withdrawn: it never maps */
+        if (err)
             a->withdrawn = a->done = true;
-        v->adopts_posted = true;
     }
     return err;
 }

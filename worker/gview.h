@@ -11,9 +11,6 @@
 #include <stdint.h>
 #include <strata/domain.h>
 
-/* Window ids of global domains never meet a local domain's. */
-#define GLOBAL_ALLOC_TAG (1ull << 62)
-
 enum view_state {
     VIEW_PREPARED = 1,
     VIEW_IMPORTED,

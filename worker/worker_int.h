@@ -69,6 +69,9 @@ struct strata_worker {
     size_t cap_bufs;
 };
 
+/* Window ids of global domains (gnode.c) never meet a local domain's. */
+#define GLOBAL_ALLOC_TAG (1ull << 62)
+
 /* Children the scheduler targets directly: chips (L3) or nodes (L4+). */
 static inline size_t worker_num_directed(const strata_worker *w)
 {
