@@ -6,10 +6,10 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "gdomain_int.h"
 #include "orch/control.h"
 #include "remote.h"
 #include "wire/msg.h"
-#include "worker_int.h"
 
 #include <stdio.h>
 #include <strata/domain.h>
@@ -60,186 +60,6 @@ struct strata_global_domain {
     uint32_t pending;
     struct strata_global_domain *next;
 };
-
-/* ---- what the L4 knows of its nodes ------------------------------- */
-
-struct node_info {
-    const int *chips;
-    size_t num_chips;
-    const char *profile;
-    bool remote;
-    const char *host;
-};
-
-static void node_info(const strata_worker *w, int id, struct node_info *ni)
-{
-    const struct worker_node *nd = &w->nodes[id];
-
-    memset(ni, 0, sizeof(*ni));
-    if (nd->local) {
-        ni->chips = nd->local->chip_ids;
-        ni->num_chips = nd->local->num_chips;
-        ni->profile = nd->local->comm_profile;
-    } else {
-        ni->chips = (const int *)nd->remote->chip_ids;
-        ni->num_chips = nd->remote->num_chips;
-        ni->profile = nd->remote->comm_profile;
-        ni->remote = true;
-        ni->host = nd->remote->host;
-    }
-}
-
-static bool has_chip(const struct node_info *ni, int chip)
-{
-    for (size_t i = 0; i < ni->num_chips; i++)
-        if (ni->chips[i] == chip)
-            return true;
-    return false;
-}
-
-static strata_err check_member(const strata_worker *w,
-                               const strata_global_domain_spec *s, size_t i)
-{
-    const strata_global_member *m = &s->members[i];
-    struct node_info ni;
-
-    if (m->node_worker_id < 0 || (size_t)m->node_worker_id >= w->num_nodes)
-        return base_fail(STRATA_EINVAL,
-                         "global domain '%s': members[%zu] names node %d, "
-                         "which does not exist",
-                         s->name, i, m->node_worker_id);
-    node_info(w, m->node_worker_id, &ni);
-    if (!has_chip(&ni, m->local_chip))
-        return base_fail(STRATA_EINVAL,
-                         "global domain '%s': members[%zu]: node %d has no "
-                         "chip %d",
-                         s->name, i, m->node_worker_id, m->local_chip);
-    for (size_t j = 0; j < i; j++)
-        if (s->members[j].node_worker_id == m->node_worker_id &&
-            s->members[j].local_chip == m->local_chip)
-            return base_fail(STRATA_EINVAL,
-                             "global domain '%s': members %zu and %zu are "
-                             "both chip %d of node %d",
-                             s->name, j, i, m->local_chip, m->node_worker_id);
-    if (strcmp(ni.profile, "sim") != 0)
-        return base_fail(STRATA_EINVAL,
-                         "global domain '%s': node %d uses comm profile "
-                         "'%s'; only 'sim' is supported",
-                         s->name, m->node_worker_id, ni.profile);
-    if (ni.remote && !wire_addr_is_loopback(ni.host))
-        return base_fail(STRATA_EINVAL,
-                         "global domain '%s': the sim profile needs every "
-                         "node on one host, and node %d is at %s",
-                         s->name, m->node_worker_id, ni.host);
-    return STRATA_OK;
-}
-
-static strata_err check_buffers(const strata_global_domain_spec *s)
-{
-    size_t total = 0;
-
-    if (s->num_buffers && !s->buffers)
-        return base_fail(STRATA_EINVAL, "global domain '%s': buffers NULL",
-                         s->name);
-    for (size_t i = 0; i < s->num_buffers; i++) {
-        const strata_comm_buffer_spec *b = &s->buffers[i];
-        size_t es = strata_dtype_size(b->dtype);
-
-        if (!b->name || !b->name[0] ||
-            strlen(b->name) >= STRATA_DOMAIN_NAME_MAX)
-            return base_fail(STRATA_EINVAL,
-                             "global domain '%s': buffers[%zu] needs a name",
-                             s->name, i);
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(s->buffers[j].name, b->name) == 0)
-                return base_fail(STRATA_EINVAL,
-                                 "global domain '%s': buffer '%s' twice",
-                                 s->name, b->name);
-        if (!es || b->count > SIZE_MAX / es || b->count * es != b->nbytes ||
-            !b->nbytes)
-            return base_fail(STRATA_EINVAL,
-                             "global domain '%s': buffer '%s': count x dtype "
-                             "size != nbytes (or a bad dtype)",
-                             s->name, b->name);
-        total += b->nbytes;
-    }
-    if (total > s->window_size)
-        return base_fail(STRATA_EINVAL,
-                         "global domain '%s': buffers need %zu bytes, more "
-                         "than window_size %zu",
-                         s->name, total, s->window_size);
-    return STRATA_OK;
-}
-
-static strata_err check_attachments(const strata_worker *w,
-                                    const strata_global_domain_spec *s)
-{
-    if (s->num_attachments && !s->attachments)
-        return base_fail(STRATA_EINVAL,
-                         "global domain '%s': num_attachments is %zu but "
-                         "attachments is NULL",
-                         s->name, s->num_attachments);
-    for (size_t i = 0; i < s->num_attachments; i++) {
-        const strata_attachment *a = &s->attachments[i];
-        bool owner = false;
-
-        for (size_t m = 0; m < s->num_members; m++)
-            owner |= s->members[m].node_worker_id == a->receiving_node;
-        if (a->receiving_node < 0 ||
-            (size_t)a->receiving_node >= w->num_nodes || !owner)
-            return base_fail(STRATA_EINVAL,
-                             "attachments[%zu]: receiving_node %d owns no "
-                             "member",
-                             i, a->receiving_node);
-        if (a->member_rank >= s->num_members)
-            return base_fail(STRATA_EINVAL,
-                             "attachments[%zu]: member_rank %u >= %zu", i,
-                             a->member_rank, s->num_members);
-        if (a->address_space < STRATA_SPACE_HOST ||
-            a->address_space > STRATA_SPACE_DEVICE)
-            return base_fail(STRATA_EINVAL,
-                             "attachments[%zu]: unknown address_space %u", i,
-                             a->address_space);
-        if (a->role < STRATA_ROLE_PROVIDER || a->role > STRATA_ROLE_CONSUMER)
-            return base_fail(STRATA_EINVAL, "attachments[%zu]: unknown role %u",
-                             i, a->role);
-        if (a->adapter > STRATA_ADAPTER_COLLECTIVE)
-            return base_fail(STRATA_EINVAL,
-                             "attachments[%zu]: unknown adapter %u", i,
-                             a->adapter);
-        if ((a->adapter == STRATA_ADAPTER_NONE) !=
-            (!a->adapter_profile || !a->adapter_profile[0]))
-            return base_fail(STRATA_EINVAL,
-                             "attachments[%zu]: an adapter needs a profile "
-                             "and NONE takes none",
-                             i);
-    }
-    return STRATA_OK;
-}
-
-static strata_err validate(const strata_worker *w,
-                           const strata_global_domain_spec *s)
-{
-    strata_err err = STRATA_OK;
-
-    if (!s->name || !s->name[0] || strlen(s->name) >= STRATA_DOMAIN_NAME_MAX)
-        return base_fail(STRATA_EINVAL,
-                         "a global domain needs a name of 1..%d bytes",
-                         STRATA_DOMAIN_NAME_MAX - 1);
-    if (!s->members || s->num_members == 0)
-        return base_fail(STRATA_EINVAL, "global domain '%s': no members",
-                         s->name);
-    if (s->window_size == 0)
-        return base_fail(STRATA_EINVAL, "global domain '%s': window_size 0",
-                         s->name);
-    for (size_t i = 0; !err && i < s->num_members; i++)
-        err = check_member(w, s, i);
-    if (!err)
-        err = check_buffers(s);
-    if (!err)
-        err = check_attachments(w, s);
-    return err;
-}
 
 /* ---- the domain object ---------------------------------------------- */
 
@@ -557,10 +377,10 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
             continue;
         /* Device ranks are numbered across every node of the worker. */
         for (int k = 0; k < id; k++) {
-            node_info(w, k, &ni);
+            gdomain_node_info(w, k, &ni);
             base += (uint32_t)ni.num_chips;
         }
-        node_info(w, id, &ni);
+        gdomain_node_info(w, id, &ni);
         memset(&ci, 0, sizeof(ci));
         ci.request_id = worker_request_id();
         ci.version = WIRE_COMM_INIT_VERSION;
@@ -714,7 +534,7 @@ strata_orch_allocate_global_domain(strata_orch *o,
         return base_fail(STRATA_EINVAL,
                          "global domains span nodes: allocate them from a "
                          "level-4 worker's orch fn");
-    err = validate(w, spec);
+    err = gdomain_validate(w, spec);
     if (!err)
         err = create(w, spec, &g);
     if (err || !g)
