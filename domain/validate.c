@@ -1,6 +1,7 @@
 /* Checking a domain spec completely before anything is allocated, and the
  * registry of live domains that names are checked against. */
 #include "base/err.h"
+#include "domain/buffers.h"
 #include "domain_int.h"
 
 #include <pthread.h>
@@ -63,57 +64,60 @@ static strata_err check_workers(struct orch_sched *s,
     return STRATA_OK;
 }
 
-static strata_err check_buffer(const strata_domain_spec *spec, size_t i)
+static strata_err check_buffer(const char *kind, const char *name,
+                               const strata_comm_buffer_spec *buffers, size_t i)
 {
-    const strata_comm_buffer_spec *b = &spec->buffers[i];
+    const strata_comm_buffer_spec *b = &buffers[i];
     size_t esize = strata_dtype_size(b->dtype);
 
     if (!b->name || !b->name[0] || strlen(b->name) >= STRATA_DOMAIN_NAME_MAX)
         return base_fail(STRATA_EINVAL,
-                         "domain '%s': buffers[%zu] needs a name of 1..%d "
-                         "bytes",
-                         spec->name, i, STRATA_DOMAIN_NAME_MAX - 1);
+                         "%s '%s': buffers[%zu] needs a name of 1..%d bytes",
+                         kind, name, i, STRATA_DOMAIN_NAME_MAX - 1);
     for (size_t j = 0; j < i; j++)
-        if (strcmp(spec->buffers[j].name, b->name) == 0)
-            return base_fail(STRATA_EINVAL,
-                             "domain '%s': buffer name '%s' used twice",
-                             spec->name, b->name);
+        if (strcmp(buffers[j].name, b->name) == 0)
+            return base_fail(STRATA_EINVAL, "%s '%s': buffer name '%s' twice",
+                             kind, name, b->name);
     if (!esize)
         return base_fail(STRATA_EINVAL,
-                         "domain '%s': buffer '%s' has an unknown dtype",
-                         spec->name, b->name);
+                         "%s '%s': buffer '%s' has an unknown dtype", kind,
+                         name, b->name);
     if (b->count > SIZE_MAX / esize || b->count * esize != b->nbytes)
         return base_fail(STRATA_EINVAL,
-                         "domain '%s': buffer '%s': count %zu x %zu-byte "
-                         "dtype != nbytes %zu",
-                         spec->name, b->name, b->count, esize, b->nbytes);
+                         "%s '%s': buffer '%s': count %zu x %zu-byte dtype "
+                         "!= nbytes %zu",
+                         kind, name, b->name, b->count, esize, b->nbytes);
+    if (b->nbytes == 0)
+        return base_fail(STRATA_EINVAL, "%s '%s': buffer '%s' is empty", kind,
+                         name, b->name);
     return STRATA_OK;
 }
 
-static strata_err check_buffers(const strata_domain_spec *spec)
+strata_err domain_check_buffers(const char *kind, const char *name,
+                                const strata_comm_buffer_spec *buffers,
+                                size_t n, size_t window_size)
 {
     size_t total = 0;
     strata_err err;
 
-    if (spec->num_buffers && !spec->buffers)
+    if (n && !buffers)
         return base_fail(STRATA_EINVAL,
-                         "domain '%s': num_buffers is %zu but buffers is "
-                         "NULL",
-                         spec->name, spec->num_buffers);
-    for (size_t i = 0; i < spec->num_buffers; i++) {
-        err = check_buffer(spec, i);
+                         "%s '%s': num_buffers is %zu but buffers is NULL",
+                         kind, name, n);
+    for (size_t i = 0; i < n; i++) {
+        err = check_buffer(kind, name, buffers, i);
         if (err)
             return err;
-        if (spec->buffers[i].nbytes > SIZE_MAX - total)
-            return base_fail(STRATA_EINVAL, "domain '%s': buffers overflow",
-                             spec->name);
-        total += spec->buffers[i].nbytes;
+        if (buffers[i].nbytes > SIZE_MAX - total)
+            return base_fail(STRATA_EINVAL, "%s '%s': buffers overflow", kind,
+                             name);
+        total += buffers[i].nbytes;
     }
-    if (total > spec->window_size)
+    if (total > window_size)
         return base_fail(STRATA_EINVAL,
-                         "domain '%s': buffers need %zu bytes, more than "
+                         "%s '%s': buffers need %zu bytes, more than "
                          "window_size %zu",
-                         spec->name, total, spec->window_size);
+                         kind, name, total, window_size);
     return STRATA_OK;
 }
 
@@ -131,7 +135,8 @@ strata_err domain_validate(struct orch_sched *s, strata_run *run,
                          spec->name);
     err = check_workers(s, spec);
     if (!err)
-        err = check_buffers(spec);
+        err = domain_check_buffers("domain", spec->name, spec->buffers,
+                                   spec->num_buffers, spec->window_size);
     if (!err && domain_name_live(run, spec->name))
         err = base_fail(STRATA_EINVAL,
                         "domain '%s': a live domain of this run already has "

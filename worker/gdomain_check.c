@@ -1,6 +1,7 @@
 /* Global domains, the L4 side: what the L4 knows of its nodes, and the
  * checks a spec passes before any message goes out (gdomain.c sends). */
 #include "base/err.h"
+#include "domain/buffers.h"
 #include "gdomain_int.h"
 #include "remote.h"
 #include "wire/tls.h"
@@ -70,43 +71,6 @@ static strata_err check_member(const strata_worker *w,
     return STRATA_OK;
 }
 
-static strata_err check_buffers(const strata_global_domain_spec *s)
-{
-    size_t total = 0;
-
-    if (s->num_buffers && !s->buffers)
-        return base_fail(STRATA_EINVAL, "global domain '%s': buffers NULL",
-                         s->name);
-    for (size_t i = 0; i < s->num_buffers; i++) {
-        const strata_comm_buffer_spec *b = &s->buffers[i];
-        size_t es = strata_dtype_size(b->dtype);
-
-        if (!b->name || !b->name[0] ||
-            strlen(b->name) >= STRATA_DOMAIN_NAME_MAX)
-            return base_fail(STRATA_EINVAL,
-                             "global domain '%s': buffers[%zu] needs a name",
-                             s->name, i);
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(s->buffers[j].name, b->name) == 0)
-                return base_fail(STRATA_EINVAL,
-                                 "global domain '%s': buffer '%s' twice",
-                                 s->name, b->name);
-        if (!es || b->count > SIZE_MAX / es || b->count * es != b->nbytes ||
-            !b->nbytes)
-            return base_fail(STRATA_EINVAL,
-                             "global domain '%s': buffer '%s': count x dtype "
-                             "size != nbytes (or a bad dtype)",
-                             s->name, b->name);
-        total += b->nbytes;
-    }
-    if (total > s->window_size)
-        return base_fail(STRATA_EINVAL,
-                         "global domain '%s': buffers need %zu bytes, more "
-                         "than window_size %zu",
-                         s->name, total, s->window_size);
-    return STRATA_OK;
-}
-
 static strata_err check_attachments(const strata_worker *w,
                                     const strata_global_domain_spec *s)
 {
@@ -171,7 +135,8 @@ strata_err gdomain_validate(const strata_worker *w,
     for (size_t i = 0; !err && i < s->num_members; i++)
         err = check_member(w, s, i);
     if (!err)
-        err = check_buffers(s);
+        err = domain_check_buffers("global domain", s->name, s->buffers,
+                                   s->num_buffers, s->window_size);
     if (!err)
         err = check_attachments(w, s);
     return err;
