@@ -116,6 +116,13 @@ static void buffers_too_big(struct gd_spec *s)
 {
     s->spec.window_size = COUNT * 4; /* the flag no longer fits */
 }
+static void buffers_overflow(struct gd_spec *s)
+{
+    /* Each fine alone; their total wraps around SIZE_MAX. */
+    s->b[0].dtype = s->b[1].dtype = STRATA_U8;
+    s->b[0].count = s->b[0].nbytes = SIZE_MAX / 2 + 1;
+    s->b[1].count = s->b[1].nbytes = SIZE_MAX / 2 + 1;
+}
 
 /* One attachment, otherwise valid, then broken by the caller. */
 static strata_attachment *attach(struct gd_spec *s)
@@ -204,6 +211,7 @@ static const struct bad bads[] = {
     {"unknown dtype", buffer_bad_dtype, "dtype"},
     {"empty buffer", buffer_zero_bytes, "flag"},
     {"buffers over the window", buffers_too_big, "window_size"},
+    {"buffers whose total overflows", buffers_overflow, "overflow"},
     {"attachment: unknown receiving node", at_unknown_node, "receiving_node"},
     {"attachment: receiving node owns no member", at_node_without_member,
      "receiving_node 2"},
