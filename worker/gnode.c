@@ -63,9 +63,9 @@ static void sweep_gone(strata_worker *w)
     orch_lock(w->sched);
     while (*pp) {
         struct strata_global_view *v = *pp;
-        bool passed = v->state == VIEW_GONE;
+        bool passed = v->state == VIEW_GONE && v->users == 0;
 
-        for (uint32_t i = 0; passed && i < v->nlocal; i++)
+        for (uint32_t i = 0; passed && v->adopts_posted && i < v->nlocal; i++)
             passed = v->adopt_ctls[i].done;
         if (passed) {
             *pp = v->next;
@@ -352,7 +352,8 @@ static strata_err abort_view(strata_worker *w, uint64_t id)
         unlink_names(v);
         err = fan_out(w, v, MBX_CTL_WINDOW_RELEASE, NULL, 0);
     }
-    if (keep) { /* until the chips pass its withdrawn frames */
+    if (keep || v->users) { /* until the chips pass its withdrawn
+                               frames, and no lookup waits on it */
         v->state = VIEW_GONE;
         v->next = w->gviews;
         w->gviews = v;
@@ -545,12 +546,23 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
     v = find(w, domain_id);
     if (v && v->state != VIEW_COMMITTED)
         v = NULL;
-    err = v ? gnode_lazy_mapped(w, v) : STRATA_OK;
+    if (v)
+        v->users++;
     pthread_mutex_unlock(&w->gv_mu);
     if (!v)
         return base_fail(STRATA_ENOENT,
                          "no committed global domain %llu on this node",
                          (unsigned long long)domain_id);
+    /* Without gv_mu: an ADOPT may queue behind a long kernel, and the
+     * node's other domain commands need not wait for it. */
+    err = gnode_lazy_mapped(w, v);
+    pthread_mutex_lock(&w->gv_mu);
+    v->users--;
+    if (!err && v->state != VIEW_COMMITTED) /* aborted meanwhile */
+        err = base_fail(STRATA_ENOENT,
+                        "global domain %llu was released on this node",
+                        (unsigned long long)domain_id);
+    pthread_mutex_unlock(&w->gv_mu);
     if (err)
         return err;
     *out = v;

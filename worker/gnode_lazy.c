@@ -177,15 +177,23 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
  * Under gv_mu. */
 strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v)
 {
+    struct orch_ctl **ptrs;
     uint32_t k = 0;
     strata_err err;
 
     if (!v->lazy)
         return STRATA_OK;
+    ptrs = base_calloc(v->nlocal + 1, sizeof(*ptrs));
+    if (!ptrs)
+        return base_fail(STRATA_ENOMEM, "out of memory looking up '%s'",
+                         v->name);
+    orch_lock(w->sched); /* ABORT may withdraw meanwhile */
     for (uint32_t i = 0; i < v->nlocal; i++)
         if (!v->adopt_ctls[i].withdrawn)
-            v->ptrs[k++] = &v->adopt_ctls[i];
-    err = orch_control_wait(w->sched, v->ptrs, k);
+            ptrs[k++] = &v->adopt_ctls[i];
+    orch_unlock(w->sched);
+    err = orch_control_wait(w->sched, ptrs, k);
+    base_free(ptrs);
     for (uint32_t i = 0; err && i < v->nlocal; i++)
         if (v->adopt_ctls[i].err)
             return base_fail(v->adopt_ctls[i].err,

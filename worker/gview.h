@@ -44,10 +44,11 @@ struct strata_global_view {
     bool adopts_posted;
     uint64_t va_start, va_len;   /* the node's range piece (0: none) */
     struct orch_ctl *adopt_ctls; /* apart from ctls, which RELEASE uses */
+    uint32_t users;              /* lookups waiting for the ADOPTs (gv_mu) */
     struct strata_global_view *next;
 };
 
-/* gnode_lazy.c. Under gv_mu. */
+/* gnode_lazy.c. Under gv_mu unless said. */
 /* Makes v lazy when it can be (v->lazy says). */
 void gnode_lazy_begin(strata_worker *w, struct strata_global_view *v);
 /* PREPARE_EXPORT: names the members' windows into handles. */
@@ -56,7 +57,8 @@ strata_err gnode_lazy_prepare(strata_worker *w, struct strata_global_view *v,
 /* IMPORT: checks the table, posts the quiet ADOPTs. */
 strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
                              const struct wire_domain_cmd *c);
-/* Waits for the members' ADOPTs of a committed view. */
+/* Waits for the members' ADOPTs of a committed view; without gv_mu, v
+ * held by users. */
 strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v);
 /* ABORT (v unlinked); *keep while a withdrawn ADOPT is still in a ring. */
 strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v,
