@@ -9,11 +9,13 @@
 #include "gdomain_int.h"
 #include "orch/control.h"
 #include "remote.h"
+#include "sim/sim.h"
 #include "wire/msg.h"
 
 #include <stdio.h>
 #include <strata/domain.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +59,7 @@ struct strata_global_domain {
     bool fence_passed; /* retained past its run's fence */
     bool released;
     bool freed;
+    bool node_died; /* seen by the release's ABORTs */
     uint32_t pending;
     struct strata_global_domain *next;
 };
@@ -431,9 +434,32 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
 }
 
 /* ABORT to every node that prepared; a failed ABORT poisons the worker. */
+/* A member node died with the domain: the windows its members may have
+ * created (a lazily mapping member makes every rank's it opens first,
+ * gnode_lazy.c) have no node left to unlink them, and the sweep of stale
+ * segments leaves global windows alone. sim nodes share the L4's host,
+ * so the L4 drops every rank's name itself (nothing maps them any more:
+ * the domain is going). */
+static void unlink_after_death(struct strata_global_domain *g)
+{
+    char name[CHIP_WINDOW_HANDLE_MAX];
+
+    for (uint32_t r = 0; r < g->n; r++) {
+        sim_window_name(name, sizeof(name), (int)getpid(),
+                        GLOBAL_ALLOC_TAG | g->id, r, cluster_token(g->w));
+        shm_unlink(name); /* ENOENT: never made */
+    }
+}
+
 static void abort_all(struct strata_global_domain *g, strata_orch *o)
 {
     strata_err err = fan_out(g, o, WIRE_PHASE_ABORT, g->prepared);
+    bool died = false;
+
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        died |= g->prepared[i] && g->ctls[i].err == STRATA_EPEER;
+    if (died)
+        unlink_after_death(g);
 
     /* A dead node's windows died with its chips: not a failed ABORT. */
     for (uint32_t i = 0; i < g->num_nodes && !err; i++)
@@ -457,9 +483,12 @@ static void release_done(struct orch_ctl *c, void *arg)
 {
     struct strata_global_domain *g = arg;
 
-    (void)c;
-    if (--g->pending == 0)
-        __atomic_store_n(&g->freed, true, __ATOMIC_RELEASE);
+    g->node_died |= c && c->err == STRATA_EPEER;
+    if (--g->pending > 0)
+        return;
+    if (g->node_died)
+        unlink_after_death(g);
+    __atomic_store_n(&g->freed, true, __ATOMIC_RELEASE);
 }
 
 /* Under the scheduler lock: post the pre-packed ABORTs; no waiting. */
@@ -481,6 +510,7 @@ static void release_locked(struct strata_global_domain *g)
         if (orch_control_post_locked(s, g->run, g->nodes[i], c) != STRATA_OK) {
             LOG_WARN("global domain '%s': cannot release on node %d: %s",
                      g->name, g->nodes[i], strata_errmsg());
+            g->node_died = true; /* or gone: nobody unlinks there */
             g->pending--;
         }
     }
@@ -599,6 +629,10 @@ static strata_err release_now(struct strata_global_domain *g)
         if (!err && werr && werr != STRATA_EPEER)
             err = werr;
     }
+    for (uint32_t i = 0; i < posted; i++)
+        g->node_died |= g->ctls[i].err == STRATA_EPEER;
+    if (g->node_died || posted < g->num_nodes)
+        unlink_after_death(g);
     for (uint32_t i = 0; i < posted && !err; i++)
         if (g->ctls[i].err != STRATA_EPEER)
             err = check_reply(g, i, WIRE_PHASE_ABORT);

@@ -699,6 +699,67 @@ static void test_gd_faults_unused_domain_needs_no_member_ok(void **state)
     testutil_assert_clean_within(&before, 5.0);
 }
 
+struct died {
+    struct gd_spec s, on1; /* the domain; its member on node 1 */
+    strata_worker *w;
+    strata_global_domain *g;
+    strata_buffer *q;
+    size_t shm_used;
+    struct kids dead;
+};
+
+/* Node 1's member maps the domain (creating every rank's window), then
+ * node 1 is killed; the run's fence releases the domain. */
+static strata_err died_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct died *d = user;
+    pid_t node = strata_worker_node_pid(d->w, 1);
+
+    (void)args;
+    gd_try(strata_orch_allocate_global_domain(o, &d->s.spec, &d->g));
+    gd_try(strata_orch_scope_begin(o));
+    gd_try(gd_submit_query(o, &d->on1, strata_global_domain_id(d->g), d->q));
+    gd_try(strata_orch_scope_end(o));
+    d->shm_used = gd_shm_windows_below(NULL, 0);
+    d->dead.n = gd_descendants(node, d->dead.pid, 63);
+    d->dead.pid[d->dead.n++] = node;
+    if (kill(node, SIGKILL) != 0)
+        return STRATA_ESYS;
+    return testutil_wait_until(victim_dead, &node, 5.0) ? STRATA_OK
+                                                        : STRATA_ETIMEDOUT;
+}
+
+/* A node that dies after its members mapped a domain leaves windows no
+ * node will unlink (the other node's member never mapped): the L4 drops
+ * them when the release finds the node dead. */
+static void test_gd_faults_node_dies_after_use_no_segment_left(void **state)
+{
+    testutil_snapshot before;
+    static struct died d;
+    strata_err run;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    memset(&d, 0, sizeof(d));
+    gd_ok(gd_l4_start(2, 1, NULL, 0, 0, &d.w));
+    gd_spec_init(&d.s, "died", WINDOW);
+    gd_spec_grid(&d.s, 0, 2, 1);
+    gd_spec_init(&d.on1, "died", WINDOW);
+    gd_spec_member(&d.on1, 1, 0);
+    gd_ok(strata_worker_create_buffer(d.w, sizeof(struct gd_query), &d.q));
+    run = strata_worker_run(d.w, died_orch, NULL, &d);
+    if (run != STRATA_OK && run != STRATA_EPEER)
+        fail_msg("run: %s (%s)", strata_errname(run), strata_errmsg());
+    /* The member did create them (with the exchange, COMMIT unlinked
+     * the names already). */
+    assert_true(exchange || d.shm_used > 0);
+    assert_true(strata_global_domain_freed(d.g));
+    assert_int_equal(gd_shm_windows_below(NULL, 0), 0);
+    assert_true(testutil_wait_until(all_gone, &d.dead, 5.0));
+    gd_destroy(d.w, STRATA_EPEER);
+    testutil_assert_clean_within(&before, 5.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -719,6 +780,7 @@ int main(void)
         gd_test(test_gd_faults_kill_session_before_alloc_epeer),
         gd_test(test_gd_faults_member_cannot_map_view_eio),
         gd_test(test_gd_faults_unused_domain_needs_no_member_ok),
+        gd_test(test_gd_faults_node_dies_after_use_no_segment_left),
     };
 
     exchange = base_env_flag("STRATA_DOMAIN_EXCHANGE");
