@@ -342,24 +342,24 @@ static strata_err phase(struct strata_global_domain *g, strata_orch *o,
 }
 
 /* COMM_INIT once per node for the worker's life. */
-/* The low half of the cluster id: nodes name a global domain's windows
- * after it and the L4's pid, so a segment some earlier L4 with the same
- * pid left behind is never opened. Drawn once per worker. */
-static uint32_t cluster_token(strata_worker *w)
+/* The cluster id: the L4's pid and a random token, drawn once per
+ * worker. Nodes name a global domain's windows after it, so a segment
+ * some earlier L4 with the same pid left behind is never opened. */
+static uint64_t cluster_id(strata_worker *w)
 {
     uint32_t t = __atomic_load_n(&w->cluster_token, __ATOMIC_ACQUIRE);
     uint32_t none = 0;
 
-    if (t)
-        return t;
-    if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != (ssize_t)sizeof(t))
-        t = (uint32_t)time(NULL) * 2654435761u ^ (uint32_t)getpid();
-    t = t ? t : 1;
-    /* A racing run may have drawn one first: keep that. */
-    if (!__atomic_compare_exchange_n(&w->cluster_token, &none, t, false,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        t = none;
-    return t;
+    if (!t) {
+        if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != (ssize_t)sizeof(t))
+            t = (uint32_t)time(NULL) * 2654435761u ^ (uint32_t)getpid();
+        t = t ? t : 1;
+        /* A racing run may have drawn one first: keep that. */
+        if (!__atomic_compare_exchange_n(&w->cluster_token, &none, t, false,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            t = none;
+    }
+    return (uint64_t)w->creator << 32 | t;
 }
 
 static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
@@ -387,7 +387,7 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
         memset(&ci, 0, sizeof(ci));
         ci.request_id = worker_request_id();
         ci.version = WIRE_COMM_INIT_VERSION;
-        ci.cluster_id = ((uint64_t)getpid() << 32) | cluster_token(w);
+        ci.cluster_id = cluster_id(w);
         ci.node_rank = (uint32_t)id;
         ci.node_count = (uint32_t)w->num_nodes;
         for (size_t k = 0; k < ni.num_chips && k < WIRE_MAX_CHIPS; k++)
@@ -445,8 +445,9 @@ static void unlink_after_death(struct strata_global_domain *g)
     char name[CHIP_WINDOW_HANDLE_MAX];
 
     for (uint32_t r = 0; r < g->n; r++) {
-        sim_window_name(name, sizeof(name), (int)getpid(),
-                        GLOBAL_ALLOC_TAG | g->id, r, cluster_token(g->w));
+        sim_window_name(name, sizeof(name), (int)(cluster_id(g->w) >> 32),
+                        GLOBAL_ALLOC_TAG | g->id, r,
+                        (uint32_t)cluster_id(g->w));
         shm_unlink(name); /* ENOENT: never made */
     }
 }
@@ -510,7 +511,6 @@ static void release_locked(struct strata_global_domain *g)
         if (orch_control_post_locked(s, g->run, g->nodes[i], c) != STRATA_OK) {
             LOG_WARN("global domain '%s': cannot release on node %d: %s",
                      g->name, g->nodes[i], strata_errmsg());
-            g->node_died = true; /* or gone: nobody unlinks there */
             g->pending--;
         }
     }
@@ -631,7 +631,7 @@ static strata_err release_now(struct strata_global_domain *g)
     }
     for (uint32_t i = 0; i < posted; i++)
         g->node_died |= g->ctls[i].err == STRATA_EPEER;
-    if (g->node_died || posted < g->num_nodes)
+    if (g->node_died)
         unlink_after_death(g);
     for (uint32_t i = 0; i < posted && !err; i++)
         if (g->ctls[i].err != STRATA_EPEER)

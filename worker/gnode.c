@@ -558,7 +558,7 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
     err = gnode_lazy_mapped(w, v);
     pthread_mutex_lock(&w->gv_mu);
     v->users--;
-    if (!err && v->state != VIEW_COMMITTED) /* aborted meanwhile */
+    if (v->state != VIEW_COMMITTED) /* aborted meanwhile: that first */
         err = base_fail(STRATA_ENOENT,
                         "global domain %llu was released on this node",
                         (unsigned long long)domain_id);

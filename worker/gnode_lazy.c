@@ -174,7 +174,7 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
 /* Waits until every member of committed view v has run its ADOPT (the
  * first kernel that uses the view would run after it anyway), so that a
  * member that could not map is an error here, not a fault in a kernel.
- * Under gv_mu. */
+ * Without gv_mu: the caller pins v (users). */
 strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v)
 {
     struct orch_ctl **ptrs;
@@ -193,13 +193,18 @@ strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v)
             ptrs[k++] = &v->adopt_ctls[i];
     orch_unlock(w->sched);
     err = orch_control_wait(w->sched, ptrs, k);
+    /* Done frames are settled: their err and msg no longer change. */
+    for (uint32_t j = 0; err && j < k; j++) {
+        if (ptrs[j]->err && !ptrs[j]->withdrawn) {
+            err = base_fail(ptrs[j]->err,
+                            "chip %d could not map the windows of global "
+                            "domain '%s': %.400s",
+                            v->chips[ptrs[j] - v->adopt_ctls], v->name,
+                            ptrs[j]->msg);
+            break;
+        }
+    }
     base_free(ptrs);
-    for (uint32_t i = 0; err && i < v->nlocal; i++)
-        if (v->adopt_ctls[i].err)
-            return base_fail(v->adopt_ctls[i].err,
-                             "chip %d could not map the windows of global "
-                             "domain '%s': %.400s",
-                             v->chips[i], v->name, v->adopt_ctls[i].msg);
     return err;
 }
 
