@@ -439,7 +439,8 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
  * gnode_lazy.c) have no node left to unlink them, and the sweep of stale
  * segments leaves global windows alone. sim nodes share the L4's host,
  * so the L4 drops every rank's name itself (nothing maps them any more:
- * the domain is going). */
+ * the domain is going). From release_done this runs under the scheduler
+ * lock: n system calls, only after a node died. */
 static void unlink_after_death(struct strata_global_domain *g)
 {
     char name[CHIP_WINDOW_HANDLE_MAX];
