@@ -63,7 +63,8 @@ static void sweep_gone(strata_worker *w)
     orch_lock(w->sched);
     while (*pp) {
         struct strata_global_view *v = *pp;
-        bool passed = v->state == VIEW_GONE && v->users == 0;
+        bool passed = v->state == VIEW_GONE &&
+                      __atomic_load_n(&v->users, __ATOMIC_ACQUIRE) == 0;
 
         for (uint32_t i = 0; passed && v->adopts_posted && i < v->nlocal; i++)
             passed = v->adopt_ctls[i].done;
@@ -352,8 +353,9 @@ static strata_err abort_view(strata_worker *w, uint64_t id)
         unlink_names(v);
         err = fan_out(w, v, MBX_CTL_WINDOW_RELEASE, NULL, 0);
     }
-    if (keep || v->users) { /* until the chips pass its withdrawn
-                               frames, and no lookup waits on it */
+    /* Kept until the chips pass its withdrawn frames, and no lookup
+     * holds it. */
+    if (keep || __atomic_load_n(&v->users, __ATOMIC_ACQUIRE)) {
         v->state = VIEW_GONE;
         v->next = w->gviews;
         w->gviews = v;
@@ -532,6 +534,16 @@ strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
     return err;
 }
 
+/* A lookup's pin ends (a fence hook: under the scheduler lock, so only
+ * the atomic count, never gv_mu). */
+static void unpin(struct orch_sched *s, void *arg)
+{
+    struct strata_global_view *v = arg;
+
+    (void)s;
+    __atomic_sub_fetch(&v->users, 1, __ATOMIC_RELEASE);
+}
+
 strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
                                          strata_global_view **out)
 {
@@ -547,7 +559,7 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
     if (v && v->state != VIEW_COMMITTED)
         v = NULL;
     if (v)
-        v->users++;
+        __atomic_add_fetch(&v->users, 1, __ATOMIC_ACQ_REL);
     pthread_mutex_unlock(&w->gv_mu);
     if (!v)
         return base_fail(STRATA_ENOENT,
@@ -557,14 +569,18 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
      * node's other domain commands need not wait for it. */
     err = gnode_lazy_mapped(w, v);
     pthread_mutex_lock(&w->gv_mu);
-    v->users--;
     if (v->state != VIEW_COMMITTED) /* aborted meanwhile: that first */
         err = base_fail(STRATA_ENOENT,
                         "global domain %llu was released on this node",
                         (unsigned long long)domain_id);
     pthread_mutex_unlock(&w->gv_mu);
-    if (err)
+    /* The caller uses v until its run ends: pinned until that fence. */
+    if (!err)
+        err = orch_run_on_fence(o, unpin, v);
+    if (err) {
+        unpin(NULL, v);
         return err;
+    }
     *out = v;
     return STRATA_OK;
 }

@@ -44,7 +44,10 @@ struct strata_global_view {
     bool adopts_posted;
     uint64_t va_start, va_len;   /* the node's range piece (0: none) */
     struct orch_ctl *adopt_ctls; /* apart from ctls, which RELEASE uses */
-    uint32_t users;              /* lookups waiting for the ADOPTs (gv_mu) */
+    /* Lookups holding v: from strata_orch_get_global_domain until the
+     * fence of the run that looked (atomic; ABORT keeps a held view as
+     * VIEW_GONE). */
+    uint32_t users;
     struct strata_global_view *next;
 };
 
