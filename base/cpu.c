@@ -7,20 +7,19 @@
  * fit). */
 #define _GNU_SOURCE
 #include "base/cpu.h"
+#include "base/env.h"
 #include "base/log.h"
 
 #include <errno.h>
 #include <sched.h>
-#include <stdlib.h>
 #include <string.h>
 
 int base_cpu_pin(unsigned index, unsigned count)
 {
-    const char *env = getenv("STRATA_PIN");
     cpu_set_t allowed, one;
     int k, cpu;
 
-    if (!env || env[0] == '\0' || strcmp(env, "0") == 0)
+    if (!base_env_flag("STRATA_PIN"))
         return -1;
     if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
         LOG_WARN("STRATA_PIN: sched_getaffinity: %s", strerror(errno));

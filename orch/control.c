@@ -208,7 +208,7 @@ strata_err orch_control_wait(struct orch_sched *s, struct orch_ctl *const *cs,
         }
     }
     pthread_mutex_unlock(&s->mu);
-    err = orch_wait_yielding(s, all_done, &set, BASE_NEVER, true);
+    err = orch_wait(s, all_done, &set, BASE_NEVER);
 
     if (err)
         return err;

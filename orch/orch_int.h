@@ -224,11 +224,5 @@ void orch_run_task_done(struct orch_sched *s, struct orch_task *t,
  * progress made in between). STRATA_ETIMEDOUT past deadline. */
 strata_err orch_wait(struct orch_sched *s, bool (*done)(void *), void *arg,
                      uint64_t deadline);
-/* The same, spinning with a yield per look (base_spin_until) when yield
- * is set: for waits on control frames, where the awaited child or node
- * may need this core (a caller waiting for tasks spins on pause: yielding
- * there made the worker's threads yield to each other). */
-strata_err orch_wait_yielding(struct orch_sched *s, bool (*done)(void *),
-                              void *arg, uint64_t deadline, bool yield);
 
 #endif

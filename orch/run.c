@@ -113,12 +113,6 @@ static bool look(void *arg)
     return ok;
 }
 
-strata_err orch_wait(struct orch_sched *s, bool (*done)(void *), void *arg,
-                     uint64_t deadline)
-{
-    return orch_wait_yielding(s, done, arg, deadline, true);
-}
-
 /* A thread begins or ends spinning over the completions (lookers). */
 static void lookers_add(struct orch_sched *s)
 {
@@ -143,28 +137,8 @@ static void lookers_drop(struct orch_sched *s)
         base_futex_wake(&s->lookers);
 }
 
-/* Spins as orch_wait_yielding says, for budget (base_spin_budget units)
- * at most; true once done. */
-static bool spin_looking(struct wait_look *l, bool yield, unsigned budget)
-{
-    unsigned spins = budget / 16;
-
-    /* Yielding: a few looks with pauses, then a yield per look. */
-    if (yield)
-        return base_spin_until(look, l, budget);
-    for (;;) {
-        if (look(l))
-            return true;
-        if (spins == 0)
-            return false;
-        spins--;
-        for (int i = 0; i < 16; i++)
-            base_cpu_relax();
-    }
-}
-
-strata_err orch_wait_yielding(struct orch_sched *s, bool (*done)(void *),
-                              void *arg, uint64_t deadline, bool yield)
+strata_err orch_wait(struct orch_sched *s, bool (*done)(void *), void *arg,
+                     uint64_t deadline)
 {
     struct wait_look l = {s, done, arg};
     unsigned budget = base_spin_budget();
@@ -178,9 +152,11 @@ strata_err orch_wait_yielding(struct orch_sched *s, bool (*done)(void *),
 
         budget = left < budget ? (unsigned)left : budget;
     }
-    /* While this spins, it harvests: the scheduler thread need not. */
+    /* A few looks with pauses, then a yield per look (base_spin_until):
+     * the awaited child may need this core. While this spins, it
+     * harvests: the scheduler thread need not. */
     lookers_add(s);
-    ok = spin_looking(&l, yield, budget);
+    ok = base_spin_until(look, &l, budget);
     lookers_drop(s);
     if (ok)
         return STRATA_OK;

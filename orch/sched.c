@@ -112,7 +112,7 @@ static void park(struct orch_sched *s)
     check_deaths(s, pfd, 1 + n);
 }
 
-/* While a waiting thread spins over the completions (orch_wait_yielding)
+/* While a waiting thread spins over the completions (orch_wait)
  * it harvests them itself: this thread sleeps meanwhile instead of taking
  * a core beside it, and children do not ring the doorbell (sched_parked
  * stays 0). The spin's end wakes it when work is still in flight; with
