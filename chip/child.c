@@ -159,11 +159,9 @@ _Noreturn void chip_child_main(const struct chip_child_cfg *cfg)
     chip.cfg = cfg;
     if (!cfg->is_sub && base_cpu_pin(cfg->index, cfg->count) >= 0)
         LOG_DEBUG("pinned (STRATA_PIN)");
-    /* Only the lower half holds windows no other worker's chip maps
-     * (orch/varange.c). */
     if (!cfg->is_sub)
         chip_signal_bind(&cfg->shared->signal_parked, cfg->va_base,
-                         cfg->va_size / 2 & ~(uint64_t)0xfff);
+                         chip_va_local_size(cfg->va_size));
     bufmap_init(&chip.map);
     err = start(&chip);
     mbx_child_init_done(cfg->mbx, err, err ? strata_errmsg() : "");

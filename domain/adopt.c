@@ -14,12 +14,11 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/token.h"
 #include "domain_int.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 /* This process's random name token (sim.h: sim_window_name), drawn again
@@ -32,13 +31,9 @@ static uint32_t name_token(void)
     pid_t me = getpid();
 
     if (__atomic_load_n(&owner, __ATOMIC_ACQUIRE) != me) {
-        uint32_t t = 0;
-
-        if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != (ssize_t)sizeof(t))
-            t = (uint32_t)time(NULL) * 2654435761u ^ (uint32_t)me;
         /* Racing first callers may each store one: any will do, as long
          * as a domain keeps the one it read. */
-        __atomic_store_n(&token, t ? t : 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&token, base_random_token(), __ATOMIC_RELAXED);
         __atomic_store_n(&owner, me, __ATOMIC_RELEASE);
     }
     return __atomic_load_n(&token, __ATOMIC_RELAXED);

@@ -6,6 +6,7 @@
  * the scheduler lock. */
 #include "base/alloc.h"
 #include "base/err.h"
+#include "chip/chip.h"
 #include "orch_int.h"
 
 #include <string.h>
@@ -29,8 +30,7 @@ static strata_err pool_init(struct va_pool *p, uint64_t base, uint64_t size)
 
 strata_err orch_va_init(struct orch_sched *s, uint64_t base, uint64_t size)
 {
-    /* Halves of whole pages: chips bind the lower one (chip/child.c). */
-    uint64_t low = size / 2 & ~(uint64_t)0xfff;
+    uint64_t low = chip_va_local_size(size); /* chips bind this part */
     strata_err err = pool_init(&s->va[ORCH_VA_LOCAL], base, low);
 
     if (!err)

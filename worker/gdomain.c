@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/token.h"
 #include "gdomain_int.h"
 #include "orch/control.h"
 #include "remote.h"
@@ -16,8 +17,6 @@
 #include <strata/domain.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 /* A node's reply: its members' descriptors (a handle is at most
@@ -351,9 +350,7 @@ static uint64_t cluster_id(strata_worker *w)
     uint32_t none = 0;
 
     if (!t) {
-        if (getrandom(&t, sizeof(t), GRND_NONBLOCK) != (ssize_t)sizeof(t))
-            t = (uint32_t)time(NULL) * 2654435761u ^ (uint32_t)getpid();
-        t = t ? t : 1;
+        t = base_random_token();
         /* A racing run may have drawn one first: keep that. */
         if (!__atomic_compare_exchange_n(&w->cluster_token, &none, t, false,
                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

@@ -29,6 +29,14 @@ struct chip_child_cfg {
     unsigned index, count;
 };
 
+/* The lower part of a reserved window range of size bytes, whole pages:
+ * local domains' windows, which only the worker's own chips map (the
+ * upper part holds global domains'; orch/varange.c, chip/signal.c). */
+static inline uint64_t chip_va_local_size(uint64_t size)
+{
+    return size / 2 & ~(uint64_t)0xfff;
+}
+
 /* Runs a child until shutdown; never returns. Called right after fork. */
 _Noreturn void chip_child_main(const struct chip_child_cfg *cfg);
 
