@@ -21,7 +21,7 @@ void spool_init(struct spool *p)
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->idle, NULL);
     p->head = p->tail = NULL;
-    p->queued = p->running = p->threads = p->idle_threads = 0;
+    p->queued = p->running = p->idle_threads = 0;
     p->stop = false;
     p->tids = NULL;
     p->num_tids = p->cap_tids = 0;
@@ -52,8 +52,6 @@ static void *spool_main(void *arg)
         if (--p->running == 0)
             pthread_cond_broadcast(&p->idle);
     }
-    p->threads--;
-    pthread_cond_broadcast(&p->idle);
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
@@ -87,10 +85,8 @@ strata_err spool_submit(struct spool *p, struct spool_job *job)
             rc = pthread_create(&p->tids[p->num_tids], NULL, spool_main, p);
         if (rc != 0)
             err = base_fail_errno(rc, "cannot start a job thread");
-        else if (!err) {
+        else if (!err)
             p->num_tids++;
-            p->threads++;
-        }
     }
     if (!err) {
         if (p->tail)

@@ -20,11 +20,10 @@ struct spool_job {
 struct spool {
     pthread_mutex_t mu;
     pthread_cond_t work; /* a job was queued, or stop */
-    pthread_cond_t idle; /* running reached 0, or a thread left */
+    pthread_cond_t idle; /* running reached 0 */
     struct spool_job *head, *tail;
     uint32_t queued;       /* jobs no thread has taken yet */
     uint32_t running;      /* jobs queued or running */
-    uint32_t threads;      /* alive */
     uint32_t idle_threads; /* waiting for work */
     bool stop;
     pthread_t *tids; /* every thread, joined by spool_fini */
