@@ -45,17 +45,8 @@ static struct strata_global_view *find(strata_worker *w, uint64_t id)
     return NULL;
 }
 
-static void unlink_view(strata_worker *w, struct strata_global_view *v)
-{
-    for (struct strata_global_view **pp = &w->gviews; *pp; pp = &(*pp)->next) {
-        if (*pp == v) {
-            *pp = v->next;
-            return;
-        }
-    }
-}
-
-/* Frees the gone views whose withdrawn ADOPTs the chips have passed. */
+/* Frees the gone views that no lookup holds and whose withdrawn ADOPTs
+ * the chips have passed (under gv_mu). */
 static void sweep_gone(strata_worker *w)
 {
     struct strata_global_view **pp = &w->gviews;
@@ -342,26 +333,19 @@ static strata_err abort_view(strata_worker *w, uint64_t id)
 {
     struct strata_global_view *v = find(w, id);
     strata_err err;
-    bool keep = false;
 
     if (!v || v->state == VIEW_GONE)
         return STRATA_OK; /* never prepared here, or already gone */
-    unlink_view(w, v);
     if (v->lazy) {
-        err = gnode_lazy_abort(w, v, &keep);
+        err = gnode_lazy_abort(w, v);
     } else {
         unlink_names(v);
         err = fan_out(w, v, MBX_CTL_WINDOW_RELEASE, NULL, 0);
     }
-    /* Kept until the chips pass its withdrawn frames, and no lookup
-     * holds it. */
-    if (keep || __atomic_load_n(&v->users, __ATOMIC_ACQUIRE)) {
-        v->state = VIEW_GONE;
-        v->next = w->gviews;
-        w->gviews = v;
-    } else {
-        view_free(v);
-    }
+    /* Freed now, or once the chips pass its withdrawn frames and no
+     * lookup holds it. */
+    v->state = VIEW_GONE;
+    sweep_gone(w);
     return err;
 }
 

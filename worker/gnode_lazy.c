@@ -208,19 +208,17 @@ strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v)
     return err;
 }
 
-/* ABORT of a lazy view (unlinked from the list): ADOPTs no member has
+/* ABORT of a lazy view: ADOPTs no member has
  * begun are withdrawn, the others released; then the names go if a
  * member may have made one, and the range piece is given back unless a
- * member could not release. False while a withdrawn ADOPT still sits in
- * a chip's ring: v must outlive it (VIEW_GONE). */
-strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v,
-                            bool *keep)
+ * member could not release. A withdrawn ADOPT may still sit in a chip's
+ * ring: the caller keeps v until it is passed (sweep_gone). */
+strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v)
 {
     uint32_t posted = 0, sent;
     strata_err err = STRATA_OK, perr = STRATA_OK;
     bool touched;
 
-    *keep = false;
     if (BASE_FAULT("gnode.release"))
         err = base_fail(STRATA_EIO, "fault point gnode.release");
     orch_lock(w->sched);
@@ -250,8 +248,6 @@ strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v,
     }
     orch_lock(w->sched);
     touched = gnode_lazy_touched(v);
-    for (uint32_t i = 0; v->adopts_posted && i < v->nlocal; i++)
-        *keep |= !v->adopt_ctls[i].done;
     if (!err && v->va_len)
         orch_va_free_locked(w->sched, v->va_start, v->va_len);
     orch_unlock(w->sched);

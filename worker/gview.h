@@ -63,9 +63,8 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
 /* Waits for the members' ADOPTs of a committed view; without gv_mu, v
  * held by users. */
 strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v);
-/* ABORT (v unlinked); *keep while a withdrawn ADOPT is still in a ring. */
-strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v,
-                            bool *keep);
+/* ABORT (v unlinked; kept while a withdrawn ADOPT is still in a ring). */
+strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v);
 /* Whether a member may have created a window of v. */
 bool gnode_lazy_touched(const struct strata_global_view *v);
 /* Drops every rank's name of v. */
