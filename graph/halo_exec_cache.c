@@ -93,12 +93,23 @@ bool halo_k_cache_take(struct rank_ctx *c)
     return true;
 }
 
+size_t halo_k_index_bytes(const struct rank_ctx *c)
+{
+    /* loc (one per edge) and order (one per row), and for a paged rank
+     * its rows and columns too. */
+    size_t bytes = (c->rp->nnz + 1 + c->rows + 1) * sizeof(uint64_t);
+
+    if (c->hdr->gfg_path_off != 0)
+        bytes += (c->rows + 1 + c->rp->nnz) * sizeof(int64_t);
+    return bytes;
+}
+
 /* Keeps c's arrays; false when they are too large to keep (the caller
  * frees them). */
 bool halo_k_cache_keep(struct rank_ctx *c)
 {
     struct cache_entry *e = cache_find(c->hdr->plan_id, c->rank);
-    size_t bytes = (c->rp->nnz + 1 + c->rows + 1) * sizeof(uint64_t);
+    size_t bytes = halo_k_index_bytes(c);
     size_t total = 0;
 
     if (e && e->loc == c->loc) {
@@ -107,8 +118,6 @@ bool halo_k_cache_keep(struct rank_ctx *c)
     }
     if (e)
         entry_drop(e);
-    if (c->paged_rows)
-        bytes += (c->rows + 1 + c->rp->nnz) * sizeof(int64_t);
     if (bytes > halo_k_cache_cap())
         return false;
     for (;;) {

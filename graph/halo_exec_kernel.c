@@ -3,20 +3,12 @@
  * other row it needs is read from a peer's window after the peer's
  * signal. */
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "halo_kernel.h"
 #include "rowsum.h"
 
 #include <string.h>
-#include <time.h>
-
-int64_t halo_k_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static volatile uint32_t *flag(const struct rank_ctx *c, uint32_t owner,
                                uint32_t sender)
@@ -217,7 +209,7 @@ void halo_k_signal_all(struct rank_ctx *c, bool send)
     const struct halo_peer *p = halo_k_peers(c, send);
     uint64_t n = send ? c->rp->num_send : c->rp->num_recv;
 
-    int64_t t = halo_k_now_ns();
+    int64_t t = (int64_t)base_now_ns();
 
     if (c->signaled || !c->rp || !c->cc)
         return;
@@ -252,7 +244,7 @@ strata_err halo_k_wait_for(struct rank_ctx *c, uint64_t peer)
  * signals went out), which may be well before this rank looked. */
 void halo_k_exchange_done(struct rank_ctx *c)
 {
-    c->stats->wait_end_ns = halo_k_now_ns();
+    c->stats->wait_end_ns = (int64_t)base_now_ns();
     c->stats->exchange_end_ns = c->arrived;
 }
 
@@ -350,12 +342,12 @@ static strata_err forward_run(struct rank_ctx *c)
     const struct halo_peer *r = halo_k_peers(c, false);
     strata_err err = STRATA_OK;
 
-    c->stats->exchange_start_ns = halo_k_now_ns();
+    c->stats->exchange_start_ns = (int64_t)base_now_ns();
     halo_k_pack(c);
     halo_k_signal_all(c, true);
     halo_k_point_ghosts(c);
     if (overlap) {
-        c->stats->compute_start_ns = halo_k_now_ns();
+        c->stats->compute_start_ns = (int64_t)base_now_ns();
         forward_interior(c);
     }
     for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
@@ -364,12 +356,12 @@ static strata_err forward_run(struct rank_ctx *c)
         return err;
     halo_k_exchange_done(c);
     if (!overlap) {
-        c->stats->compute_start_ns = halo_k_now_ns();
+        c->stats->compute_start_ns = (int64_t)base_now_ns();
         forward_interior(c);
     }
     for (uint64_t i = c->num_interior; i < c->rows; i++)
         forward_row(c, c->order[i]);
-    c->stats->compute_end_ns = halo_k_now_ns();
+    c->stats->compute_end_ns = (int64_t)base_now_ns();
     return STRATA_OK;
 }
 
@@ -419,7 +411,7 @@ static strata_err vjp_run(struct rank_ctx *c)
     const struct halo_peer *s = halo_k_peers(c, true);
     strata_err err = STRATA_OK;
 
-    c->stats->exchange_start_ns = halo_k_now_ns();
+    c->stats->exchange_start_ns = (int64_t)base_now_ns();
     /* The window starts zeroed, so ghost cotangents accumulate in place. */
     for (uint64_t i = c->num_interior; i < c->rows; i++)
         vjp_row(c, c->order[i], true);
@@ -431,7 +423,7 @@ static strata_err vjp_run(struct rank_ctx *c)
             return err;
         halo_k_exchange_done(c);
     }
-    c->stats->compute_start_ns = halo_k_now_ns();
+    c->stats->compute_start_ns = (int64_t)base_now_ns();
     if (c->rows > 0)
         memset(c->out, 0, c->rows * c->rb);
     for (uint64_t i = 0; i < c->rows; i++)
@@ -446,7 +438,7 @@ static strata_err vjp_run(struct rank_ctx *c)
     }
     if (overlap)
         halo_k_exchange_done(c);
-    c->stats->compute_end_ns = halo_k_now_ns();
+    c->stats->compute_end_ns = (int64_t)base_now_ns();
     return STRATA_OK;
 }
 

@@ -1,6 +1,8 @@
 /* The streamed forward of a paged rank too large for the index cache
  * (halo_kernel.h). */
 #include "base/alloc.h"
+#include "base/clock.h"
+#include "base/env.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "halo_kernel.h"
@@ -21,14 +23,10 @@ bool halo_k_streams(const struct rank_ctx *c)
 {
     static int forced = -1; /* STRATA_HALO_STREAM=1: every paged rank */
 
-    if (forced < 0) {
-        const char *env = getenv("STRATA_HALO_STREAM");
-
-        forced = env && env[0] && strcmp(env, "0") != 0;
-    }
+    if (forced < 0)
+        forced = base_env_flag("STRATA_HALO_STREAM");
     return c->hdr->gfg_path_off != 0 &&
-           (forced ||
-            (c->rp->nnz + c->rows) * 2 * sizeof(int64_t) > halo_k_cache_cap());
+           (forced || halo_k_index_bytes(c) > halo_k_cache_cap());
 }
 
 /* Rows [a, b) of the rank, from its open store. */
@@ -150,7 +148,7 @@ strata_err halo_k_forward_stream(struct rank_ctx *c)
     LOG_DEBUG("halo: rank %u streams %llu rows (%llu edges) from the store",
               c->rank, (unsigned long long)c->rows,
               (unsigned long long)c->rp->nnz);
-    c->stats->exchange_start_ns = halo_k_now_ns();
+    c->stats->exchange_start_ns = (int64_t)base_now_ns();
     halo_k_pack(c);
     halo_k_signal_all(c, true);
     halo_k_point_ghosts(c);
@@ -158,7 +156,7 @@ strata_err halo_k_forward_stream(struct rank_ctx *c)
         err = halo_k_wait_for(c, r[i].peer);
     if (!err) {
         halo_k_exchange_done(c);
-        c->stats->compute_start_ns = halo_k_now_ns();
+        c->stats->compute_start_ns = (int64_t)base_now_ns();
     }
     for (uint64_t a = 0; a < c->rows && !err;) {
         uint64_t b =
@@ -174,7 +172,7 @@ strata_err halo_k_forward_stream(struct rank_ctx *c)
         }
         a = b;
     }
-    c->stats->compute_end_ns = halo_k_now_ns();
+    c->stats->compute_end_ns = (int64_t)base_now_ns();
     c->num_interior = c->rows - boundary_rows;
     page_close(&pg);
     return err;
@@ -229,7 +227,7 @@ strata_err halo_k_vjp_stream(struct rank_ctx *c)
     }
     LOG_DEBUG("halo: rank %u streams its VJP over %llu rows", c->rank,
               (unsigned long long)c->rows);
-    c->stats->exchange_start_ns = halo_k_now_ns();
+    c->stats->exchange_start_ns = (int64_t)base_now_ns();
     for (uint64_t b = c->rows; b > 0 && !err;) {
         uint64_t a = b < STREAM_PAGE_ROWS ? 0 : b - STREAM_PAGE_ROWS;
 
@@ -253,7 +251,7 @@ strata_err halo_k_vjp_stream(struct rank_ctx *c)
         err = halo_k_wait_for(c, s[i].peer);
     if (!err) {
         halo_k_exchange_done(c);
-        c->stats->compute_start_ns = halo_k_now_ns();
+        c->stats->compute_start_ns = (int64_t)base_now_ns();
         if (c->rows > 0)
             memset(c->out, 0, c->rows * c->rb);
     }
@@ -270,7 +268,7 @@ strata_err halo_k_vjp_stream(struct rank_ctx *c)
     }
     for (uint64_t i = 0; i < c->rp->num_send && !err; i++)
         halo_k_vjp_receive(c, &s[i]);
-    c->stats->compute_end_ns = halo_k_now_ns();
+    c->stats->compute_end_ns = (int64_t)base_now_ns();
     c->num_interior = c->rows - boundary_rows;
     page_close(&pg);
     return err;

@@ -41,7 +41,6 @@ struct rank_ctx {
 #define HALO_K_SRC_BATCH 64
 
 /* halo_exec_kernel.c */
-int64_t halo_k_now_ns(void);
 /* The row of source l (an index of c->loc): owned, or a ghost in its
  * owner's window. */
 static inline const void *halo_k_source(const struct rank_ctx *c, uint64_t l)
@@ -53,27 +52,20 @@ const struct halo_peer *halo_k_peers(const struct rank_ctx *c, bool send);
 static inline void halo_k_row_axpy(const struct rank_ctx *c, void *acc,
                                    double w, const void *src)
 {
+    /* w = 1 needs no case of its own: a + 1 * s is a + s, bit for bit. */
     if (c->dtype == STRATA_F32) {
         float *a = acc;
         const float *s = src;
         float wf = (float)w;
 
-        if (w == 1.0)
-            for (size_t f = 0; f < c->features; f++)
-                a[f] += s[f];
-        else
-            for (size_t f = 0; f < c->features; f++)
-                a[f] += wf * s[f];
+        for (size_t f = 0; f < c->features; f++)
+            a[f] += wf * s[f];
     } else {
         double *a = acc;
         const double *s = src;
 
-        if (w == 1.0)
-            for (size_t f = 0; f < c->features; f++)
-                a[f] += s[f];
-        else
-            for (size_t f = 0; f < c->features; f++)
-                a[f] += w * s[f];
+        for (size_t f = 0; f < c->features; f++)
+            a[f] += w * s[f];
     }
 }
 
@@ -106,6 +98,9 @@ size_t halo_k_cache_cap(void);
 bool halo_k_cache_take(struct rank_ctx *c);
 /* Keeps c's arrays; false when they are too large (the caller frees). */
 bool halo_k_cache_keep(struct rank_ctx *c);
+/* What keeping c's index arrays takes: the one measure the cache and the
+ * choice to stream (halo_k_streams) both use. */
+size_t halo_k_index_bytes(const struct rank_ctx *c);
 bool halo_k_cache_owns(const uint64_t *loc);
 
 /* halo_exec_stream.c: the forward and VJP of a paged rank too large for
