@@ -471,9 +471,10 @@ struct par {
     size_t nodes;
 };
 
-/* Every node is busy for BUSY_MS (its chips sleep; a node runs one task
- * at a time, a remote node's chips take the domain command after their
- * kernel); then the allocation. Sent node by node, it would wait about
+/* Every node is busy for BUSY_MS (its chips sleep; a forked node serves
+ * one frame at a time, and with the descriptor exchange a remote node's
+ * chips take the domain command after their kernel); then the
+ * allocation. Sent node by node, it would wait about
  * nodes x BUSY_MS; fanned out, about BUSY_MS. Sleeping takes no CPU, so
  * this holds on two cores. */
 static strata_err par_orch(strata_orch *o, const strata_args *args, void *user)
