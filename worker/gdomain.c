@@ -7,16 +7,16 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/token.h"
+#include "chip/chip.h"
 #include "gdomain_int.h"
+#include "gview.h"
 #include "orch/control.h"
 #include "remote.h"
-#include "sim/sim.h"
 #include "wire/msg.h"
 
 #include <stdio.h>
 #include <strata/domain.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 /* A node's reply: its members' descriptors (a handle is at most
@@ -440,14 +440,10 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
  * lock: n system calls, only after a node died. */
 static void unlink_after_death(struct strata_global_domain *g)
 {
-    char name[CHIP_WINDOW_HANDLE_MAX];
+    const struct chip_backend_ops *ops = chip_backend_find("sim");
 
-    for (uint32_t r = 0; r < g->n; r++) {
-        sim_window_name(name, sizeof(name), (int)(cluster_id(g->w) >> 32),
-                        GLOBAL_ALLOC_TAG | g->id, r,
-                        (uint32_t)cluster_id(g->w));
-        shm_unlink(name); /* ENOENT: never made */
-    }
+    if (ops && ops->host_window_unlink)
+        gwin_unlink_all(ops, cluster_id(g->w), g->id, g->n, g->window_size);
 }
 
 static void abort_all(struct strata_global_domain *g, strata_orch *o)

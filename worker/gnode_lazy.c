@@ -27,19 +27,10 @@
 
 #include <string.h>
 
-/* What the backend is told about rank r of a lazy view: names every node
- * of the cluster computes alike. */
 static struct chip_window_req
 lazy_req(const strata_worker *w, const struct strata_global_view *v, uint32_t r)
 {
-    return (struct chip_window_req){
-        .alloc_id = GLOBAL_ALLOC_TAG | v->domain_id,
-        .rank = r,
-        .rank_count = v->n,
-        .window_size = v->window_size,
-        .creator_pid = (int32_t)(w->cluster_id >> 32),
-        .name_token = (uint32_t)w->cluster_id,
-    };
+    return gwin_req(w->cluster_id, v->domain_id, r, v->n, v->window_size);
 }
 
 /* Whether some member of lazy view v may have created a window: it began
@@ -54,16 +45,23 @@ bool gnode_lazy_touched(const struct strata_global_view *v)
     return false;
 }
 
+void gwin_unlink_all(const struct chip_backend_ops *ops, uint64_t cluster_id,
+                     uint64_t domain_id, uint32_t n, size_t window_size)
+{
+    for (uint32_t r = 0; r < n; r++) {
+        struct chip_window_req req =
+            gwin_req(cluster_id, domain_id, r, n, window_size);
+
+        ops->host_window_unlink(&req);
+    }
+}
+
 /* Drops every rank's name: a member of this node opens (and may create)
  * all of them. */
 void gnode_lazy_unlink(const strata_worker *w,
                        const struct strata_global_view *v)
 {
-    for (uint32_t r = 0; r < v->n; r++) {
-        struct chip_window_req req = lazy_req(w, v, r);
-
-        w->ops->host_window_unlink(&req);
-    }
+    gwin_unlink_all(w->ops, w->cluster_id, v->domain_id, v->n, v->window_size);
 }
 
 /* Makes v lazy when it can be: the backend has host windows, the exchange

@@ -51,6 +51,27 @@ struct strata_global_view {
     struct strata_global_view *next;
 };
 
+/* What the backend is told about rank r of global domain domain_id's
+ * window: a name every node of the cluster, and its L4, compute alike
+ * (the L4's pid and token in cluster_id). */
+static inline struct chip_window_req gwin_req(uint64_t cluster_id,
+                                              uint64_t domain_id, uint32_t r,
+                                              uint32_t n, size_t window_size)
+{
+    return (struct chip_window_req){
+        .alloc_id = GLOBAL_ALLOC_TAG | domain_id,
+        .rank = r,
+        .rank_count = n,
+        .window_size = window_size,
+        .creator_pid = (int32_t)(cluster_id >> 32),
+        .name_token = (uint32_t)cluster_id,
+    };
+}
+
+/* Drops every rank's name of that domain (ENOENT: never made). */
+void gwin_unlink_all(const struct chip_backend_ops *ops, uint64_t cluster_id,
+                     uint64_t domain_id, uint32_t n, size_t window_size);
+
 /* gnode_lazy.c. Under gv_mu unless said. */
 /* Makes v lazy when it can be (v->lazy says). */
 void gnode_lazy_begin(strata_worker *w, struct strata_global_view *v);
