@@ -255,12 +255,19 @@ struct quiet_pipe {
     bool restore; /* was not blocked here: consume and unblock after */
 };
 
-static void quiet_pipe_begin(struct quiet_pipe *q)
+static sigset_t sigpipe_set(void)
 {
     sigset_t pipe;
 
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
+    return pipe;
+}
+
+static void quiet_pipe_begin(struct quiet_pipe *q)
+{
+    sigset_t pipe = sigpipe_set();
+
     q->restore = pthread_sigmask(SIG_BLOCK, &pipe, &q->old) == 0 &&
                  !sigismember(&q->old, SIGPIPE);
 }
@@ -268,12 +275,10 @@ static void quiet_pipe_begin(struct quiet_pipe *q)
 static void quiet_pipe_end(struct quiet_pipe *q)
 {
     static const struct timespec now = {0, 0};
-    sigset_t pipe;
+    sigset_t pipe = sigpipe_set();
 
     if (!q->restore)
         return;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
     while (sigtimedwait(&pipe, NULL, &now) == SIGPIPE)
         ;
     pthread_sigmask(SIG_SETMASK, &q->old, NULL);
@@ -281,22 +286,19 @@ static void quiet_pipe_end(struct quiet_pipe *q)
 
 void wire_conn_block_sigpipe(void)
 {
-    sigset_t pipe;
+    sigset_t pipe = sigpipe_set();
 
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 }
 
 strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len)
 {
     strata_err err = STRATA_OK;
-
-    /* Task threads send while the loop thread may be closing: the
-     * bufferevent's lock covers the flags too (callbacks run holding it). */
     struct quiet_pipe q;
 
     quiet_pipe_begin(&q);
+    /* Task threads send while the loop thread may be closing: the
+     * bufferevent's lock covers the flags too (callbacks run holding it). */
     bufferevent_lock(c->bev);
     if (c->failed || c->closing)
         err = base_fail(STRATA_EPEER, "connection to %s is closed", c->peer);
