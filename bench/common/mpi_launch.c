@@ -51,40 +51,63 @@ bool mpi_launch_pinned(void)
     return env && env[0] && strcmp(env, "0") != 0;
 }
 
+int mpi_launch_prefix(int np, char np_buf[16], const char **argv)
+{
+    const char *mpirun = getenv("BENCH_MPIRUN");
+    int a = 0;
+
+    if (mpirun == NULL || mpirun[0] == '\0')
+        mpirun = BENCH_MPIEXEC;
+    snprintf(np_buf, 16, "%d", np);
+    argv[a++] = mpirun;
+    argv[a++] = "--oversubscribe";
+    /* Bound like strata's chips: --bind-to none unless STRATA_PIN binds
+     * them one per core, in order, which it does when they fit; then rank
+     * r goes to core r the same way. */
+    argv[a++] = "--bind-to";
+    if (mpi_launch_pinned() && np <= sysconf(_SC_NPROCESSORS_ONLN)) {
+        argv[a++] = "core";
+        argv[a++] = "--map-by";
+        argv[a++] = "core";
+    } else {
+        argv[a++] = "none";
+    }
+    if (geteuid() == 0)
+        argv[a++] = "--allow-run-as-root";
+    argv[a++] = "-np";
+    argv[a++] = np_buf;
+    return a;
+}
+
 int mpi_launch(const char *helper, int np, const char *args, double timeout_s,
                const char *prefix, mpi_line_fn fn, void *user, char *why,
                size_t why_cap)
 {
-    const char *mpirun = getenv("BENCH_MPIRUN");
-    char cmd[4096], line[LINE_MAX_LEN];
+    const char *pre[MPI_LAUNCH_PREFIX_MAX];
+    char cmd[4096], opts[256] = "", np_s[16], line[LINE_MAX_LEN];
     char tail[TAIL_LINES][LINE_MAX_LEN];
     size_t ntail = 0, plen = strlen(prefix);
-    int status, stopped = 0;
+    int status, stopped = 0, k = mpi_launch_prefix(np, np_s, pre);
     FILE *p;
 
-    if (mpirun == NULL || mpirun[0] == '\0')
-        mpirun = BENCH_MPIEXEC;
-    if (!shell_safe(mpirun) || !shell_safe(helper)) {
+    if (!shell_safe(pre[0]) || !shell_safe(helper)) {
         snprintf(why, why_cap, "a quote in the mpirun or helper path");
         return -1;
     }
-    /* Bound like strata's chips: --bind-to none unless STRATA_PIN binds
-     * them one per core, in order, which it does when they fit; then rank
-     * r goes to core r the same way. stderr joins
-     * stdout so that a failure can be shown. `timeout` (coreutils) bounds
-     * a job that hangs; without it the job runs unbounded. In a sanitizer
-     * build, Open MPI's own leaks would fail the helper at exit. */
+    for (int i = 1; i < k; i++) { /* plain words: no quoting needed */
+        strncat(opts, pre[i], sizeof(opts) - strlen(opts) - 1);
+        strncat(opts, " ", sizeof(opts) - strlen(opts) - 1);
+    }
+    /* stderr joins stdout so that a failure can be shown. `timeout`
+     * (coreutils) bounds a job that hangs; without it the job runs
+     * unbounded. In a sanitizer build, Open MPI's own leaks would fail
+     * the helper at exit. */
     snprintf(cmd, sizeof(cmd),
              "if command -v timeout >/dev/null 2>&1; then "
              "T='timeout -k 5 %d'; else T=; fi; "
              "export ASAN_OPTIONS=\"${ASAN_OPTIONS:-detect_leaks=0}\"; "
-             "exec $T '%s' --oversubscribe %s %s-np %d '%s' %s "
-             "2>&1 </dev/null",
-             (int)(timeout_s + 0.5), mpirun,
-             mpi_launch_pinned() && np <= sysconf(_SC_NPROCESSORS_ONLN)
-                 ? "--bind-to core --map-by core"
-                 : "--bind-to none",
-             geteuid() == 0 ? "--allow-run-as-root " : "", np, helper, args);
+             "exec $T '%s' %s'%s' %s 2>&1 </dev/null",
+             (int)(timeout_s + 0.5), pre[0], opts, helper, args);
     fflush(stdout);
     fflush(stderr);
     p = popen(cmd, "r");

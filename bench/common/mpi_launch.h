@@ -24,6 +24,12 @@ bool mpi_helper_path(const char *name, char *buf, size_t cap);
  * when they fit): mpi_launch then binds ranks that fit the same way. */
 bool mpi_launch_pinned(void);
 
+/* The mpirun command and its options for np ranks, as every bench runs
+ * it (see mpi_launch), into argv[0..k); returns k. np_buf holds np's
+ * digits for argv. */
+#define MPI_LAUNCH_PREFIX_MAX 10
+int mpi_launch_prefix(int np, char np_buf[16], const char **argv);
+
 /* Runs `mpirun --oversubscribe --bind-to none -np np helper args` (with
  * `--bind-to core --map-by core` instead when mpi_launch_pinned() and np
  * ranks fit the online CPUs, --allow-run-as-root as root; $BENCH_MPIRUN

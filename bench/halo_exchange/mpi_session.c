@@ -16,10 +16,6 @@
 #include "bench_common.h"
 #include "mpi_launch.h"
 
-#ifndef BENCH_MPIEXEC
-#define BENCH_MPIEXEC "mpirun"
-#endif
-
 #define PREFIX "MPIHX "
 #define CLOSE_WAIT_S 30.0
 #define KILL_WAIT_S 5.0
@@ -81,27 +77,9 @@ static int make_fifos(struct mpi_session *s, char *why, size_t why_cap)
 static void build_argv(const char *helper, int np, int reps, const char *dir,
                        char *np_s, char *reps_s, const char **argv)
 {
-    const char *mpirun = getenv("BENCH_MPIRUN");
-    int a = 0;
+    int a = mpi_launch_prefix(np, np_s, argv);
 
-    if (mpirun == NULL || mpirun[0] == '\0')
-        mpirun = BENCH_MPIEXEC;
-    snprintf(np_s, 16, "%d", np);
     snprintf(reps_s, 16, "%d", reps);
-    argv[a++] = mpirun;
-    argv[a++] = "--oversubscribe";
-    argv[a++] = "--bind-to";
-    if (mpi_launch_pinned() && np <= sysconf(_SC_NPROCESSORS_ONLN)) {
-        argv[a++] = "core";
-        argv[a++] = "--map-by";
-        argv[a++] = "core";
-    } else {
-        argv[a++] = "none";
-    }
-    if (geteuid() == 0)
-        argv[a++] = "--allow-run-as-root";
-    argv[a++] = "-np";
-    argv[a++] = np_s;
     argv[a++] = helper;
     argv[a++] = "--reps";
     argv[a++] = reps_s;
