@@ -15,13 +15,28 @@
 
 #define STREAM_PAGE_ROWS 65536
 
+/* Rows per page: STREAM_PAGE_ROWS, or N when STRATA_HALO_STREAM=N > 1
+ * (tests: pages that split a small graph). */
+static uint64_t page_rows(void)
+{
+    static uint64_t rows;
+
+    if (rows == 0) {
+        const char *env = getenv("STRATA_HALO_STREAM");
+        uint64_t n = env ? strtoull(env, NULL, 10) : 0;
+
+        rows = n > 1 && n < STREAM_PAGE_ROWS ? n : STREAM_PAGE_ROWS;
+    }
+    return rows;
+}
+
 /* A paged rank whose rows and index arrays (16 bytes per edge) would not
  * fit the index cache streams its rows through a small page instead, in
  * the serialized schedule (exchange, then rows; no overlap), each source
  * resolved as it is read. */
 bool halo_k_streams(const struct rank_ctx *c)
 {
-    static int forced = -1; /* STRATA_HALO_STREAM=1: every paged rank */
+    static int forced = -1; /* STRATA_HALO_STREAM: every paged rank */
 
     if (forced < 0)
         forced = base_env_flag("STRATA_HALO_STREAM");
@@ -32,7 +47,8 @@ bool halo_k_streams(const struct rank_ctx *c)
 /* Rows [a, b) of the rank, from its open store. */
 struct page {
     strata_gfg *g;
-    int64_t *rows; /* STREAM_PAGE_ROWS + 1, rebased */
+    uint64_t span; /* rows per page */
+    int64_t *rows; /* span + 1, rebased */
     int64_t *cols;
     uint64_t cap;
 };
@@ -40,7 +56,8 @@ struct page {
 static strata_err page_open(struct rank_ctx *c, struct page *pg)
 {
     memset(pg, 0, sizeof(*pg));
-    pg->rows = base_malloc((STREAM_PAGE_ROWS + 1) * sizeof(int64_t));
+    pg->span = page_rows();
+    pg->rows = base_malloc((pg->span + 1) * sizeof(int64_t));
     if (!pg->rows)
         return base_fail(STRATA_ENOMEM, "halo kernel: rank %u: out of memory",
                          c->rank);
@@ -159,8 +176,7 @@ strata_err halo_k_forward_stream(struct rank_ctx *c)
         c->stats->compute_start_ns = (int64_t)base_now_ns();
     }
     for (uint64_t a = 0; a < c->rows && !err;) {
-        uint64_t b =
-            c->rows - a < STREAM_PAGE_ROWS ? c->rows : a + STREAM_PAGE_ROWS;
+        uint64_t b = c->rows - a < pg.span ? c->rows : a + pg.span;
 
         err = page_read(c, &pg, a, b);
         for (uint64_t i = a; i < b && !err; i++) {
@@ -229,7 +245,7 @@ strata_err halo_k_vjp_stream(struct rank_ctx *c)
               (unsigned long long)c->rows);
     c->stats->exchange_start_ns = (int64_t)base_now_ns();
     for (uint64_t b = c->rows; b > 0 && !err;) {
-        uint64_t a = b < STREAM_PAGE_ROWS ? 0 : b - STREAM_PAGE_ROWS;
+        uint64_t a = b < pg.span ? 0 : b - pg.span;
 
         err = page_read(c, &pg, a, b);
         for (uint64_t i = b; i > a && !err;) {
@@ -256,8 +272,7 @@ strata_err halo_k_vjp_stream(struct rank_ctx *c)
             memset(c->out, 0, c->rows * c->rb);
     }
     for (uint64_t a = 0; a < c->rows && !err;) {
-        uint64_t b =
-            c->rows - a < STREAM_PAGE_ROWS ? c->rows : a + STREAM_PAGE_ROWS;
+        uint64_t b = c->rows - a < pg.span ? c->rows : a + pg.span;
         bool unused = false;
 
         err = page_read(c, &pg, a, b);

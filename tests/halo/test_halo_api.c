@@ -65,8 +65,15 @@ static int teardown(void **state)
 
 static const int chips[HK_CHIPS] = {0, 1, 2, 3, 4, 5, 6, 7};
 
-static strata_halo *make(const strata_csr_view *v, const char *path,
-                         size_t world, strata_dtype dt)
+/* A handle with the reducer and edge kernel of r (NULL: sum). */
+struct red {
+    strata_dtype dt;
+    strata_halo_reducer reducer;
+    const char *edge;
+};
+
+static strata_halo *make_red(const strata_csr_view *v, const char *path,
+                             size_t world, const struct red *r)
 {
     strata_halo_spec spec;
     strata_halo *h = NULL;
@@ -76,9 +83,19 @@ static strata_halo *make(const strata_csr_view *v, const char *path,
     spec.gfg_path = path;
     spec.chips = chips;
     spec.num_chips = world;
-    spec.dtype = dt;
+    spec.dtype = r->dt;
+    spec.reducer = r->reducer;
+    spec.edge_kernel = r->edge;
     assert_int_equal(strata_halo_create(env.w, &spec, &h), STRATA_OK);
     return h;
+}
+
+static strata_halo *make(const strata_csr_view *v, const char *path,
+                         size_t world, strata_dtype dt)
+{
+    struct red r = {dt, STRATA_HALO_SUM, NULL};
+
+    return make_red(v, path, world, &r);
 }
 
 static void test_halo_ring_values_exact(void **state)
@@ -120,44 +137,58 @@ static void test_halo_ring_values_exact(void **state)
     gh_graph_free(&g);
 }
 
+/* A paged handle gives the in-memory one's bits, forward and VJP, for
+ * every reducer and dtype. halo_api_streamed runs this with every paged
+ * rank streaming in pages of 7 rows, so pages split the ranks' rows. */
 static void test_halo_paged_equals_in_memory(void **state)
 {
+    static const struct red reds[] = {
+        {STRATA_F64, STRATA_HALO_SUM, NULL},
+        {STRATA_F32, STRATA_HALO_SUM, NULL},
+        {STRATA_F64, STRATA_HALO_MEAN, NULL},
+        {STRATA_F32, STRATA_HALO_MEAN, NULL},
+        {STRATA_F64, STRATA_HALO_EDGE, "test.weighted"},
+        {STRATA_F32, STRATA_HALO_EDGE, "test.weighted"},
+    };
+    static const size_t worlds[] = {1, 3, 8};
     struct gh_graph g;
     strata_csr_view v;
     uint64_t st = 5;
     char *store;
-    size_t bytes;
 
     (void)state;
     gh_graph_random(&g, 300, 7, &st);
     v = gh_view(&g);
-    bytes = g.n * sizeof(double);
     store = gh_join(tmp, "g.gfg");
     assert_int_equal(strata_gfg_save(store, &v, STRATA_I64), STRATA_OK);
-    for (size_t world = 1; world <= 8; world *= 2) {
-        strata_halo *mem = make(&v, NULL, world, STRATA_F64);
-        strata_halo *paged = make(NULL, store, world, STRATA_F64);
-        double *fwd = malloc(bytes);
-        double *bwd = malloc(bytes);
+    for (size_t k = 0; k < sizeof(reds) / sizeof(reds[0]); k++) {
+        size_t bytes = g.n * strata_dtype_size(reds[k].dt);
 
-        assert_non_null(fwd);
-        assert_non_null(bwd);
-        hk_fill(env.x, STRATA_F64, g.n, 1, world);
-        hk_fill(env.grad_out, STRATA_F64, g.n, 1, world + 1);
-        assert_int_equal(hk_call(&env, mem, false), STRATA_OK);
-        assert_int_equal(hk_call(&env, mem, true), STRATA_OK);
-        memcpy(fwd, strata_buffer_data(env.out), bytes);
-        memcpy(bwd, strata_buffer_data(env.grad_x), bytes);
-        memset(strata_buffer_data(env.out), 0, bytes);
-        memset(strata_buffer_data(env.grad_x), 0, bytes);
-        assert_int_equal(hk_call(&env, paged, false), STRATA_OK);
-        assert_int_equal(hk_call(&env, paged, true), STRATA_OK);
-        assert_memory_equal(fwd, strata_buffer_data(env.out), bytes);
-        assert_memory_equal(bwd, strata_buffer_data(env.grad_x), bytes);
-        free(fwd);
-        free(bwd);
-        assert_int_equal(strata_halo_destroy(mem), STRATA_OK);
-        assert_int_equal(strata_halo_destroy(paged), STRATA_OK);
+        for (size_t i = 0; i < sizeof(worlds) / sizeof(worlds[0]); i++) {
+            strata_halo *mem = make_red(&v, NULL, worlds[i], &reds[k]);
+            strata_halo *paged = make_red(NULL, store, worlds[i], &reds[k]);
+            char *fwd = malloc(bytes);
+            char *bwd = malloc(bytes);
+
+            assert_non_null(fwd);
+            assert_non_null(bwd);
+            hk_fill(env.x, reds[k].dt, g.n, 1, worlds[i]);
+            hk_fill(env.grad_out, reds[k].dt, g.n, 1, worlds[i] + 1);
+            assert_int_equal(hk_call(&env, mem, false), STRATA_OK);
+            assert_int_equal(hk_call(&env, mem, true), STRATA_OK);
+            memcpy(fwd, strata_buffer_data(env.out), bytes);
+            memcpy(bwd, strata_buffer_data(env.grad_x), bytes);
+            memset(strata_buffer_data(env.out), 0, bytes);
+            memset(strata_buffer_data(env.grad_x), 0, bytes);
+            assert_int_equal(hk_call(&env, paged, false), STRATA_OK);
+            assert_int_equal(hk_call(&env, paged, true), STRATA_OK);
+            assert_memory_equal(fwd, strata_buffer_data(env.out), bytes);
+            assert_memory_equal(bwd, strata_buffer_data(env.grad_x), bytes);
+            free(fwd);
+            free(bwd);
+            assert_int_equal(strata_halo_destroy(mem), STRATA_OK);
+            assert_int_equal(strata_halo_destroy(paged), STRATA_OK);
+        }
     }
     free(store);
     gh_graph_free(&g);
