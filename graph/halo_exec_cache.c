@@ -63,7 +63,7 @@ static struct cache_entry *cache_find(uint64_t plan_id, uint32_t rank)
     return NULL;
 }
 
-bool halo_k_cache_owns(const uint64_t *loc)
+static bool cache_owns(const uint64_t *loc)
 {
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (cache[i].used && cache[i].loc == loc)
@@ -104,9 +104,8 @@ size_t halo_k_index_bytes(const struct rank_ctx *c)
     return bytes;
 }
 
-/* Keeps c's arrays; false when they are too large to keep (the caller
- * frees them). */
-bool halo_k_cache_keep(struct rank_ctx *c)
+/* Keeps c's arrays; false when they are too large to keep. */
+static bool cache_keep(struct rank_ctx *c)
 {
     struct cache_entry *e = cache_find(c->hdr->plan_id, c->rank);
     size_t bytes = halo_k_index_bytes(c);
@@ -150,4 +149,16 @@ bool halo_k_cache_keep(struct rank_ctx *c)
     e->order = c->order;
     e->num_interior = c->num_interior;
     return true;
+}
+
+void halo_k_cache_release(struct rank_ctx *c, bool ok)
+{
+    if (ok && cache_keep(c))
+        return;
+    if (cache_owns(c->loc))
+        return; /* an entry still holds them */
+    base_free(c->paged_rows);
+    base_free(c->paged_cols);
+    base_free(c->loc);
+    base_free(c->order);
 }

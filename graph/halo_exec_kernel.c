@@ -190,14 +190,7 @@ static strata_err translate(struct rank_ctx *c)
 /* ok: the index arrays are complete and stay cached; else they go. */
 static void ctx_close(struct rank_ctx *c, bool ok)
 {
-    if (ok && halo_k_cache_keep(c)) {
-        /* kept */
-    } else if (!halo_k_cache_owns(c->loc)) {
-        base_free(c->paged_rows);
-        base_free(c->paged_cols);
-        base_free(c->loc);
-        base_free(c->order);
-    }
+    halo_k_cache_release(c, ok);
     base_free((void *)c->ghost_row);
 }
 

@@ -96,12 +96,12 @@ void halo_k_vjp_receive(const struct rank_ctx *c, const struct halo_peer *s);
 size_t halo_k_cache_cap(void);
 /* Fills c from the cache; false when its plan is not there. */
 bool halo_k_cache_take(struct rank_ctx *c);
-/* Keeps c's arrays; false when they are too large (the caller frees). */
-bool halo_k_cache_keep(struct rank_ctx *c);
+/* At the end of a call: keeps c's index arrays when ok and they fit,
+ * else frees them unless a cache entry still holds them. */
+void halo_k_cache_release(struct rank_ctx *c, bool ok);
 /* What keeping c's index arrays takes: the one measure the cache and the
  * choice to stream (halo_k_streams) both use. */
 size_t halo_k_index_bytes(const struct rank_ctx *c);
-bool halo_k_cache_owns(const uint64_t *loc);
 
 /* halo_exec_stream.c: the forward and VJP of a paged rank too large for
  * the cache, streamed through a page of rows. */
