@@ -245,7 +245,10 @@ static void test_domain_adopt_failure_fails_the_run(void **state)
 
 /* ---- the reserved range is handed out again ----------------------------- */
 
+/* One domain over chips ids[0..n) allocated and released in a run. */
 struct cycles {
+    const int *ids;
+    size_t n;
     int size_kib;
     strata_domain *d;
 };
@@ -255,10 +258,9 @@ static strata_err cycle_orch(strata_orch *o, const strata_args *args,
 {
     (void)args;
     struct cycles *c = user;
-    static const int ids[3] = {3, 1, 0};
     struct dom_spec sp;
 
-    dom_spec_init(&sp, "cycle", ids, 3, (size_t)c->size_kib << 10);
+    dom_spec_init(&sp, "cycle", c->ids, c->n, (size_t)c->size_kib << 10);
     it_try(strata_orch_allocate_domain(o, &sp.spec, &c->d));
     return strata_domain_release(c->d);
 }
@@ -266,8 +268,9 @@ static strata_err cycle_orch(strata_orch *o, const strata_args *args,
 static void test_domain_adopt_range_reused(void **state)
 {
     (void)state;
+    static const int ids[3] = {3, 1, 0};
     struct it_fx f;
-    struct cycles c = {0};
+    struct cycles c = {.ids = ids, .n = 3};
 
     it_fx_start(&f, 16);
     for (int i = 0; i < 200; i++) {
@@ -284,24 +287,12 @@ static void test_domain_adopt_range_reused(void **state)
 
 /* ---- an ADOPT nobody ran is withdrawn at the fence ---------------------- */
 
-static strata_err unused_orch(strata_orch *o, const strata_args *args,
-                              void *user)
-{
-    (void)args;
-    struct cycles *c = user;
-    static const int ids[2] = {0, 1};
-    struct dom_spec sp;
-
-    dom_spec_init(&sp, "unused", ids, 2, 4096);
-    it_try(strata_orch_allocate_domain(o, &sp.spec, &c->d));
-    return strata_domain_release(c->d);
-}
-
 static void test_domain_adopt_withdrawn_when_unused(void **state)
 {
     (void)state;
+    static const int ids[2] = {0, 1};
     struct it_fx f;
-    struct cycles c = {0};
+    struct cycles c = {.ids = ids, .n = 2, .size_kib = 4};
     struct killed k = {.f = &f};
     static const int live[3] = {0, 2, 3};
     int pid;
@@ -315,7 +306,7 @@ static void test_domain_adopt_withdrawn_when_unused(void **state)
      * the test times out). */
     assert_int_equal(kill(pid, SIGSTOP), 0);
     for (int i = 0; i < 10; i++) {
-        it_ok(strata_worker_run(f.w, unused_orch, NULL, &c));
+        it_ok(strata_worker_run(f.w, cycle_orch, NULL, &c));
         assert_true(strata_domain_freed(c.d));
         assert_int_equal(dom_shm_windows(), 0);
     }
@@ -323,7 +314,7 @@ static void test_domain_adopt_withdrawn_when_unused(void **state)
     /* The chip passes its withdrawn frames and serves the next domain. */
     it_ok(strata_worker_run(f.w, next_orch, NULL, &k));
     assert_int_equal(dom_check_allreduce(f.b[1], 3, 256, 2), 0);
-    it_ok(strata_worker_run(f.w, unused_orch, NULL, &c));
+    it_ok(strata_worker_run(f.w, cycle_orch, NULL, &c));
     assert_int_equal(dom_chip_window_maps(f.w, live, 3), 0);
     assert_int_equal(dom_chip_window_maps(f.w, it_ids4, 4), 0);
     assert_int_equal(dom_shm_windows(), 0);
