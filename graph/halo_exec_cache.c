@@ -83,6 +83,7 @@ bool halo_k_cache_take(struct rank_ctx *c)
     c->loc = e->loc;
     c->order = e->order;
     c->num_interior = e->num_interior;
+    halo_k_round_layout(c);
     if (c->paged_rows) {
         c->row_ptr = c->paged_rows;
         c->cols = c->paged_cols;
@@ -95,9 +96,9 @@ bool halo_k_cache_take(struct rank_ctx *c)
 
 size_t halo_k_index_bytes(const struct rank_ctx *c)
 {
-    /* loc (one per edge) and order (one per row), and for a paged rank
-     * its rows and columns too. */
-    size_t bytes = (c->rp->nnz + 1 + c->rows + 1) * sizeof(uint64_t);
+    /* loc (one per edge) and order (rows and rounds), and for a paged
+     * rank its rows and columns too. */
+    size_t bytes = (c->rp->nnz + 1 + halo_k_order_len(c)) * sizeof(uint64_t);
 
     if (c->hdr->gfg_path_off != 0)
         bytes += (c->rows + 1 + c->rp->nnz) * sizeof(int64_t);

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define HALO_PLAN_MAGIC 0x504c4148u /* "HALP" */
-#define HALO_PLAN_VERSION 1u
+#define HALO_PLAN_VERSION 2u
 #define HALO_EDGE_NAME_MAX 64
 #define HALO_EDGE_MAX 64
 #define HALO_PATH_MAX 4096
@@ -46,6 +46,7 @@ struct halo_plan_hdr {
     uint64_t ro_size;      /* bytes of the read-only part */
     uint64_t stats_off;    /* struct halo_stats[world], kernel-written */
     uint64_t plan_id;      /* unique per plan: chips cache by it */
+    uint64_t chunk_rows;   /* forward hand-off unit, rows, >= 1 */
     char edge_name[HALO_EDGE_NAME_MAX];
 };
 
@@ -183,7 +184,14 @@ void halo_trace_collect(const void *plan, const int *chips, const int *nodes,
 strata_err halo_trace_write(const char *path, bool vjp, const void *plan,
                             const strata_halo_rank_trace *records);
 
-/* Window layout: flag word s of rank r's window is "sender s is done";
+/* Chunks of a block of count rows handed over chunk_rows at a time. */
+static inline uint64_t halo_chunks(uint64_t count, uint64_t chunk_rows)
+{
+    return (count + chunk_rows - 1) / chunk_rows;
+}
+
+/* Window layout: flag word s of rank r's window counts what sender s
+ * handed over (forward: chunks of its block for r; VJP: 1 when done);
  * stamp s (int64, after the flags) is when sender s signalled, so the
  * receiver knows when its ghosts arrived, not only when it looked; the
  * data region starts at the first aligned byte after the stamps. */

@@ -10,37 +10,6 @@
 
 #include <string.h>
 
-static volatile uint32_t *flag(const struct rank_ctx *c, uint32_t owner,
-                               uint32_t sender)
-{
-    return (volatile uint32_t *)((char *)c->cc->window_base[owner] +
-                                 sender * sizeof(uint32_t));
-}
-
-static int64_t *stamp(const struct rank_ctx *c, uint32_t owner, uint32_t sender)
-{
-    return (int64_t *)((char *)c->cc->window_base[owner] +
-                       halo_stamp_offset(c->cc->rank_count)) +
-           sender;
-}
-
-char *halo_k_window_data(const struct rank_ctx *c, uint32_t r)
-{
-    return (char *)c->cc->window_base[r] + c->data_off;
-}
-
-const struct halo_peer *halo_k_peers(const struct rank_ctx *c, bool send)
-{
-    return (const struct halo_peer *)(c->plan + (send ? c->rp->send_off
-                                                      : c->rp->recv_off));
-}
-
-static const struct halo_rank_plan *rank_plan(const struct rank_ctx *c,
-                                              uint64_t r)
-{
-    return (const struct halo_rank_plan *)(c->plan + c->hdr->ranks_off) + r;
-}
-
 static strata_err ctx_open(strata_chip *chip, const strata_args *args,
                            struct rank_ctx *c)
 {
@@ -63,7 +32,7 @@ static strata_err ctx_open(strata_chip *chip, const strata_args *args,
                          "halo kernel: chip %d is not rank %u of a %u-rank "
                          "halo domain",
                          strata_chip_id(chip), c->rank, c->hdr->world);
-    c->rp = rank_plan(c, c->rank);
+    c->rp = halo_k_rank_plan(c, c->rank);
     c->dtype = (strata_dtype)c->hdr->dtype;
     c->features = c->hdr->features;
     c->rb = c->features * strata_dtype_size(c->dtype);
@@ -77,6 +46,7 @@ static strata_err ctx_open(strata_chip *chip, const strata_args *args,
         c->in = strata_args_tensor_data(args, 2);
         c->out = strata_args_tensor_data(args, 3);
     }
+    halo_k_count_rounds(c);
     if (c->hdr->reducer == STRATA_HALO_EDGE) {
         c->edge = halo_edge_find(c->hdr->edge_name);
         if (!c->edge)
@@ -149,7 +119,8 @@ strata_err halo_k_ghost_index(const struct rank_ctx *c, int64_t id,
     return STRATA_OK;
 }
 
-/* Local index of every entry; rows ordered interior first. */
+/* Local index of every entry; rows ordered interior first; boundary rows
+ * also by the round that brings their last ghost. */
 static strata_err translate(struct rank_ctx *c)
 {
     uint64_t b = c->rp->owned_begin;
@@ -158,7 +129,7 @@ static strata_err translate(struct rank_ctx *c)
     strata_err err;
 
     c->loc = base_malloc((c->rp->nnz + 1) * sizeof(uint64_t));
-    c->order = base_malloc((c->rows + 1) * sizeof(uint64_t));
+    c->order = base_malloc(halo_k_order_len(c) * sizeof(uint64_t));
     c->ghost_row = base_malloc((c->rp->num_ghosts + 1) * sizeof(char *));
     if (!c->loc || !c->order || !c->ghost_row)
         return base_fail(STRATA_ENOMEM, "halo kernel: rank %u: out of memory",
@@ -184,7 +155,7 @@ static strata_err translate(struct rank_ctx *c)
         else
             c->order[c->num_interior++] = i;
     }
-    return STRATA_OK;
+    return halo_k_group_rounds(c);
 }
 
 /* ok: the index arrays are complete and stay cached; else they go. */
@@ -192,53 +163,6 @@ static void ctx_close(struct rank_ctx *c, bool ok)
 {
     halo_k_cache_release(c, ok);
     base_free((void *)c->ghost_row);
-}
-
-/* Tells every rank that waits on this one that its data is ready. Also
- * used on failure, so peers finish instead of waiting out their timeout
- * (the run fails with this rank's error anyway). */
-void halo_k_signal_all(struct rank_ctx *c, bool send)
-{
-    const struct halo_peer *p = halo_k_peers(c, send);
-    uint64_t n = send ? c->rp->num_send : c->rp->num_recv;
-
-    int64_t t = (int64_t)base_now_ns();
-
-    if (c->signaled || !c->rp || !c->cc)
-        return;
-    c->signaled = true;
-    c->arrived = t;
-    for (uint64_t i = 0; i < n; i++) {
-        /* The stamp is published by the signal's full barrier. */
-        __atomic_store_n(stamp(c, (uint32_t)p[i].peer, c->rank), t,
-                         __ATOMIC_RELAXED);
-        strata_signal_add(flag(c, (uint32_t)p[i].peer, c->rank), 1);
-    }
-}
-
-strata_err halo_k_wait_for(struct rank_ctx *c, uint64_t peer)
-{
-    strata_err err = strata_signal_wait(flag(c, c->rank, (uint32_t)peer), 1,
-                                        c->hdr->timeout_s);
-    int64_t t;
-
-    if (err) {
-        base_errmsg_prefix("halo: rank %u waiting for rank %llu", c->rank,
-                           (unsigned long long)peer);
-        return err;
-    }
-    t = __atomic_load_n(stamp(c, c->rank, (uint32_t)peer), __ATOMIC_RELAXED);
-    if (t > c->arrived)
-        c->arrived = t;
-    return STRATA_OK;
-}
-
-/* The exchange ended when the last ghost arrived (or this rank's own
- * signals went out), which may be well before this rank looked. */
-void halo_k_exchange_done(struct rank_ctx *c)
-{
-    c->stats->wait_end_ns = (int64_t)base_now_ns();
-    c->stats->exchange_end_ns = c->arrived;
 }
 
 static double row_weight(const struct rank_ctx *c, uint64_t i)
@@ -301,61 +225,84 @@ static void forward_interior(const struct rank_ctx *c)
         forward_row(c, c->order[i]);
 }
 
-void halo_k_pack(struct rank_ctx *c)
+/* The boundary rows of rounds [t0, t1). */
+static void forward_rounds(const struct rank_ctx *c, uint64_t t0, uint64_t t1)
 {
-    const struct halo_peer *s = halo_k_peers(c, true);
-    char *region = halo_k_window_data(c, c->rank);
-
-    for (uint64_t i = 0; i < c->rp->num_send; i++) {
-        const struct halo_rank_plan *q = rank_plan(c, s[i].peer);
-        const int64_t *ids =
-            (const int64_t *)(c->plan + q->ghost_off) + s[i].remote_start;
-
-        for (uint64_t k = 0; k < s[i].count; k++)
-            memcpy(region + (s[i].local_start + k) * c->rb,
-                   c->in + ((uint64_t)ids[k] - c->rp->owned_begin) * c->rb,
-                   c->rb);
-    }
+    for (uint64_t j = t0 ? c->round_end[t0 - 1] : 0; j < c->round_end[t1 - 1];
+         j++)
+        forward_row(c, c->round_rows[j]);
 }
 
-void halo_k_point_ghosts(struct rank_ctx *c)
+/* Serialized: every chunk out, every ghost in, then all rows. */
+static strata_err forward_serialized(struct rank_ctx *c)
 {
     const struct halo_peer *r = halo_k_peers(c, false);
+    strata_err err = STRATA_OK;
 
-    for (uint64_t i = 0; i < c->rp->num_recv; i++)
-        for (uint64_t k = 0; k < r[i].count; k++)
-            c->ghost_row[r[i].local_start + k] =
-                halo_k_window_data(c, (uint32_t)r[i].peer) +
-                (r[i].remote_start + k) * c->rb;
+    while (c->packed < c->send_rounds)
+        halo_k_pack_round(c);
+    for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
+        err = halo_k_wait_for(c, r[i].peer,
+                              halo_chunks(r[i].count, c->hdr->chunk_rows));
+    if (err)
+        return err;
+    halo_k_exchange_done(c);
+    c->stats->compute_start_ns = (int64_t)base_now_ns();
+    forward_interior(c);
+    if (c->num_rounds > 0)
+        forward_rounds(c, 0, c->num_rounds);
+    return STRATA_OK;
+}
+
+/* Overlapped: the first chunk goes out, then, with interior rows to
+ * compute, the rest too (peers wait on nothing of this rank while it
+ * computes them). Then round by round: the next chunk out, this round's
+ * chunks in, the rows they complete. Without interior rows packing and
+ * reading take turns, so a peer reads a chunk while this rank packs the
+ * next and both find it in cache. A rank packs chunk t + 1 before it
+ * waits for round t, so every wait is for a chunk its peer packs without
+ * waiting for round t or later: no cycle. */
+static strata_err forward_overlapped(struct rank_ctx *c)
+{
+    bool done = false;
+
+    if (c->send_rounds > 0)
+        halo_k_pack_round(c);
+    while (c->num_interior > 0 && c->packed < c->send_rounds)
+        halo_k_pack_round(c);
+    c->stats->compute_start_ns = (int64_t)base_now_ns();
+    forward_interior(c);
+    for (uint64_t t = 0; t < c->num_rounds || c->packed < c->send_rounds; t++) {
+        if (c->packed < c->send_rounds)
+            halo_k_pack_round(c);
+        if (t < c->num_rounds) {
+            strata_err err = halo_k_wait_round(c, t);
+
+            if (err)
+                return err;
+        }
+        if (!done && t + 1 >= c->num_rounds && c->packed >= c->send_rounds) {
+            halo_k_exchange_done(c);
+            done = true;
+        }
+        if (t < c->num_rounds)
+            forward_rounds(c, t, t + 1);
+    }
+    if (!done)
+        halo_k_exchange_done(c);
+    return STRATA_OK;
 }
 
 static strata_err forward_run(struct rank_ctx *c)
 {
-    bool overlap = c->hdr->schedule == STRATA_HALO_OVERLAPPED;
-    const struct halo_peer *r = halo_k_peers(c, false);
-    strata_err err = STRATA_OK;
+    strata_err err;
 
     c->stats->exchange_start_ns = (int64_t)base_now_ns();
-    halo_k_pack(c);
-    halo_k_signal_all(c, true);
     halo_k_point_ghosts(c);
-    if (overlap) {
-        c->stats->compute_start_ns = (int64_t)base_now_ns();
-        forward_interior(c);
-    }
-    for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
-        err = halo_k_wait_for(c, r[i].peer);
-    if (err)
-        return err;
-    halo_k_exchange_done(c);
-    if (!overlap) {
-        c->stats->compute_start_ns = (int64_t)base_now_ns();
-        forward_interior(c);
-    }
-    for (uint64_t i = c->num_interior; i < c->rows; i++)
-        forward_row(c, c->order[i]);
+    err = c->hdr->schedule == STRATA_HALO_OVERLAPPED ? forward_overlapped(c)
+                                                     : forward_serialized(c);
     c->stats->compute_end_ns = (int64_t)base_now_ns();
-    return STRATA_OK;
+    return err;
 }
 
 /* ---- VJP ---- */
@@ -386,7 +333,7 @@ static void vjp_row(const struct rank_ctx *c, uint64_t i, bool ghosts)
 /* Adds what peer s holds for this rank's rows (its ghost cotangents). */
 void halo_k_vjp_receive(const struct rank_ctx *c, const struct halo_peer *s)
 {
-    const struct halo_rank_plan *q = rank_plan(c, s->peer);
+    const struct halo_rank_plan *q = halo_k_rank_plan(c, s->peer);
     const int64_t *ids =
         (const int64_t *)(c->plan + q->ghost_off) + s->remote_start;
     const char *src =
@@ -411,7 +358,7 @@ static strata_err vjp_run(struct rank_ctx *c)
     halo_k_signal_all(c, false);
     if (!overlap) {
         for (uint64_t i = 0; i < c->rp->num_send && !err; i++)
-            err = halo_k_wait_for(c, s[i].peer);
+            err = halo_k_wait_for(c, s[i].peer, 1);
         if (err)
             return err;
         halo_k_exchange_done(c);
@@ -423,7 +370,7 @@ static strata_err vjp_run(struct rank_ctx *c)
         vjp_row(c, i, false);
     for (uint64_t i = 0; i < c->rp->num_send; i++) {
         if (overlap) {
-            err = halo_k_wait_for(c, s[i].peer);
+            err = halo_k_wait_for(c, s[i].peer, 1);
             if (err)
                 return err;
         }

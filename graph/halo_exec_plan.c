@@ -148,6 +148,16 @@ static strata_err place(const strata_halo_spec *spec, struct layout *l)
     return err;
 }
 
+/* Whole rows per forward hand-off chunk, at least one. */
+static uint64_t chunk_rows(const strata_halo_spec *spec)
+{
+    size_t rb = spec->features * strata_dtype_size(spec->dtype);
+    size_t cb =
+        spec->chunk_bytes ? spec->chunk_bytes : STRATA_HALO_CHUNK_BYTES_DEFAULT;
+
+    return cb / rb > 0 ? cb / rb : 1;
+}
+
 static void fill_header(const strata_halo_spec *spec, const struct layout *l,
                         char *base)
 {
@@ -168,6 +178,7 @@ static void fill_header(const strata_halo_spec *spec, const struct layout *l,
     h->features = spec->features;
     h->timeout_s =
         spec->timeout_s > 0 ? spec->timeout_s : HALO_DEFAULT_TIMEOUT_S;
+    h->chunk_rows = chunk_rows(spec);
     h->ranks_off = sizeof(struct halo_plan_hdr);
     h->gfg_path_off = l->path_off;
     h->ro_size = l->ro_size;

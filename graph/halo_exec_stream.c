@@ -170,7 +170,8 @@ strata_err halo_k_forward_stream(struct rank_ctx *c)
     halo_k_signal_all(c, true);
     halo_k_point_ghosts(c);
     for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
-        err = halo_k_wait_for(c, r[i].peer);
+        err = halo_k_wait_for(c, r[i].peer,
+                              halo_chunks(r[i].count, c->hdr->chunk_rows));
     if (!err) {
         halo_k_exchange_done(c);
         c->stats->compute_start_ns = (int64_t)base_now_ns();
@@ -264,7 +265,7 @@ strata_err halo_k_vjp_stream(struct rank_ctx *c)
     }
     halo_k_signal_all(c, false);
     for (uint64_t i = 0; i < c->rp->num_send && !err; i++)
-        err = halo_k_wait_for(c, s[i].peer);
+        err = halo_k_wait_for(c, s[i].peer, 1);
     if (!err) {
         halo_k_exchange_done(c);
         c->stats->compute_start_ns = (int64_t)base_now_ns();

@@ -30,8 +30,21 @@ struct rank_ctx {
     int64_t *paged_rows;    /* owned copies when paged */
     int64_t *paged_cols;
     uint64_t *loc;   /* per entry: owned row, or rows + ghost index */
-    uint64_t *order; /* interior rows, then boundary rows */
+    /* Interior rows, then boundary rows descending (the VJP's order, the
+     * same whatever the chunks); then in the same allocation (of
+     * halo_k_order_len entries, halo_k_round_layout) round_end and, with
+     * several rounds, round_rows. */
+    uint64_t *order;
     uint64_t num_interior;
+    /* Forward hand-off in chunks (hdr->chunk_rows rows of each block):
+     * round t of a receiver needs chunk t of every peer that has one; the
+     * boundary rows of round t, round_rows[round_end[t - 1] ..
+     * round_end[t]) (from 0 for t = 0), read nothing of a later chunk. */
+    uint64_t num_rounds;  /* receive: most chunks of any peer's block */
+    uint64_t send_rounds; /* send: most chunks of any block sent */
+    uint64_t packed;      /* send rounds packed and signalled */
+    uint64_t *round_end;
+    uint64_t *round_rows;
     const char **ghost_row; /* forward: ghost g in its owner's window */
     bool signaled;
     int64_t arrived; /* latest signal time of the peers waited for */
@@ -40,14 +53,20 @@ struct rank_ctx {
 /* Source rows handed to halo_rowsum at a time. */
 #define HALO_K_SRC_BATCH 64
 
-/* halo_exec_kernel.c */
+/* halo_exec_kernel.c: a rank's rows */
 /* The row of source l (an index of c->loc): owned, or a ghost in its
  * owner's window. */
 static inline const void *halo_k_source(const struct rank_ctx *c, uint64_t l)
 {
     return l < c->rows ? c->in + l * c->rb : c->ghost_row[l - c->rows];
 }
-const struct halo_peer *halo_k_peers(const struct rank_ctx *c, bool send);
+/* Rank r's part of the plan. */
+static inline const struct halo_rank_plan *
+halo_k_rank_plan(const struct rank_ctx *c, uint64_t r)
+{
+    return (const struct halo_rank_plan *)(c->plan + c->hdr->ranks_off) + r;
+}
+
 /* acc += w * src, and row *= w, over one row: inline, on every edge. */
 static inline void halo_k_row_axpy(const struct rank_ctx *c, void *acc,
                                    double w, const void *src)
@@ -82,15 +101,35 @@ static inline void halo_k_row_scale(const struct rank_ctx *c, void *row,
 /* The ghost index of source id (STRATA_EINVAL when it is no ghost). */
 strata_err halo_k_ghost_index(const struct rank_ctx *c, int64_t id,
                               uint64_t *out);
-void halo_k_signal_all(struct rank_ctx *c, bool send);
-strata_err halo_k_wait_for(struct rank_ctx *c, uint64_t peer);
-void halo_k_exchange_done(struct rank_ctx *c);
-void halo_k_pack(struct rank_ctx *c);
-void halo_k_point_ghosts(struct rank_ctx *c);
-/* The data region of rank r's window. */
-char *halo_k_window_data(const struct rank_ctx *c, uint32_t r);
 /* Adds what peer s holds for this rank's rows (its ghost cotangents). */
 void halo_k_vjp_receive(const struct rank_ctx *c, const struct halo_peer *s);
+
+/* halo_exec_xfer.c: a rank's side of the windows. */
+const struct halo_peer *halo_k_peers(const struct rank_ctx *c, bool send);
+/* The data region of rank r's window. */
+char *halo_k_window_data(const struct rank_ctx *c, uint32_t r);
+/* Tells every peer that waits on this rank that all its data is there
+ * (forward: every chunk; VJP: its ghost cotangents). Also used on
+ * failure, so peers finish instead of waiting out their timeout (the run
+ * fails with this rank's error anyway). */
+void halo_k_signal_all(struct rank_ctx *c, bool send);
+/* Waits until peer handed over at least need (chunks, or 1 in the VJP). */
+strata_err halo_k_wait_for(struct rank_ctx *c, uint64_t peer, uint64_t need);
+void halo_k_exchange_done(struct rank_ctx *c);
+/* Packs every block, signalling nothing. */
+void halo_k_pack(struct rank_ctx *c);
+/* Packs chunk c->packed of every block that has one and signals each. */
+void halo_k_pack_round(struct rank_ctx *c);
+/* Waits for chunk t of every peer whose block has one. */
+strata_err halo_k_wait_round(struct rank_ctx *c, uint64_t t);
+void halo_k_point_ghosts(struct rank_ctx *c);
+/* Sets num_rounds and send_rounds from the plan. */
+void halo_k_count_rounds(struct rank_ctx *c);
+/* Entries of c->order's allocation; where round_end and round_rows lie
+ * in it (num_interior set); the boundary rows by round into them. */
+size_t halo_k_order_len(const struct rank_ctx *c);
+void halo_k_round_layout(struct rank_ctx *c);
+strata_err halo_k_group_rounds(struct rank_ctx *c);
 
 /* halo_exec_cache.c: index arrays of the plans a chip ran lately. */
 size_t halo_k_cache_cap(void);

@@ -282,7 +282,16 @@ typedef struct strata_halo_spec {
      * "strata.halo-trace.v1" (docs/halo.md). NULL: no file. */
     const char *trace_path;
     double timeout_s; /* bound on each in-kernel wait; <= 0: 60 s */
+    /* Forward: a rank hands its rows to each neighbour in chunks of about
+     * this many bytes (whole rows, at least one), and computes a boundary
+     * row as soon as the chunks it reads are in (docs/halo.md, "Chunked
+     * hand-off"). 0: STRATA_HALO_CHUNK_BYTES_DEFAULT. */
+    size_t chunk_bytes;
 } strata_halo_spec;
+
+/* Bytes of a neighbour's rows handed over at a time when
+ * strata_halo_spec.chunk_bytes is 0 (docs/halo.md, "Chunked hand-off"). */
+#define STRATA_HALO_CHUNK_BYTES_DEFAULT ((size_t)256 << 10)
 
 /* Most members one node may contribute to a global halo handle. */
 #define STRATA_HALO_NODE_MAX_MEMBERS 85

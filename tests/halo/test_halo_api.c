@@ -65,15 +65,17 @@ static int teardown(void **state)
 
 static const int chips[HK_CHIPS] = {0, 1, 2, 3, 4, 5, 6, 7};
 
-/* A handle with the reducer and edge kernel of r (NULL: sum). */
+/* A reducer and the edge kernel it runs (NULL: sum). */
 struct red {
     strata_dtype dt;
     strata_halo_reducer reducer;
     const char *edge;
 };
 
+/* A handle with r, handing rows over in chunks of chunk bytes (0: the
+ * default). */
 static strata_halo *make_red(const strata_csr_view *v, const char *path,
-                             size_t world, const struct red *r)
+                             size_t world, const struct red *r, size_t chunk)
 {
     strata_halo_spec spec;
     strata_halo *h = NULL;
@@ -86,6 +88,7 @@ static strata_halo *make_red(const strata_csr_view *v, const char *path,
     spec.dtype = r->dt;
     spec.reducer = r->reducer;
     spec.edge_kernel = r->edge;
+    spec.chunk_bytes = chunk;
     assert_int_equal(strata_halo_create(env.w, &spec, &h), STRATA_OK);
     return h;
 }
@@ -95,7 +98,7 @@ static strata_halo *make(const strata_csr_view *v, const char *path,
 {
     struct red r = {dt, STRATA_HALO_SUM, NULL};
 
-    return make_red(v, path, world, &r);
+    return make_red(v, path, world, &r, 0);
 }
 
 static void test_halo_ring_values_exact(void **state)
@@ -139,7 +142,9 @@ static void test_halo_ring_values_exact(void **state)
 
 /* A paged handle gives the in-memory one's bits, forward and VJP, for
  * every reducer and dtype. halo_api_streamed runs this with every paged
- * rank streaming in pages of 7 rows, so pages split the ranks' rows. */
+ * rank streaming in pages of 7 rows, so pages split the ranks' rows.
+ * The in-memory handle hands its rows over in one chunk, the paged one a
+ * row at a time: the chunks change when rows are computed, never how. */
 static void test_halo_paged_equals_in_memory(void **state)
 {
     static const struct red reds[] = {
@@ -165,8 +170,8 @@ static void test_halo_paged_equals_in_memory(void **state)
         size_t bytes = g.n * strata_dtype_size(reds[k].dt);
 
         for (size_t i = 0; i < sizeof(worlds) / sizeof(worlds[0]); i++) {
-            strata_halo *mem = make_red(&v, NULL, worlds[i], &reds[k]);
-            strata_halo *paged = make_red(NULL, store, worlds[i], &reds[k]);
+            strata_halo *mem = make_red(&v, NULL, worlds[i], &reds[k], 0);
+            strata_halo *paged = make_red(NULL, store, worlds[i], &reds[k], 1);
             char *fwd = malloc(bytes);
             char *bwd = malloc(bytes);
 

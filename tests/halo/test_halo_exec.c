@@ -41,7 +41,9 @@ static int teardown(void **state)
 static const int shuffled[HK_CHIPS] = {5, 2, 7, 0, 3, 6, 1, 4};
 
 /* One graph, one rank count: every schedule x reducer x dtype, forward and
- * VJP, each against the reference. */
+ * VJP, each against the reference; the forward's hand-off in one chunk
+ * (the default, for these sizes), a row at a time, or 72 bytes at a time
+ * (6 float32 rows of 3 features, 3 float64 ones; 24 of one feature). */
 static void check_graph(const struct gh_graph *g, size_t world, size_t f,
                         const int *chips)
 {
@@ -50,6 +52,7 @@ static void check_graph(const struct gh_graph *g, size_t world, size_t f,
     static const strata_halo_reducer reds[2] = {STRATA_HALO_SUM,
                                                 STRATA_HALO_MEAN};
     static const strata_dtype dts[2] = {STRATA_F32, STRATA_F64};
+    static const size_t chunks[3] = {0, 1, 72};
     const strata_csr_view v = gh_view(g);
     size_t count = g->n * f;
     double *in = calloc(count + 1, sizeof(double));
@@ -60,41 +63,45 @@ static void check_graph(const struct gh_graph *g, size_t world, size_t f,
     assert_non_null(ref);
     for (int s = 0; s < 2; s++)
         for (int r = 0; r < 2; r++)
-            for (int d = 0; d < 2; d++) {
-                strata_halo_spec spec;
-                strata_halo *h = NULL;
+            for (int d = 0; d < 2; d++)
+                for (int c = 0; c < 3; c++) {
+                    strata_halo_spec spec;
+                    strata_halo *h = NULL;
 
-                strata_halo_spec_init(&spec);
-                spec.csr = &v;
-                spec.chips = chips;
-                spec.num_chips = world;
-                spec.features = f;
-                spec.dtype = dts[d];
-                spec.reducer = reds[r];
-                spec.schedule = scheds[s];
-                assert_int_equal(strata_halo_create(env.w, &spec, &h),
-                                 STRATA_OK);
-                snprintf(label, sizeof(label),
-                         "n %llu world %zu f %zu sched %d red %d dtype %d",
-                         (unsigned long long)g->n, world, f, s, r, d);
+                    strata_halo_spec_init(&spec);
+                    spec.csr = &v;
+                    spec.chips = chips;
+                    spec.num_chips = world;
+                    spec.features = f;
+                    spec.dtype = dts[d];
+                    spec.reducer = reds[r];
+                    spec.schedule = scheds[s];
+                    spec.chunk_bytes = chunks[c];
+                    assert_int_equal(strata_halo_create(env.w, &spec, &h),
+                                     STRATA_OK);
+                    snprintf(label, sizeof(label),
+                             "n %llu world %zu f %zu sched %d red %d dtype %d "
+                             "chunk %zu",
+                             (unsigned long long)g->n, world, f, s, r, d,
+                             chunks[c]);
 
-                hk_fill(env.x, dts[d], g->n, f, 7 + (uint64_t)(s + r + d));
-                hk_fill(env.grad_out, dts[d], g->n, f, 99);
-                memset(strata_buffer_data(env.out), 0xff, env.cap);
-                memset(strata_buffer_data(env.grad_x), 0xff, env.cap);
-                assert_int_equal(hk_call(&env, h, false), STRATA_OK);
-                assert_int_equal(hk_call(&env, h, true), STRATA_OK);
+                    hk_fill(env.x, dts[d], g->n, f, 7 + (uint64_t)(s + r + d));
+                    hk_fill(env.grad_out, dts[d], g->n, f, 99);
+                    memset(strata_buffer_data(env.out), 0xff, env.cap);
+                    memset(strata_buffer_data(env.grad_x), 0xff, env.cap);
+                    assert_int_equal(hk_call(&env, h, false), STRATA_OK);
+                    assert_int_equal(hk_call(&env, h, true), STRATA_OK);
 
-                for (size_t i = 0; i < count; i++)
-                    in[i] = hk_get(env.x, dts[d], i);
-                hk_reference(g, reds[r], NULL, false, in, f, ref);
-                hk_expect_close(env.out, dts[d], ref, count, label);
-                for (size_t i = 0; i < count; i++)
-                    in[i] = hk_get(env.grad_out, dts[d], i);
-                hk_reference(g, reds[r], NULL, true, in, f, ref);
-                hk_expect_close(env.grad_x, dts[d], ref, count, label);
-                assert_int_equal(strata_halo_destroy(h), STRATA_OK);
-            }
+                    for (size_t i = 0; i < count; i++)
+                        in[i] = hk_get(env.x, dts[d], i);
+                    hk_reference(g, reds[r], NULL, false, in, f, ref);
+                    hk_expect_close(env.out, dts[d], ref, count, label);
+                    for (size_t i = 0; i < count; i++)
+                        in[i] = hk_get(env.grad_out, dts[d], i);
+                    hk_reference(g, reds[r], NULL, true, in, f, ref);
+                    hk_expect_close(env.grad_x, dts[d], ref, count, label);
+                    assert_int_equal(strata_halo_destroy(h), STRATA_OK);
+                }
     free(in);
     free(ref);
 }

@@ -216,8 +216,9 @@ static void test_halo_global_ring_forked_and_remote_exact(void **state)
 
 /* Interleaved ranks over three nodes (two forked, one remote), an uneven
  * partition, sum and mean, both schedules, 3 features: the reference
- * within rounding; a .gfg store paged by the chips gives the same bytes,
- * and the trace file names the nodes. */
+ * within rounding, rows handed over in one chunk or two at a time; a .gfg
+ * store paged by the chips gives the same bytes, and the trace file names
+ * the nodes. */
 static void test_halo_global_random_matches_reference(void **state)
 {
     static const strata_global_member m[5] = {
@@ -258,6 +259,7 @@ static void test_halo_global_random_matches_reference(void **state)
         spec.schedule = k & 2 ? STRATA_HALO_SERIALIZED : STRATA_HALO_OVERLAPPED;
         spec.timeout_s = WAIT_S;
         spec.trace_path = k == 0 ? gh_join(tmp, "trace.json") : NULL;
+        spec.chunk_bytes = k & 1 ? 48 : 0; /* 2 rows a chunk, or 1 chunk */
         gd_ok(strata_halo_create(e.w, &spec, &h));
         free((char *)(uintptr_t)spec.trace_path);
         spec.trace_path = NULL;
