@@ -92,7 +92,9 @@ const size_t sizes[NUM_SIZES] = {
 const char *const pat_names[NUM_PAT] = {"ring", "half"};
 const char *const mode_names[NUM_MODE] = {"push", "halo"};
 
-enum { ARRIVED = 0, CONSUMED = 1, BARRIER = 2 };
+/* Control words, 64 bytes apart below DATA_OFF; ARRIVED_SLOT + j counts
+ * the chunks of receiving slot j (halo mode). */
+enum { ARRIVED = 0, CONSUMED = 1, BARRIER = 2, ARRIVED_SLOT = 3 };
 
 struct job {
     const int *workers;
@@ -180,6 +182,78 @@ static char *slot(const strata_comm_context *cc, uint32_t r, uint32_t s,
     return (char *)cc->window_base[r] + DATA_OFF + s * bytes;
 }
 
+static size_t chunk_bytes(void)
+{
+    static size_t b;
+
+    if (!b) {
+        const char *e = getenv("HX_CHUNK");
+
+        b = e ? (size_t)strtoull(e, NULL, 0) : 0;
+        if (!b)
+            b = STRATA_HALO_CHUNK_BYTES_DEFAULT;
+    }
+    return b;
+}
+
+/* Packs chunk t of every block into this rank's own window and tells
+ * each receiver (one counter per receiving slot, counting chunks). */
+static void pack_chunk(const strata_comm_context *cc, const struct nbrs *nb,
+                       const char *src, size_t bytes, size_t chunk, size_t t)
+{
+    size_t off = t * chunk;
+    size_t len = bytes - off < chunk ? bytes - off : chunk;
+
+    for (uint32_t k = 0; k < nb->nsend; k++) {
+        memcpy(slot(cc, cc->rank, k, bytes) + off, src + k * bytes + off, len);
+        strata_signal_add(
+            ctrl(cc, nb->to[k], ARRIVED_SLOT + (int)nb->my_slot_at_peer[k]), 1);
+    }
+}
+
+/* The halo scheme (strata_halo_forward's, graph/halo_exec_kernel.c): a
+ * block goes over in chunks of STRATA_HALO_CHUNK_BYTES_DEFAULT; a rank
+ * packs chunk t + 1 before it waits for and reads its peers' chunk t, so
+ * a chunk is read while it is still in cache and packing overlaps
+ * reading. */
+static strata_err exchange_halo(const strata_comm_context *cc,
+                                const struct nbrs *nb, const char *src,
+                                size_t bytes, uint32_t g)
+{
+    size_t chunk = chunk_bytes();
+    size_t nch = (bytes + chunk - 1) / chunk;
+    uint64_t sums[MAX_BLOCKS] = {0};
+    strata_err err;
+
+    pack_chunk(cc, nb, src, bytes, chunk, 0);
+    for (size_t t = 0; t < nch; t++) {
+        if (t + 1 < nch)
+            pack_chunk(cc, nb, src, bytes, chunk, t + 1);
+        for (uint32_t j = 0; j < nb->nrecv; j++) {
+            size_t off = t * chunk;
+            size_t len = bytes - off < chunk ? bytes - off : chunk;
+
+            err = strata_signal_wait(ctrl(cc, cc->rank, ARRIVED_SLOT + (int)j),
+                                     (uint32_t)((g - 1) * nch + t + 1), WAIT_S);
+            if (err != STRATA_OK)
+                return err;
+            sums[j] += sum_block(
+                slot(cc, nb->from[j], nb->their_block[j], bytes) + off, len);
+        }
+    }
+    for (uint32_t j = 0; j < nb->nrecv; j++) {
+        uint64_t want = fill_value(nb->from[j], nb->their_block[j]) *
+                        (uint64_t)(bytes / sizeof(uint64_t));
+
+        if (sums[j] != want) {
+            strata_errmsg_set("halo exchange: wrong data received");
+            return STRATA_EINVAL;
+        }
+        strata_signal_add(ctrl(cc, nb->from[j], CONSUMED), 1);
+    }
+    return STRATA_OK;
+}
+
 /* One exchange, generation g (1-based). */
 static strata_err exchange(const strata_comm_context *cc, const struct nbrs *nb,
                            int mode, const char *src, size_t bytes, uint32_t g)
@@ -192,12 +266,11 @@ static strata_err exchange(const strata_comm_context *cc, const struct nbrs *nb,
         strata_signal_wait(ctrl(cc, me, CONSUMED), (g - 1) * nb->nsend, WAIT_S);
     if (err != STRATA_OK)
         return err;
+    if (mode == 1)
+        return exchange_halo(cc, nb, src, bytes, g);
     for (uint32_t k = 0; k < nb->nsend; k++) {
-        char *dst = mode == 0
-                        ? slot(cc, nb->to[k], nb->my_slot_at_peer[k], bytes)
-                        : slot(cc, me, k, bytes);
-
-        memcpy(dst, src + k * bytes, bytes);
+        memcpy(slot(cc, nb->to[k], nb->my_slot_at_peer[k], bytes),
+               src + k * bytes, bytes);
         strata_signal_add(ctrl(cc, nb->to[k], ARRIVED), 1);
     }
     /* A sender sends g + 1 only after I consumed g, so g * nrecv
@@ -206,9 +279,7 @@ static strata_err exchange(const strata_comm_context *cc, const struct nbrs *nb,
     if (err != STRATA_OK)
         return err;
     for (uint32_t j = 0; j < nb->nrecv; j++) {
-        const char *in = mode == 0
-                             ? slot(cc, me, j, bytes)
-                             : slot(cc, nb->from[j], nb->their_block[j], bytes);
+        const char *in = slot(cc, me, j, bytes);
         uint64_t want = fill_value(nb->from[j], nb->their_block[j]) *
                         (uint64_t)(bytes / sizeof(uint64_t));
 
