@@ -454,6 +454,52 @@ static void test_halo_unknown_chip_einval(void **state)
 /* The store disappears after the plan was made: every chip fails to page
  * its rows, signals its peers anyway, and the call fails fast with
  * STRATA_ETASK; the worker stays usable. */
+/* The halo kernels are callables anyone can name: given arguments that
+ * are no halo call, one fails the task with a message saying so (its
+ * failure path read the plan before checking one was open) and the chip
+ * runs the next task. */
+static strata_err bad_halo_orch(strata_orch *o, const strata_args *unused,
+                                void *user)
+{
+    strata_callable fwd;
+    strata_args *a = NULL;
+    size_t count = 4;
+    strata_err err;
+
+    (void)unused;
+    (void)user;
+    err = strata_callable_by_name(STRATA_CALLABLE_KERNEL, "strata.halo.forward",
+                                  &fwd);
+    if (!err)
+        err = strata_args_create(&a);
+    if (!err)
+        err = strata_args_add_tensor(a, env.x, 0, STRATA_F32, 1, &count,
+                                     STRATA_IN);
+    if (!err)
+        err = strata_orch_submit_next_level(o, fwd, a, 0);
+    strata_args_destroy(a);
+    return err;
+}
+
+static void test_halo_kernel_bad_args_fail_the_task(void **state)
+{
+    struct gh_graph g;
+    strata_csr_view v;
+    strata_halo *h;
+
+    (void)state;
+    assert_int_equal(strata_worker_run(env.w, bad_halo_orch, NULL, NULL),
+                     STRATA_ETASK);
+    assert_non_null(strstr(strata_errmsg(), "halo kernel: 1 tensors"));
+    gh_graph_ring(&g, 8);
+    v = gh_view(&g);
+    h = make(&v, NULL, 2, STRATA_F32);
+    hk_fill(env.x, STRATA_F32, g.n, 1, 3);
+    assert_int_equal(hk_call(&env, h, false), STRATA_OK);
+    assert_int_equal(strata_halo_destroy(h), STRATA_OK);
+    gh_graph_free(&g);
+}
+
 static void test_halo_rank_failure_fails_fast(void **state)
 {
     struct gh_graph g;
@@ -495,6 +541,7 @@ int main(void)
         T(test_halo_empty_graph_ok),
         T(test_halo_unknown_chip_einval),
         T(test_halo_rank_failure_fails_fast),
+        T(test_halo_kernel_bad_args_fail_the_task),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
