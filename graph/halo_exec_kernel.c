@@ -165,29 +165,28 @@ static void ctx_close(struct rank_ctx *c, bool ok)
     base_free((void *)c->ghost_row);
 }
 
-static double row_weight(const struct rank_ctx *c, uint64_t i)
+/* 1/deg for a mean row of deg > 0 sources, else 1. */
+static double row_weight(const struct rank_ctx *c, int64_t lo, int64_t hi)
 {
-    int64_t deg = c->row_ptr[i + 1] - c->row_ptr[i];
-
-    if (c->hdr->reducer == STRATA_HALO_MEAN && deg > 0)
-        return 1.0 / (double)deg;
+    if (c->hdr->reducer == STRATA_HALO_MEAN && hi > lo)
+        return 1.0 / (double)(hi - lo);
     return 1.0;
 }
 
 /* ---- forward ---- */
 
-/* Row i of the output. */
-static void forward_row(const struct rank_ctx *c, uint64_t i)
+void halo_k_forward_row(const struct rank_ctx *c, uint64_t i,
+                        const int64_t *cols, const uint64_t *loc, int64_t lo,
+                        int64_t hi)
 {
     char *acc = c->out + i * c->rb;
-    int64_t lo = c->row_ptr[i], hi = c->row_ptr[i + 1];
-    double w = row_weight(c, i);
+    double w = row_weight(c, lo, hi);
 
     if (c->edge) {
         memset(acc, 0, c->rb);
         for (int64_t k = lo; k < hi; k++)
-            c->edge->forward((int64_t)(c->rp->owned_begin + i), c->cols[k],
-                             c->dtype, c->features, halo_k_source(c, c->loc[k]),
+            c->edge->forward((int64_t)(c->rp->owned_begin + i), cols[k],
+                             c->dtype, c->features, halo_k_source(c, loc[k]),
                              acc);
         if (w != 1.0)
             halo_k_row_scale(c, acc, w);
@@ -199,9 +198,15 @@ static void forward_row(const struct rank_ctx *c, uint64_t i)
         struct halo_rows rs = {src, 0};
 
         for (; lo < hi && rs.n < HALO_K_SRC_BATCH; lo++)
-            src[rs.n++] = halo_k_source(c, c->loc[lo]);
+            src[rs.n++] = halo_k_source(c, loc[lo]);
         halo_rowsum(c->dtype, c->features, acc, &rs, fresh, lo == hi ? w : 1.0);
     }
+}
+
+/* Row i of the output, from the rank's own index arrays. */
+static void forward_row(const struct rank_ctx *c, uint64_t i)
+{
+    halo_k_forward_row(c, i, c->cols, c->loc, c->row_ptr[i], c->row_ptr[i + 1]);
 }
 
 /* The interior rows (every source owned), in one vectorised pass unless a
@@ -307,15 +312,14 @@ static strata_err forward_run(struct rank_ctx *c)
 
 /* ---- VJP ---- */
 
-/* Adds row i's cotangent into its sources: owned ones (into grad_x) or,
- * with ghosts true, ghost ones (into this rank's window). */
-static void vjp_row(const struct rank_ctx *c, uint64_t i, bool ghosts)
+void halo_k_vjp_row(const struct rank_ctx *c, uint64_t i, const int64_t *cols,
+                    const uint64_t *loc, int64_t lo, int64_t hi, bool ghosts)
 {
     const char *g = c->in + i * c->rb;
-    double w = row_weight(c, i);
+    double w = row_weight(c, lo, hi);
 
-    for (int64_t k = c->row_ptr[i]; k < c->row_ptr[i + 1]; k++) {
-        uint64_t l = c->loc[k];
+    for (int64_t k = lo; k < hi; k++) {
+        uint64_t l = loc[k];
         char *acc;
 
         if ((l >= c->rows) != ghosts)
@@ -323,11 +327,17 @@ static void vjp_row(const struct rank_ctx *c, uint64_t i, bool ghosts)
         acc = ghosts ? halo_k_window_data(c, c->rank) + (l - c->rows) * c->rb
                      : c->out + l * c->rb;
         if (c->edge)
-            c->edge->vjp((int64_t)(c->rp->owned_begin + i), c->cols[k],
-                         c->dtype, c->features, g, acc);
+            c->edge->vjp((int64_t)(c->rp->owned_begin + i), cols[k], c->dtype,
+                         c->features, g, acc);
         else
             halo_k_row_axpy(c, acc, w, g);
     }
+}
+
+static void vjp_row(const struct rank_ctx *c, uint64_t i, bool ghosts)
+{
+    halo_k_vjp_row(c, i, c->cols, c->loc, c->row_ptr[i], c->row_ptr[i + 1],
+                   ghosts);
 }
 
 /* Adds what peer s holds for this rank's rows (its ghost cotangents). */

@@ -6,7 +6,6 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "halo_kernel.h"
-#include "rowsum.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +31,9 @@ static uint64_t page_rows(void)
 
 /* A paged rank whose rows and index arrays (16 bytes per edge) would not
  * fit the index cache streams its rows through a small page instead, in
- * the serialized schedule (exchange, then rows; no overlap), each source
- * resolved as it is read. */
+ * the serialized schedule (exchange, then rows; no overlap), each page's
+ * sources located as it is read; the rows themselves are computed by the
+ * whole-rank path's functions, so both give the same bits. */
 bool halo_k_streams(const struct rank_ctx *c)
 {
     static int forced = -1; /* STRATA_HALO_STREAM: every paged rank */
@@ -50,7 +50,9 @@ struct page {
     uint64_t span; /* rows per page */
     int64_t *rows; /* span + 1, rebased */
     int64_t *cols;
+    uint64_t *loc; /* per entry, as rank_ctx.loc */
     uint64_t cap;
+    uint64_t edges; /* read so far */
 };
 
 static strata_err page_open(struct rank_ctx *c, struct page *pg)
@@ -69,8 +71,31 @@ static void page_close(struct page *pg)
     strata_gfg_close(pg->g);
     base_free(pg->rows);
     base_free(pg->cols);
+    base_free(pg->loc);
 }
 
+/* Where each entry's source row is, as translate() finds it for a rank
+ * it keeps whole: owned, or rows + its ghost index. */
+static strata_err page_locate(const struct rank_ctx *c, struct page *pg,
+                              uint64_t n)
+{
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t l = (uint64_t)pg->cols[k] - c->rp->owned_begin;
+        strata_err err;
+
+        if (l < c->rows) {
+            pg->loc[k] = l;
+            continue;
+        }
+        err = halo_k_ghost_index(c, pg->cols[k], &pg->loc[k]);
+        if (err)
+            return err;
+        pg->loc[k] += c->rows;
+    }
+    return STRATA_OK;
+}
+
+/* Rows [a, b) of the rank into the page, their sources located. */
 static strata_err page_read(const struct rank_ctx *c, struct page *pg,
                             uint64_t a, uint64_t b)
 {
@@ -79,69 +104,47 @@ static strata_err page_read(const struct rank_ctx *c, struct page *pg,
 
     if (!err && n > pg->cap) {
         void *p = base_realloc(pg->cols, n * sizeof(int64_t));
+        void *q = p ? base_realloc(pg->loc, n * sizeof(uint64_t)) : NULL;
 
-        if (!p)
+        if (p)
+            pg->cols = p;
+        if (q)
+            pg->loc = q;
+        if (!p || !q)
             return base_fail(STRATA_ENOMEM,
                              "halo kernel: rank %u: out of memory for %llu "
                              "edges",
                              c->rank, (unsigned long long)n);
-        pg->cols = p;
         pg->cap = n;
     }
     if (!err)
         err = strata_gfg_read_rows(pg->g, begin + a, begin + b, pg->rows,
                                    pg->cols, (size_t)pg->cap);
+    if (!err)
+        err = page_locate(c, pg, n);
+    pg->edges += n;
     return err;
 }
 
-/* Where source j's row is: owned (in) or a ghost (*ghost set). */
-static strata_err locate(const struct rank_ctx *c, int64_t j, uint64_t *idx,
-                         bool *ghost)
+/* The plan counted the rank's entries when it was made. */
+static strata_err page_done(const struct rank_ctx *c, const struct page *pg)
 {
-    uint64_t l = (uint64_t)j - c->rp->owned_begin;
-
-    if (l < c->rows) {
-        *idx = l;
-        *ghost = false;
-        return STRATA_OK;
-    }
-    *ghost = true;
-    return halo_k_ghost_index(c, j, idx);
+    if (pg->edges != c->rp->nnz)
+        return base_fail(STRATA_EINVAL,
+                         "halo kernel: rank %u: the store changed since the "
+                         "plan was made",
+                         c->rank);
+    return STRATA_OK;
 }
 
-static strata_err stream_row(struct rank_ctx *c, uint64_t i,
-                             const int64_t *cols, int64_t lo, int64_t hi,
-                             bool *boundary)
+/* Whether page row i - a reads a ghost. */
+static bool page_boundary(const struct rank_ctx *c, const struct page *pg,
+                          uint64_t r)
 {
-    uint64_t begin = c->rp->owned_begin;
-    char *acc = c->out + i * c->rb;
-    strata_err err = STRATA_OK;
-    const void *src[HALO_K_SRC_BATCH];
-    struct halo_rows rs = {src, 0};
-
-    memset(acc, 0, c->rb);
-    for (int64_t k = lo; k < hi && !err; k++) {
-        uint64_t l = 0;
-        bool ghost = false;
-
-        err = locate(c, cols[k], &l, &ghost);
-        if (err)
-            break;
-        src[rs.n] = ghost ? c->ghost_row[l] : c->in + l * c->rb;
-        *boundary |= ghost;
-        if (c->edge)
-            c->edge->forward((int64_t)(begin + i), cols[k], c->dtype,
-                             c->features, src[rs.n], acc);
-        else if (++rs.n == HALO_K_SRC_BATCH) {
-            halo_rowsum(c->dtype, c->features, acc, &rs, false, 1.0);
-            rs.n = 0;
-        }
-    }
-    if (rs.n && !err)
-        halo_rowsum(c->dtype, c->features, acc, &rs, false, 1.0);
-    if (!err && c->hdr->reducer == STRATA_HALO_MEAN && hi > lo)
-        halo_k_row_scale(c, acc, 1.0 / (double)(hi - lo));
-    return err;
+    for (int64_t k = pg->rows[r]; k < pg->rows[r + 1]; k++)
+        if (pg->loc[k] >= c->rows)
+            return true;
+    return false;
 }
 
 /* Exchange, then every row through the page. */
@@ -181,51 +184,18 @@ strata_err halo_k_forward_stream(struct rank_ctx *c)
 
         err = page_read(c, &pg, a, b);
         for (uint64_t i = a; i < b && !err; i++) {
-            bool boundary = false;
-
-            err = stream_row(c, i, pg.cols, pg.rows[i - a], pg.rows[i - a + 1],
-                             &boundary);
-            boundary_rows += boundary;
+            boundary_rows += page_boundary(c, &pg, i - a);
+            halo_k_forward_row(c, i, pg.cols, pg.loc, pg.rows[i - a],
+                               pg.rows[i - a + 1]);
         }
         a = b;
     }
+    if (!err)
+        err = page_done(c, &pg);
     c->stats->compute_end_ns = (int64_t)base_now_ns();
     c->num_interior = c->rows - boundary_rows;
     page_close(&pg);
     return err;
-}
-
-/* Row i's cotangent (in, row i) into its sources: with ghosts, its ghost
- * sources (into this rank's window), else its owned ones (into out). */
-static strata_err stream_vjp_row(struct rank_ctx *c, uint64_t i,
-                                 const int64_t *cols, int64_t lo, int64_t hi,
-                                 bool ghosts, bool *boundary)
-{
-    const char *g = c->in + i * c->rb;
-    double w = c->hdr->reducer == STRATA_HALO_MEAN && hi > lo
-                   ? 1.0 / (double)(hi - lo)
-                   : 1.0;
-
-    for (int64_t k = lo; k < hi; k++) {
-        uint64_t l = 0;
-        bool ghost = false;
-        strata_err err = locate(c, cols[k], &l, &ghost);
-        char *acc;
-
-        if (err)
-            return err;
-        *boundary |= ghost;
-        if (ghost != ghosts)
-            continue;
-        acc = ghost ? halo_k_window_data(c, c->rank) + l * c->rb
-                    : c->out + l * c->rb;
-        if (c->edge)
-            c->edge->vjp((int64_t)(c->rp->owned_begin + i), cols[k], c->dtype,
-                         c->features, g, acc);
-        else
-            halo_k_row_axpy(c, acc, w, g);
-    }
-    return STRATA_OK;
 }
 
 /* Ghost cotangents first, in the order the whole-rank path takes (rows
@@ -250,15 +220,15 @@ strata_err halo_k_vjp_stream(struct rank_ctx *c)
 
         err = page_read(c, &pg, a, b);
         for (uint64_t i = b; i > a && !err;) {
-            bool boundary = false;
-
             i--;
-            err = stream_vjp_row(c, i, pg.cols, pg.rows[i - a],
-                                 pg.rows[i - a + 1], true, &boundary);
-            boundary_rows += boundary;
+            boundary_rows += page_boundary(c, &pg, i - a);
+            halo_k_vjp_row(c, i, pg.cols, pg.loc, pg.rows[i - a],
+                           pg.rows[i - a + 1], true);
         }
         b = a;
     }
+    if (!err)
+        err = page_done(c, &pg);
     if (err) {
         page_close(&pg);
         return err;
@@ -272,16 +242,18 @@ strata_err halo_k_vjp_stream(struct rank_ctx *c)
         if (c->rows > 0)
             memset(c->out, 0, c->rows * c->rb);
     }
+    pg.edges = 0;
     for (uint64_t a = 0; a < c->rows && !err;) {
         uint64_t b = c->rows - a < pg.span ? c->rows : a + pg.span;
-        bool unused = false;
 
         err = page_read(c, &pg, a, b);
         for (uint64_t i = a; i < b && !err; i++)
-            err = stream_vjp_row(c, i, pg.cols, pg.rows[i - a],
-                                 pg.rows[i - a + 1], false, &unused);
+            halo_k_vjp_row(c, i, pg.cols, pg.loc, pg.rows[i - a],
+                           pg.rows[i - a + 1], false);
         a = b;
     }
+    if (!err)
+        err = page_done(c, &pg);
     for (uint64_t i = 0; i < c->rp->num_send && !err; i++)
         halo_k_vjp_receive(c, &s[i]);
     c->stats->compute_end_ns = (int64_t)base_now_ns();

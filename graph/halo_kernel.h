@@ -29,7 +29,7 @@ struct rank_ctx {
     const int64_t *cols;    /* global ids */
     int64_t *paged_rows;    /* owned copies when paged */
     int64_t *paged_cols;
-    uint64_t *loc;   /* per entry: owned row, or rows + ghost index */
+    uint64_t *loc; /* per entry: owned row, or rows + ghost index */
     /* Interior rows, then boundary rows descending (the VJP's order, the
      * same whatever the chunks); then in the same allocation (of
      * halo_k_order_len entries, halo_k_round_layout) round_end and, with
@@ -98,6 +98,16 @@ static inline void halo_k_row_scale(const struct rank_ctx *c, void *row,
         for (size_t f = 0; f < c->features; f++)
             ((double *)row)[f] *= w;
 }
+/* Row i of the output from its entries [lo, hi): global ids cols[k],
+ * local indices loc[k] (owned row, or rows + ghost index). */
+void halo_k_forward_row(const struct rank_ctx *c, uint64_t i,
+                        const int64_t *cols, const uint64_t *loc, int64_t lo,
+                        int64_t hi);
+/* Adds row i's cotangent into its sources among entries [lo, hi): the
+ * ghost ones (into this rank's window) with ghosts set, else the owned
+ * ones (into out). */
+void halo_k_vjp_row(const struct rank_ctx *c, uint64_t i, const int64_t *cols,
+                    const uint64_t *loc, int64_t lo, int64_t hi, bool ghosts);
 /* The ghost index of source id (STRATA_EINVAL when it is no ghost). */
 strata_err halo_k_ghost_index(const struct rank_ctx *c, int64_t id,
                               uint64_t *out);

@@ -500,6 +500,42 @@ static void test_halo_kernel_bad_args_fail_the_task(void **state)
     gh_graph_free(&g);
 }
 
+/* A store rewritten after the handle was made (here: every row keeps
+ * only its self loop) fails the call, naming why, on the whole-rank path
+ * and, under halo_api_streamed, on the streamed one. */
+static void test_halo_store_changed_fails_the_call(void **state)
+{
+    struct gh_graph g, self;
+    strata_csr_view v, sv;
+    strata_halo *paged;
+    char *store;
+
+    (void)state;
+    gh_graph_ring(&g, 16);
+    v = gh_view(&g);
+    store = gh_join(tmp, "changed.gfg");
+    assert_int_equal(strata_gfg_save(store, &v, STRATA_I64), STRATA_OK);
+    paged = make(NULL, store, 2, STRATA_F32);
+    self.n = g.n;
+    self.row_ptr = calloc(g.n + 1, sizeof(int64_t));
+    self.col_idx = calloc(g.n, sizeof(int64_t));
+    assert_true(self.row_ptr && self.col_idx);
+    for (uint64_t i = 0; i < g.n; i++) {
+        self.row_ptr[i + 1] = (int64_t)i + 1;
+        self.col_idx[i] = (int64_t)i;
+    }
+    sv = gh_view(&self);
+    gh_rmtree(store);
+    assert_int_equal(strata_gfg_save(store, &sv, STRATA_I64), STRATA_OK);
+    hk_fill(env.x, STRATA_F32, g.n, 1, 4);
+    assert_int_equal(hk_call(&env, paged, false), STRATA_ETASK);
+    assert_non_null(strstr(strata_errmsg(), "the store changed"));
+    assert_int_equal(strata_halo_destroy(paged), STRATA_OK);
+    gh_graph_free(&self);
+    gh_graph_free(&g);
+    free(store);
+}
+
 static void test_halo_rank_failure_fails_fast(void **state)
 {
     struct gh_graph g;
@@ -541,6 +577,7 @@ int main(void)
         T(test_halo_empty_graph_ok),
         T(test_halo_unknown_chip_einval),
         T(test_halo_rank_failure_fails_fast),
+        T(test_halo_store_changed_fails_the_call),
         T(test_halo_kernel_bad_args_fail_the_task),
     };
 #undef T
