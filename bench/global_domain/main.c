@@ -28,6 +28,10 @@
  * out in parallel), and every forked configuration's cycle below
  * MPI_Win_allocate + MPI_Win_free on as many processes.
  *
+ * Beside the scaling target, the machine's floor under it, in the same
+ * run (fanout_floor.h): four shared-memory round trips from one process
+ * to 2, 4 and 8 processes that do nothing else, and its 8 / 2 ratio.
+ *
  * The last stdout line is one JSON object (see bench/CMakeLists.txt).
  * Usage: bench_global_domain [--quick] [--rounds K]
  */
@@ -42,6 +46,7 @@
 
 #include "bench_common.h"
 #include "bench_daemon.h"
+#include "fanout_floor.h"
 #include "machine_load.h"
 #include "mpi_launch.h"
 #include "stats.h"
@@ -92,9 +97,15 @@ struct mpi_point {
     bool ok;
 };
 
+/* The fan-out floor (fanout_floor.h) on as many processes as the forked
+ * configurations have nodes. */
+static const int floor_n[] = {2, 4, 8};
+#define NUM_FLOOR (sizeof(floor_n) / sizeof(floor_n[0]))
+
 struct results {
     struct point s[NUM_CONFIGS];
     struct mpi_point m[NUM_NP];
+    double floor_us[NUM_FLOOR]; /* < 0: not measured */
 };
 
 /* What a cycle's orch fn does and measured. */
@@ -385,6 +396,8 @@ static void combine(const struct results *rounds, int n, struct results *out)
         MEDIAN_OF(m[i].free_us, m[i].free_us);
         MEDIAN_OF(m[i].cycle_us, m[i].cycle_us);
     }
+    for (size_t i = 0; i < NUM_FLOOR; i++)
+        MEDIAN_OF(floor_us[i], floor_us[i]);
 #undef MEDIAN_OF
 }
 
@@ -410,6 +423,23 @@ static double scale_ratio(const struct results *r, int chips)
             eight = &r->s[i];
     }
     return two && eight ? eight->cycle_us / two->cycle_us : -1;
+}
+
+/* The floor's cycle(8) / cycle(2); -1 if either is missing. */
+static double floor_scale(const struct results *r)
+{
+    double a = r->floor_us[0], b = r->floor_us[NUM_FLOOR - 1];
+
+    return a > 0 && b > 0 ? b / a : -1;
+}
+
+/* The spin strata's waits use: STRATA_SPIN looks of 50 ns (2000). */
+static uint64_t floor_spin_ns(void)
+{
+    const char *e = getenv("STRATA_SPIN");
+    long v = e ? atol(e) : 2000;
+
+    return (uint64_t)(v > 0 ? v : 0) * 50;
 }
 
 static bool passes(const struct results *r)
@@ -473,6 +503,11 @@ static void print_summary(const struct options *opt, const struct results *r,
     printf("scaling, forked: cycle(8 nodes) / cycle(2 nodes) = %.3f (1 chip), "
            "%.3f (2 chips); target <= %.1f\n",
            scale_ratio(r, 1), scale_ratio(r, 2), SCALE_TARGET);
+    printf("fan-out floor, 4 shared-memory round trips from one process to n "
+           "(spin, yield, futex as strata):");
+    for (size_t i = 0; i < NUM_FLOOR; i++)
+        printf(" n %d %.1f", floor_n[i], r->floor_us[i]);
+    printf("; 8 / 2 = %.3f\n", floor_scale(r));
     printf("target vs MPI: every forked cycle < MPI_Win_allocate + "
            "MPI_Win_free on as many ranks\n");
     printf("pass: %s\n", passes(r) ? "yes" : "no");
@@ -509,6 +544,10 @@ static void print_json(const struct options *opt, const struct results *r,
     num("scale_8_over_2_1chip", scale_ratio(r, 1), true);
     num("scale_8_over_2_2chips", scale_ratio(r, 2), true);
     num("scale_target", SCALE_TARGET, true);
+    num("floor_us_2", r->floor_us[0], true);
+    num("floor_us_4", r->floor_us[1], true);
+    num("floor_us_8", r->floor_us[2], true);
+    num("floor_scale_8_over_2", floor_scale(r), true);
     printf("\"points\":[");
     for (size_t i = 0; i < NUM_CONFIGS; i++) {
         const struct point *p = &r->s[i];
@@ -586,6 +625,9 @@ int main(int argc, char **argv)
         /* strata's workers are gone before mpirun starts. */
         for (size_t i = 0; i < NUM_NP; i++)
             bench_mpi(mpi_np[i], &opt, &rounds[k].m[i]);
+        for (size_t i = 0; i < NUM_FLOOR; i++)
+            rounds[k].floor_us[i] =
+                fanout_floor_us(floor_n[i], opt.iters, floor_spin_ns());
     }
     machine_load_sample(&load1);
     if (have_daemon && bench_daemon_stop(&d) != 0)
