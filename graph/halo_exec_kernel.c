@@ -238,14 +238,16 @@ static void forward_rounds(const struct rank_ctx *c, uint64_t t0, uint64_t t1)
         forward_row(c, c->round_rows[j]);
 }
 
-/* Serialized: every chunk out, every ghost in, then all rows. */
+/* Serialized: every row out (one signal per peer for all its chunks:
+ * nothing is computed before every ghost is in, so chunks would only add
+ * signals), every ghost in, then all rows. */
 static strata_err forward_serialized(struct rank_ctx *c)
 {
     const struct halo_peer *r = halo_k_peers(c, false);
     strata_err err = STRATA_OK;
 
-    while (c->packed < c->send_rounds)
-        halo_k_pack_round(c);
+    halo_k_pack(c);
+    halo_k_signal_all(c, true);
     for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
         err = halo_k_wait_for(c, r[i].peer,
                               halo_chunks(r[i].count, c->hdr->chunk_rows));
@@ -269,32 +271,33 @@ static strata_err forward_serialized(struct rank_ctx *c)
  * waiting for round t or later: no cycle. */
 static strata_err forward_overlapped(struct rank_ctx *c)
 {
-    bool done = false;
-
     if (c->send_rounds > 0)
         halo_k_pack_round(c);
     while (c->num_interior > 0 && c->packed < c->send_rounds)
         halo_k_pack_round(c);
     c->stats->compute_start_ns = (int64_t)base_now_ns();
     forward_interior(c);
-    for (uint64_t t = 0; t < c->num_rounds || c->packed < c->send_rounds; t++) {
-        if (c->packed < c->send_rounds)
-            halo_k_pack_round(c);
-        if (t < c->num_rounds) {
-            strata_err err = halo_k_wait_round(c, t);
+    for (uint64_t t = 0; t < c->num_rounds; t++) {
+        strata_err err;
 
-            if (err)
-                return err;
-        }
-        if (!done && t + 1 >= c->num_rounds && c->packed >= c->send_rounds) {
+        /* The next chunk; before the last round, every chunk left, so no
+         * peer waits for one behind this rank's rows. */
+        do {
+            if (c->packed < c->send_rounds)
+                halo_k_pack_round(c);
+        } while (t + 1 == c->num_rounds && c->packed < c->send_rounds);
+        err = halo_k_wait_round(c, t);
+        if (err)
+            return err;
+        if (t + 1 == c->num_rounds)
             halo_k_exchange_done(c);
-            done = true;
-        }
-        if (t < c->num_rounds)
-            forward_rounds(c, t, t + 1);
+        forward_rounds(c, t, t + 1);
     }
-    if (!done)
+    if (c->num_rounds == 0) {
+        while (c->packed < c->send_rounds)
+            halo_k_pack_round(c);
         halo_k_exchange_done(c);
+    }
     return STRATA_OK;
 }
 

@@ -158,6 +158,17 @@ static uint64_t chunk_rows(const strata_halo_spec *spec)
     return cb / rb > 0 ? cb / rb : 1;
 }
 
+/* Flag words count chunks in 32 bits, and a rank that fails part way
+ * adds a whole block's count on top of what it handed over: no block
+ * (at most max_pack rows) may take more than a quarter of that range. */
+static void bound_chunks(struct halo_plan_hdr *h, uint64_t max_pack)
+{
+    uint64_t least = max_pack / (UINT32_MAX / 4) + 1;
+
+    if (h->chunk_rows < least)
+        h->chunk_rows = least;
+}
+
 static void fill_header(const strata_halo_spec *spec, const struct layout *l,
                         char *base)
 {
@@ -321,6 +332,7 @@ strata_err halo_plan_build(strata_worker *w, const strata_halo_spec *spec,
         if (rps[r].num_ghosts > max_ghosts)
             max_ghosts = rps[r].num_ghosts;
     }
+    bound_chunks((struct halo_plan_hdr *)base, max_pack);
     layout_free(&l);
     *plan_out = plan;
     *max_pack_out = max_pack;

@@ -120,9 +120,15 @@ void halo_k_pack_round(struct rank_ctx *c)
     for (uint64_t i = 0; i < c->rp->num_send; i++) {
         if (k0 >= s[i].count)
             continue;
+        int64_t t;
+
         pack_rows(c, &s[i], k0, s[i].count - k0 < cr ? s[i].count : k0 + cr);
-        c->arrived = (int64_t)base_now_ns();
-        hand_over(c, s[i].peer, 1, c->arrived);
+        t = (int64_t)base_now_ns();
+        /* Never earlier than a peer's stamp already seen (its clock may
+         * be another node's). */
+        if (t > c->arrived)
+            c->arrived = t;
+        hand_over(c, s[i].peer, 1, t);
     }
     if (++c->packed >= c->send_rounds)
         c->signaled = true;

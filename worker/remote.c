@@ -425,7 +425,8 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
  * so only when none of them has a request out: a node that still owes an
  * answer would otherwise wait out the linger unread (a global domain's
  * phase over two remote nodes took 200 us instead of one round trip), and
- * the loop has work coming anyway. */
+ * the loop has work coming anyway. The price: while one node runs a long
+ * task, posts to the others wake the loop through the eventfd. */
 static bool live(const struct remote_node *o)
 {
     return o && o->ep && o->conn && o->ready && !o->lost;

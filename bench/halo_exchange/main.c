@@ -59,6 +59,9 @@
  *
  * The last stdout line is one JSON object (see bench/CMakeLists.txt).
  * Usage: bench_halo_exchange [--quick] [--rounds K]
+ * HX_CHUNK=bytes in the environment sets the halo mode's chunk (rounded
+ * down to 8 bytes) in place of STRATA_HALO_CHUNK_BYTES_DEFAULT, for
+ * trying sizes.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -189,7 +192,8 @@ static size_t chunk_bytes(void)
     if (!b) {
         const char *e = getenv("HX_CHUNK");
 
-        b = e ? (size_t)strtoull(e, NULL, 0) : 0;
+        /* Whole 64-bit words: the receiver sums a chunk word by word. */
+        b = (e ? (size_t)strtoull(e, NULL, 0) : 0) / 8 * 8;
         if (!b)
             b = STRATA_HALO_CHUNK_BYTES_DEFAULT;
     }
