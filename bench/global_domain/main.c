@@ -396,8 +396,15 @@ static void combine(const struct results *rounds, int n, struct results *out)
         MEDIAN_OF(m[i].free_us, m[i].free_us);
         MEDIAN_OF(m[i].cycle_us, m[i].cycle_us);
     }
-    for (size_t i = 0; i < NUM_FLOOR; i++)
+    for (size_t i = 0; i < NUM_FLOOR; i++) {
+        bool all = true;
+
+        for (int k = 0; k < n; k++)
+            all = all && rounds[k].floor_us[i] >= 0;
         MEDIAN_OF(floor_us[i], floor_us[i]);
+        if (!all)
+            out->floor_us[i] = -1;
+    }
 #undef MEDIAN_OF
 }
 
