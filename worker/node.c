@@ -7,6 +7,7 @@
 #include "chip/registry.h"
 #include "worker_int.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,7 +74,49 @@ static strata_err run_orch(strata_worker *w, const struct mbx_frame *f)
     }
 }
 
+/* How long a node whose parent died may take to end in order. */
+#define ORPHAN_GRACE_S 10
+
 static struct mbx *node_mbx; /* this node's mailbox from its parent */
+static pid_t node_self;      /* this node (its chips inherit on_term) */
+
+/* SIGTERM. The parent's teardown sends it after the SHUTDOWN word, to a
+ * node that did not end: then as before, the default (the node ends at
+ * once). Otherwise it is the parent-death signal (sent when the thread
+ * that forked this node ends, which with a killed parent is every
+ * thread) or someone else's: the node ends in order, as if its parent
+ * had shut it down. Its chips stop, and the names of the global domains
+ * its members made leave /dev/shm, which nobody else would remove (the
+ * L4 that knew them is gone). A chip forked from here runs this until it
+ * sets its own disposition: the default there. */
+static void on_term(int sig)
+{
+    int saved = errno;
+
+    if (getpid() != node_self ||
+        __atomic_load_n(&node_mbx->h.shutdown, __ATOMIC_SEQ_CST)) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    mbx_shutdown(node_mbx);
+    /* A task that never ends must not keep an orphan alive: SIGALRM's
+     * default action ends it, and its chips with it. */
+    signal(SIGALRM, SIG_DFL);
+    alarm(ORPHAN_GRACE_S);
+    errno = saved;
+}
+
+static void end_in_order_when_orphaned(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+}
 
 /* A domain command in the staging area; its reply goes back there. */
 static strata_err node_cmd(strata_worker *w, struct mbx_frame *f)
@@ -170,11 +213,11 @@ _Noreturn void worker_node_main(strata_worker *parent, size_t index,
     int doorbell = parent->doorbell_fd;
     strata_err err;
 
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    node_self = getpid();
+    end_in_order_when_orphaned();
     if (getppid() != parent->creator)
         _exit(70);
     setpgid(0, 0);
-    signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_IGN);
     base_fault_after_fork();
     base_log_set_role("l%d[%zu]", w->level, index);

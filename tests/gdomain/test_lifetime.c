@@ -12,8 +12,11 @@
 #define _GNU_SOURCE
 #include "gd_kit.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #define COUNT 256
 #define WINDOW 8192
@@ -554,6 +557,141 @@ static void test_gd_lifetime_copy_into_retained_later_run_ok(void **state)
     testutil_assert_clean(&before);
 }
 
+/* ---- the L4 killed with a domain alive ---------------------------------- */
+
+/* In a forked child: an L4 of 2 forked nodes x 1 chip with a retained
+ * domain whose members wrote their windows (so the names exist), then
+ * {this pid, node 0, node 1} to the parent, then wait to be killed. */
+static strata_err doomed_orch(strata_orch *o, const strata_args *args,
+                              void *user)
+{
+    struct gd_spec *s = user;
+    strata_global_domain *g = NULL;
+
+    (void)args;
+    gd_try(strata_orch_allocate_global_domain(o, &s->spec, &g));
+    gd_try(strata_orch_scope_begin(o));
+    gd_try(gd_submit_fill(o, s, strata_global_domain_id(g), 0, COUNT, 3));
+    return strata_orch_scope_end(o);
+}
+
+/* Node 0's chip sleeps a minute: a task the L4 never sees end. */
+static strata_err busy_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    const uint64_t sc[3] = {60000, 1, 0};
+
+    (void)args;
+    (void)user;
+    return gd_node_task(o, 0, gd_o_sleep, NULL, 0, 0, STRATA_IN, sc, 3);
+}
+
+/* arg NULL: every node idle when the L4 dies; else node 0 busy. */
+static int doomed_l4(void *arg, int wfd)
+{
+    static struct gd_spec s;
+    strata_worker *w = NULL;
+    strata_run *busy = NULL;
+    int pids[3] = {-1, -1, -1};
+
+    gd_spec_init(&s, "doomed", WINDOW);
+    gd_spec_grid(&s, 0, 2, 1);
+    s.spec.retain_after_run = true;
+    if (gd_l4_start(2, 1, NULL, 0, 0, &w) == STRATA_OK &&
+        strata_worker_run(w, doomed_orch, NULL, &s) == STRATA_OK &&
+        (!arg ||
+         strata_worker_submit(w, busy_orch, NULL, NULL, &busy) == STRATA_OK)) {
+        pids[0] = (int)getpid();
+        pids[1] = (int)strata_worker_node_pid(w, 0);
+        pids[2] = (int)strata_worker_node_pid(w, 1);
+    }
+    if (!testutil_write_full(wfd, pids, sizeof(pids)))
+        return 2;
+    for (;;)
+        pause();
+}
+
+/* The doomed L4's nodes and their chips (reparented here when a node is
+ * killed, so reaped here). */
+struct tree {
+    pid_t pid[16];
+    size_t n;
+};
+
+static bool tree_gone(void *arg)
+{
+    const struct tree *t = arg;
+    bool gone = true;
+
+    for (size_t i = 0; i < t->n; i++)
+        gone = testutil_pid_gone_reap(t->pid[i]) && gone;
+    return gone;
+}
+
+/* Kills the doomed L4 (busy: with node 0 in a task); its nodes must be
+ * gone within within_s, and its domain's names with them. */
+static void kill_doomed(bool busy, double within_s)
+{
+    testutil_snapshot before;
+    int pids[3] = {-1, -1, -1};
+    int rfd = -1, st = 0;
+    struct tree t = {.n = 0};
+    pid_t child, l4;
+    double t0;
+    bool got;
+
+    testutil_snapshot_take(&before);
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    child = testutil_spawn(doomed_l4, busy ? &busy : NULL, &rfd);
+    assert_true(child > 0);
+    got = testutil_read_full(rfd, pids, sizeof(pids), 60.0);
+    close(rfd);
+    l4 = (pid_t)pids[0];
+    if (!got || l4 != child || pids[1] <= 0 || pids[2] <= 0) {
+        kill(child, SIGKILL);
+        testutil_wait_child(child, 10.0, &st);
+        fail_msg("the doomed L4 did not start (%d %d %d)", pids[0], pids[1],
+                 pids[2]);
+    }
+    /* The members made the names: there is something to leave behind. */
+    assert_int_equal(gd_shm_windows(&l4, 1), 2);
+    for (int i = 1; i < 3; i++) {
+        t.pid[t.n++] = pids[i];
+        t.n += gd_descendants(pids[i], t.pid + t.n, 6);
+    }
+    assert_int_equal(kill(child, SIGKILL), 0);
+    t0 = testutil_now();
+    assert_true(testutil_wait_child(child, 10.0, &st));
+    if (!testutil_wait_until(tree_gone, &t, within_s))
+        fail_msg("the nodes of the killed L4 or their chips still run %.0f "
+                 "s later",
+                 within_s);
+    print_message("%zu nodes and chips gone %.3f s after the kill\n", t.n,
+                  testutil_now() - t0);
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+    if (gd_shm_windows(&l4, 1) != 0)
+        fail_msg("%zu window names of the killed L4 left in /dev/shm",
+                 gd_shm_windows(&l4, 1));
+    testutil_assert_clean(&before);
+}
+
+/* A kill -9 of the L4 while a used domain lives: its forked nodes end in
+ * order (their parent-death signal), and the last thing they do is drop
+ * the domain's names, so /dev/shm keeps none of them. */
+static void test_gd_lifetime_l4_killed_names_dropped(void **state)
+{
+    (void)state;
+    kill_doomed(false, 5.0);
+}
+
+/* The same with node 0 in a task that would run a minute: node 1 ends at
+ * once and drops every rank's name; node 0 (and its chip) end once the
+ * orphan's grace (10 s) is over, not a minute later. */
+static void test_gd_lifetime_l4_killed_busy_node_ends(void **state)
+{
+    (void)state;
+    kill_doomed(true, 20.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -566,6 +704,8 @@ int main(void)
         gd_test(test_gd_lifetime_retain_never_released_destroy_clean),
         gd_test(test_gd_lifetime_copies_ranges_checked),
         gd_test(test_gd_lifetime_copy_into_retained_later_run_ok),
+        gd_test(test_gd_lifetime_l4_killed_names_dropped),
+        gd_test(test_gd_lifetime_l4_killed_busy_node_ends),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
