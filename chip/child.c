@@ -3,7 +3,6 @@
 #include "base/err.h"
 #include "base/fault.h"
 #include "base/log.h"
-#include "base/pdeath.h"
 #include "chip/registry.h"
 #include "chip_int.h"
 
@@ -11,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 int strata_chip_id(const strata_chip *chip)
@@ -147,11 +147,12 @@ _Noreturn void chip_child_main(const struct chip_child_cfg *cfg)
     static strata_chip chip;
     strata_err err;
 
-    /* Die with the worker's process (not with the thread that forked
-     * this one), and never outlive it if it already died. */
-    if (!base_pdeath_arm(cfg->parent, &cfg->mbx->h.shutdown, NULL))
+    /* Die with the worker, and never outlive it if it already died. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != cfg->parent)
         _exit(70);
     setpgid(0, 0);
+    signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_IGN); /* the worker decides; Ctrl-C goes to it */
     base_fault_after_fork();
     base_log_set_role("%s[%d]", role(cfg), cfg->id);

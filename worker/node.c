@@ -4,13 +4,14 @@
 #include "base/err.h"
 #include "base/fault.h"
 #include "base/log.h"
-#include "base/pdeath.h"
 #include "chip/registry.h"
 #include "worker_int.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static strata_args node_args; /* the running task's arguments */
@@ -77,23 +78,44 @@ static strata_err run_orch(strata_worker *w, const struct mbx_frame *f)
 #define ORPHAN_GRACE_S 10
 
 static struct mbx *node_mbx; /* this node's mailbox from its parent */
+static pid_t node_self;      /* this node (its chips inherit on_term) */
 
-/* The L4 process is gone (base_pdeath_arm; in a signal handler): end in
- * order, as if the L4 had shut this node down. Its chips stop, and the
- * names of the global domains its members made leave /dev/shm, which
- * nobody else would remove. A task that never ends must not keep an
- * orphan alive: SIGALRM's default action ends it, and its chips with it,
- * once the grace is over. */
-static void orphaned(void)
+/* SIGTERM. The parent's teardown sends it after the SHUTDOWN word, to a
+ * node that did not end: then as before, the default (the node ends at
+ * once). Otherwise it is the parent-death signal (sent when the thread
+ * that forked this node ends, which with a killed parent is every
+ * thread) or someone else's: the node ends in order, as if its parent
+ * had shut it down. Its chips stop, and the names of the global domains
+ * its members made leave /dev/shm, which nobody else would remove (the
+ * L4 that knew them is gone). A chip forked from here runs this until it
+ * sets its own disposition: the default there. */
+static void on_term(int sig)
 {
-    sigset_t alrm;
+    int saved = errno;
 
+    if (getpid() != node_self ||
+        __atomic_load_n(&node_mbx->h.shutdown, __ATOMIC_SEQ_CST)) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     mbx_shutdown(node_mbx);
-    sigemptyset(&alrm);
-    sigaddset(&alrm, SIGALRM);
-    sigprocmask(SIG_UNBLOCK, &alrm, NULL);
+    /* A task that never ends must not keep an orphan alive: SIGALRM's
+     * default action ends it, and its chips with it. */
     signal(SIGALRM, SIG_DFL);
     alarm(ORPHAN_GRACE_S);
+    errno = saved;
+}
+
+static void end_in_order_when_orphaned(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
 
 /* A domain command in the staging area; its reply goes back there. */
@@ -191,7 +213,9 @@ _Noreturn void worker_node_main(strata_worker *parent, size_t index,
     int doorbell = parent->doorbell_fd;
     strata_err err;
 
-    if (!base_pdeath_arm(parent->creator, &m->h.shutdown, orphaned))
+    node_self = getpid();
+    end_in_order_when_orphaned();
+    if (getppid() != parent->creator)
         _exit(70);
     setpgid(0, 0);
     signal(SIGINT, SIG_IGN);

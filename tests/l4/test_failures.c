@@ -1,8 +1,7 @@
 /*
  * Faults against a real L4 tree (L4 process -> L3 node processes -> chip
  * processes): kill -9 of a node or of a chip inside a node mid-task,
- * SIGKILL of the L4 process, the end of the thread that started it, the
- * one start-up deadline, a chip whose init
+ * SIGKILL of the L4 process, the one start-up deadline, a chip whose init
  * fails inside a node, fault points and an allocation countdown in the L4.
  * Needs base/fault.h.
  */
@@ -12,7 +11,6 @@
 
 #include "base/fault.h"
 
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -288,53 +286,6 @@ static void test_l4_failures_l4_sigkill_tree_gone(void **state)
     testutil_assert_clean(&before);
 }
 
-/* ---- the thread that started the L4 ends */
-
-/* Linux sends a child its parent-death signal when the *thread* that
- * forked it ends. A worker initialized in a thread that then returns must
- * keep its nodes and their chips. */
-static void *init_in_thread(void *arg)
-{
-    strata_worker **w = arg;
-
-    if (l4_start(2, 1, w) != STRATA_OK)
-        *w = NULL;
-    return NULL;
-}
-
-static void test_l4_failures_init_thread_ends_tree_lives(void **state)
-{
-    (void)state;
-    testutil_snapshot before;
-    strata_worker *w = NULL;
-    strata_buffer *b = NULL;
-    pthread_t t;
-    pid_t node[2], chip[2];
-    char msg[STRATA_ERRMSG_MAX];
-
-    testutil_snapshot_take(&before);
-    assert_int_equal(pthread_create(&t, NULL, init_in_thread, &w), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
-    assert_non_null(w);
-    for (int i = 0; i < 2; i++) {
-        node[i] = strata_worker_node_pid(w, i);
-        assert_int_equal(l4_children_of(node[i], &chip[i], 1), 1);
-    }
-    /* What a parent-death signal does, it has done by now: the children
-     * take 50 ms to tell a thread's end from their parent's. */
-    testutil_sleep(0.2);
-    it_ok(strata_worker_create_buffer(w, 16, &b));
-    for (int i = 0; i < 2; i++) {
-        it_ok(run_one(w, b, i, 0, msg, sizeof(msg)));
-        assert_int_equal(((uint32_t *)strata_buffer_data(b))[0], 500);
-        assert_int_equal(strata_worker_node_pid(w, i), node[i]);
-        assert_true(testutil_pid_exists(node[i]));
-        assert_true(testutil_pid_exists(chip[i]));
-    }
-    it_ok(it_worker_destroy(w));
-    testutil_assert_clean(&before);
-}
-
 /* ---- the one start-up deadline */
 
 static void test_l4_failures_tiny_startup_deadline_etimedout(void **state)
@@ -536,8 +487,6 @@ int main(void)
         cmocka_unit_test_teardown(
             test_l4_failures_kill_chip_in_node_mid_task_epeer, it_teardown),
         cmocka_unit_test_teardown(test_l4_failures_l4_sigkill_tree_gone,
-                                  it_teardown),
-        cmocka_unit_test_teardown(test_l4_failures_init_thread_ends_tree_lives,
                                   it_teardown),
         cmocka_unit_test_teardown(
             test_l4_failures_tiny_startup_deadline_etimedout, it_teardown),
