@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 static strata_args node_args; /* the running task's arguments */
@@ -74,35 +75,73 @@ static strata_err run_orch(strata_worker *w, const struct mbx_frame *f)
     }
 }
 
-/* How long a node whose parent died may take to end in order. */
+/* How long a node whose parent died may take to end in order: its task,
+ * then again its teardown. */
 #define ORPHAN_GRACE_S 10
+/* How long it waits to tell a thread of its parent ending from the whole
+ * parent process ending (which hands children from thread to thread). */
+#define SETTLE_STEPS 200
+#define SETTLE_STEP_NS 250000L
 
 static struct mbx *node_mbx; /* this node's mailbox from its parent */
+static pid_t node_parent;    /* the process that forked this node */
 static pid_t node_self;      /* this node (its chips inherit on_term) */
+static volatile sig_atomic_t node_ending; /* orphaned: ending in order */
 
-/* SIGTERM. The parent's teardown sends it after the SHUTDOWN word, to a
- * node that did not end: then the node ends at once (SIGKILL to itself,
- * which no sanitizer defers; a chip forked from here that gets it before
- * it sets its own disposition ends so too). Otherwise it is the
- * parent-death signal (sent when the thread that forked this node ends,
- * which with a killed parent is every thread) or someone else's: the
- * node ends in order, as if its parent had shut it down. Its chips stop,
- * and the names of the global domains its members made leave /dev/shm,
- * which nobody else would remove (the L4 that knew them is gone). */
-static void on_term(int sig)
+static void die_now(void)
+{
+    /* SIGKILL to itself, which no sanitizer defers. */
+    kill(getpid(), SIGKILL);
+}
+
+/* The parent process, after up to 50 ms for a dying one to finish. */
+static pid_t settled_parent(void)
+{
+    struct timespec step = {0, SETTLE_STEP_NS};
+    pid_t pp = getppid();
+
+    for (int i = 0; i < SETTLE_STEPS && pp == node_parent; i++) {
+        nanosleep(&step, NULL);
+        pp = getppid();
+    }
+    return pp;
+}
+
+/* SIGTERM, which is also the parent-death signal (sent when the thread
+ * that forked this node ends; with a killed parent, each of its threads
+ * in turn hands the node to the next and signals again).
+ * - The node is ending in order already: nothing more.
+ * - After the SHUTDOWN word (the parent's teardown escalation), from
+ *   anyone but the parent, or when the parent lives on (a thread of it
+ *   ended: strata_worker_init's rule), or in a chip forked from here
+ *   before it set its own disposition: the node ends at once.
+ * - The parent process is gone: the node ends in order, as if its parent
+ *   had shut it down. Its chips stop, and the names of the global
+ *   domains its members made leave /dev/shm, which nobody else would
+ *   remove (the L4 that knew them is gone). A task that never ends must
+ *   not keep an orphan alive: SIGALRM's default action ends it (and its
+ *   chips with it) once the grace is over. */
+static void on_term(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
+    pid_t pp;
 
-    if (getpid() != node_self ||
-        __atomic_load_n(&node_mbx->h.shutdown, __ATOMIC_SEQ_CST)) {
-        /* At once, and past any handler a sanitizer would defer. */
-        (void)sig;
-        kill(getpid(), SIGKILL);
+    (void)sig;
+    (void)uc;
+    if (getpid() != node_self)
+        die_now();
+    if (node_ending) {
+        errno = saved;
         return;
     }
+    if (__atomic_load_n(&node_mbx->h.shutdown, __ATOMIC_SEQ_CST) ||
+        si->si_pid != node_parent)
+        die_now();
+    pp = settled_parent();
+    if (pp == node_parent)
+        die_now();
+    node_ending = 1;
     mbx_shutdown(node_mbx);
-    /* A task that never ends must not keep an orphan alive: SIGALRM's
-     * default action ends it, and its chips with it. */
     signal(SIGALRM, SIG_DFL);
     alarm(ORPHAN_GRACE_S);
     errno = saved;
@@ -113,7 +152,8 @@ static void end_in_order_when_orphaned(void)
     struct sigaction sa;
 
     memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_term;
+    sa.sa_sigaction = on_term;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART; /* user orch fns run here */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -214,6 +254,7 @@ _Noreturn void worker_node_main(strata_worker *parent, size_t index,
     int doorbell = parent->doorbell_fd;
     strata_err err;
 
+    node_parent = parent->creator;
     node_self = getpid();
     end_in_order_when_orphaned();
     if (getppid() != parent->creator)
@@ -234,6 +275,8 @@ _Noreturn void worker_node_main(strata_worker *parent, size_t index,
     if (err)
         _exit(71);
     serve(w, m, shared, doorbell);
+    if (node_ending)
+        alarm(ORPHAN_GRACE_S); /* a fresh grace for the teardown */
     if (!worker_bounded_settle(w, 5.0)) {
         LOG_WARN("a task past its deadline does not end; leaving without "
                  "teardown");

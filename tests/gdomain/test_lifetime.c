@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define COUNT 256
@@ -585,7 +586,25 @@ static strata_err busy_orch(strata_orch *o, const strata_args *args, void *user)
     return gd_node_task(o, 0, gd_o_sleep, NULL, 0, 0, STRATA_IN, sc, 3);
 }
 
-/* arg NULL: every node idle when the L4 dies; else node 0 busy. */
+/* Whether pid sleeps in nanosleep (gd.k.sleep), from /proc/pid/syscall. */
+static bool sleeping(void *arg)
+{
+    char path[64];
+    long nr = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/syscall", (int)*(pid_t *)arg);
+    f = fopen(path, "re");
+    if (!f)
+        return false;
+    if (fscanf(f, "%ld", &nr) != 1)
+        nr = -1;
+    fclose(f);
+    return nr == SYS_clock_nanosleep || nr == SYS_nanosleep;
+}
+
+/* arg NULL: every node idle when the L4 dies; else node 0 busy (its chip
+ * asleep in the task before the pids are reported). */
 static int doomed_l4(void *arg, int wfd)
 {
     static struct gd_spec s;
@@ -600,9 +619,14 @@ static int doomed_l4(void *arg, int wfd)
         strata_worker_run(w, doomed_orch, NULL, &s) == STRATA_OK &&
         (!arg ||
          strata_worker_submit(w, busy_orch, NULL, NULL, &busy) == STRATA_OK)) {
+        pid_t chip = -1;
+
         pids[0] = (int)getpid();
         pids[1] = (int)strata_worker_node_pid(w, 0);
         pids[2] = (int)strata_worker_node_pid(w, 1);
+        if (arg && (gd_descendants(pids[1], &chip, 1) != 1 ||
+                    !testutil_wait_until(sleeping, &chip, 30.0)))
+            pids[0] = -1;
     }
     if (!testutil_write_full(wfd, pids, sizeof(pids)))
         return 2;
@@ -611,20 +635,24 @@ static int doomed_l4(void *arg, int wfd)
 }
 
 /* The doomed L4's nodes and their chips (reparented here when a node is
- * killed, so reaped here). */
+ * killed, so reaped here), each looked at until it is gone, not after. */
 struct tree {
     pid_t pid[16];
+    bool gone[16];
     size_t n;
 };
 
 static bool tree_gone(void *arg)
 {
-    const struct tree *t = arg;
-    bool gone = true;
+    struct tree *t = arg;
+    bool all = true;
 
-    for (size_t i = 0; i < t->n; i++)
-        gone = testutil_pid_gone_reap(t->pid[i]) && gone;
-    return gone;
+    for (size_t i = 0; i < t->n; i++) {
+        if (!t->gone[i])
+            t->gone[i] = testutil_pid_gone_reap(t->pid[i]);
+        all = all && t->gone[i];
+    }
+    return all;
 }
 
 /* Kills the doomed L4 (busy: with node 0 in a task); its nodes must be
@@ -636,7 +664,7 @@ static void kill_doomed(bool busy, double within_s)
     int rfd = -1, st = 0;
     struct tree t = {.n = 0};
     pid_t child, l4;
-    double t0;
+    double t0, took;
     bool got;
 
     testutil_snapshot_take(&before);
@@ -665,8 +693,14 @@ static void kill_doomed(bool busy, double within_s)
         fail_msg("the nodes of the killed L4 or their chips still run %.0f "
                  "s later",
                  within_s);
+    took = testutil_now() - t0;
     print_message("%zu nodes and chips gone %.3f s after the kill\n", t.n,
-                  testutil_now() - t0);
+                  took);
+    /* The busy node ran out its grace: it did not die of the signal. */
+    if (busy && took < 9.0)
+        fail_msg("the busy node ended %.3f s after the kill, before its "
+                 "10 s grace",
+                 took);
     assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
     if (gd_shm_windows(&l4, 1) != 0)
         fail_msg("%zu window names of the killed L4 left in /dev/shm",
