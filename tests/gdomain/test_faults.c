@@ -33,10 +33,13 @@
 #include "base/env.h"
 #include "base/fault.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define COUNT 128
@@ -136,26 +139,23 @@ struct fault {
     size_t num_node_pids;
 };
 
-static bool gone_or_zombie(pid_t pid)
-{
-    char path[64], buf[256];
-    FILE *f;
-    char *p;
-    bool dead = true;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "re");
-    if (!f)
-        return true;
-    if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) != NULL)
-        dead = p[2] == 'Z' || p[2] == 'X';
-    fclose(f);
-    return dead;
-}
-
+/* Whether pid has exited, as its parent's pidfd will say: every thread
+ * of it gone. A zombie leader is not enough: under ThreadSanitizer a
+ * process has a second thread, and until that one ends the parent's
+ * pidfd is not readable and the death not seen (a race this test lost
+ * now and then under load). */
 static bool victim_dead(void *arg)
 {
-    return gone_or_zombie(*(pid_t *)arg);
+    pid_t pid = *(pid_t *)arg;
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    bool dead;
+
+    if (fd < 0)
+        return errno == ESRCH;
+    dead = poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP));
+    close(fd);
+    return dead;
 }
 
 static strata_err fault_orch(strata_orch *o, const strata_args *args,
