@@ -243,14 +243,11 @@ static void forward_rounds(const struct rank_ctx *c, uint64_t t0, uint64_t t1)
  * signals), every ghost in, then all rows. */
 static strata_err forward_serialized(struct rank_ctx *c)
 {
-    const struct halo_peer *r = halo_k_peers(c, false);
-    strata_err err = STRATA_OK;
+    strata_err err;
 
     halo_k_pack(c);
     halo_k_signal_all(c, true);
-    for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
-        err = halo_k_wait_for(c, r[i].peer,
-                              halo_chunks(r[i].count, c->hdr->chunk_rows));
+    err = halo_k_wait_ghosts(c);
     if (err)
         return err;
     halo_k_exchange_done(c);
@@ -261,31 +258,30 @@ static strata_err forward_serialized(struct rank_ctx *c)
     return STRATA_OK;
 }
 
-/* Overlapped: the first chunk goes out, then, with interior rows to
- * compute, the rest too (peers wait on nothing of this rank while it
- * computes them). Then round by round: the next chunk out, this round's
- * chunks in, the rows they complete. Without interior rows packing and
- * reading take turns, so a peer reads a chunk while this rank packs the
- * next and both find it in cache. A rank packs chunk t + 1 before it
- * waits for round t, so every wait is for a chunk its peer packs without
- * waiting for round t or later: no cycle. */
+/* Overlapped: with interior rows to compute, or at most one round to
+ * receive, every chunk goes out first (peers wait on nothing of this
+ * rank while it computes). Otherwise packing and reading take turns,
+ * round by round: the next chunk out (before the last round, all that
+ * is left), this round's chunks in, the rows they complete; a peer reads
+ * a chunk while this rank packs the next and both find it in cache. A
+ * rank packs chunk t + 1 before it waits for round t, so every wait is
+ * for a chunk its peer packs without waiting for round t or later: no
+ * cycle. */
 static strata_err forward_overlapped(struct rank_ctx *c)
 {
-    if (c->send_rounds > 0)
-        halo_k_pack_round(c);
-    while (c->num_interior > 0 && c->packed < c->send_rounds)
+    if (c->num_interior > 0 || c->num_rounds <= 1)
+        halo_k_pack_rest(c);
+    else if (c->send_rounds > 0)
         halo_k_pack_round(c);
     c->stats->compute_start_ns = (int64_t)base_now_ns();
     forward_interior(c);
     for (uint64_t t = 0; t < c->num_rounds; t++) {
         strata_err err;
 
-        /* The next chunk; before the last round, every chunk left, so no
-         * peer waits for one behind this rank's rows. */
-        do {
-            if (c->packed < c->send_rounds)
-                halo_k_pack_round(c);
-        } while (t + 1 == c->num_rounds && c->packed < c->send_rounds);
+        if (t + 1 == c->num_rounds)
+            halo_k_pack_rest(c);
+        else if (c->packed < c->send_rounds)
+            halo_k_pack_round(c);
         err = halo_k_wait_round(c, t);
         if (err)
             return err;
@@ -293,11 +289,8 @@ static strata_err forward_overlapped(struct rank_ctx *c)
             halo_k_exchange_done(c);
         forward_rounds(c, t, t + 1);
     }
-    if (c->num_rounds == 0) {
-        while (c->packed < c->send_rounds)
-            halo_k_pack_round(c);
+    if (c->num_rounds == 0)
         halo_k_exchange_done(c);
-    }
     return STRATA_OK;
 }
 

@@ -150,7 +150,6 @@ static bool page_boundary(const struct rank_ctx *c, const struct page *pg,
 /* Exchange, then every row through the page. */
 strata_err halo_k_forward_stream(struct rank_ctx *c)
 {
-    const struct halo_peer *r = halo_k_peers(c, false);
     uint64_t boundary_rows = 0;
     struct page pg;
     strata_err err;
@@ -172,9 +171,7 @@ strata_err halo_k_forward_stream(struct rank_ctx *c)
     halo_k_pack(c);
     halo_k_signal_all(c, true);
     halo_k_point_ghosts(c);
-    for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
-        err = halo_k_wait_for(c, r[i].peer,
-                              halo_chunks(r[i].count, c->hdr->chunk_rows));
+    err = halo_k_wait_ghosts(c);
     if (!err) {
         halo_k_exchange_done(c);
         c->stats->compute_start_ns = (int64_t)base_now_ns();

@@ -134,6 +134,23 @@ void halo_k_pack_round(struct rank_ctx *c)
         c->signaled = true;
 }
 
+strata_err halo_k_wait_ghosts(struct rank_ctx *c)
+{
+    const struct halo_peer *r = halo_k_peers(c, false);
+    strata_err err = STRATA_OK;
+
+    for (uint64_t i = 0; i < c->rp->num_recv && !err; i++)
+        err = halo_k_wait_for(c, r[i].peer,
+                              halo_chunks(r[i].count, c->hdr->chunk_rows));
+    return err;
+}
+
+void halo_k_pack_rest(struct rank_ctx *c)
+{
+    while (c->packed < c->send_rounds)
+        halo_k_pack_round(c);
+}
+
 strata_err halo_k_wait_round(struct rank_ctx *c, uint64_t t)
 {
     const struct halo_peer *r = halo_k_peers(c, false);

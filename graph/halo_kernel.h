@@ -130,6 +130,10 @@ void halo_k_exchange_done(struct rank_ctx *c);
 void halo_k_pack(struct rank_ctx *c);
 /* Packs chunk c->packed of every block that has one and signals each. */
 void halo_k_pack_round(struct rank_ctx *c);
+/* Packs every chunk not packed yet, signalling each. */
+void halo_k_pack_rest(struct rank_ctx *c);
+/* Waits for every chunk of every peer. */
+strata_err halo_k_wait_ghosts(struct rank_ctx *c);
 /* Waits for chunk t of every peer whose block has one. */
 strata_err halo_k_wait_round(struct rank_ctx *c, uint64_t t);
 void halo_k_point_ghosts(struct rank_ctx *c);
