@@ -15,9 +15,9 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench_common.h"
 #include "stats.h"
 
 #define LINE 64
@@ -40,10 +40,7 @@ struct shared {
 
 static uint64_t now_ns(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return (uint64_t)(bench_now_s() * 1e9);
 }
 
 static void relax(void)

@@ -185,6 +185,28 @@ static char *slot(const strata_comm_context *cc, uint32_t r, uint32_t s,
     return (char *)cc->window_base[r] + DATA_OFF + s * bytes;
 }
 
+/* Block j received (its 64-bit words summing to sum): checked against
+ * the sender's fill, then its sender may overwrite it. */
+static strata_err consumed(const strata_comm_context *cc, const struct nbrs *nb,
+                           uint32_t j, size_t bytes, uint64_t sum)
+{
+    uint64_t want = fill_value(nb->from[j], nb->their_block[j]) *
+                    (uint64_t)(bytes / sizeof(uint64_t));
+
+    if (sum != want) {
+        strata_errmsg_set("halo exchange: wrong data received");
+        return STRATA_EINVAL;
+    }
+    strata_signal_add(ctrl(cc, nb->from[j], CONSUMED), 1);
+    return STRATA_OK;
+}
+
+/* Bytes of chunk t of a block. */
+static size_t chunk_len(size_t bytes, size_t chunk, size_t t)
+{
+    return bytes - t * chunk < chunk ? bytes - t * chunk : chunk;
+}
+
 static size_t chunk_bytes(void)
 {
     static size_t b;
@@ -206,10 +228,10 @@ static void pack_chunk(const strata_comm_context *cc, const struct nbrs *nb,
                        const char *src, size_t bytes, size_t chunk, size_t t)
 {
     size_t off = t * chunk;
-    size_t len = bytes - off < chunk ? bytes - off : chunk;
 
     for (uint32_t k = 0; k < nb->nsend; k++) {
-        memcpy(slot(cc, cc->rank, k, bytes) + off, src + k * bytes + off, len);
+        memcpy(slot(cc, cc->rank, k, bytes) + off, src + k * bytes + off,
+               chunk_len(bytes, chunk, t));
         strata_signal_add(
             ctrl(cc, nb->to[k], ARRIVED_SLOT + (int)nb->my_slot_at_peer[k]), 1);
     }
@@ -227,35 +249,25 @@ static strata_err exchange_halo(const strata_comm_context *cc,
     size_t chunk = chunk_bytes();
     size_t nch = (bytes + chunk - 1) / chunk;
     uint64_t sums[MAX_BLOCKS] = {0};
-    strata_err err;
+    strata_err err = STRATA_OK;
 
     pack_chunk(cc, nb, src, bytes, chunk, 0);
     for (size_t t = 0; t < nch; t++) {
         if (t + 1 < nch)
             pack_chunk(cc, nb, src, bytes, chunk, t + 1);
         for (uint32_t j = 0; j < nb->nrecv; j++) {
-            size_t off = t * chunk;
-            size_t len = bytes - off < chunk ? bytes - off : chunk;
-
             err = strata_signal_wait(ctrl(cc, cc->rank, ARRIVED_SLOT + (int)j),
                                      (uint32_t)((g - 1) * nch + t + 1), WAIT_S);
             if (err != STRATA_OK)
                 return err;
             sums[j] += sum_block(
-                slot(cc, nb->from[j], nb->their_block[j], bytes) + off, len);
+                slot(cc, nb->from[j], nb->their_block[j], bytes) + t * chunk,
+                chunk_len(bytes, chunk, t));
         }
     }
-    for (uint32_t j = 0; j < nb->nrecv; j++) {
-        uint64_t want = fill_value(nb->from[j], nb->their_block[j]) *
-                        (uint64_t)(bytes / sizeof(uint64_t));
-
-        if (sums[j] != want) {
-            strata_errmsg_set("halo exchange: wrong data received");
-            return STRATA_EINVAL;
-        }
-        strata_signal_add(ctrl(cc, nb->from[j], CONSUMED), 1);
-    }
-    return STRATA_OK;
+    for (uint32_t j = 0; j < nb->nrecv && err == STRATA_OK; j++)
+        err = consumed(cc, nb, j, bytes, sums[j]);
+    return err;
 }
 
 /* One exchange, generation g (1-based). */
@@ -282,18 +294,10 @@ static strata_err exchange(const strata_comm_context *cc, const struct nbrs *nb,
     err = strata_signal_wait(ctrl(cc, me, ARRIVED), g * nb->nrecv, WAIT_S);
     if (err != STRATA_OK)
         return err;
-    for (uint32_t j = 0; j < nb->nrecv; j++) {
-        const char *in = slot(cc, me, j, bytes);
-        uint64_t want = fill_value(nb->from[j], nb->their_block[j]) *
-                        (uint64_t)(bytes / sizeof(uint64_t));
-
-        if (sum_block(in, bytes) != want) {
-            strata_errmsg_set("halo exchange: wrong data received");
-            return STRATA_EINVAL;
-        }
-        strata_signal_add(ctrl(cc, nb->from[j], CONSUMED), 1);
-    }
-    return STRATA_OK;
+    for (uint32_t j = 0; j < nb->nrecv && err == STRATA_OK; j++)
+        err = consumed(cc, nb, j, bytes,
+                       sum_block(slot(cc, me, j, bytes), bytes));
+    return err;
 }
 
 static strata_err barrier(const strata_comm_context *cc, uint32_t b)
