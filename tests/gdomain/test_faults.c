@@ -225,22 +225,6 @@ static strata_err next_orch(strata_orch *o, const strata_args *args, void *user)
     return STRATA_OK;
 }
 
-/* Processes that were this node's chips, killed or not. */
-struct kids {
-    pid_t pid[64];
-    size_t n;
-};
-
-static bool all_gone(void *arg)
-{
-    struct kids *k = arg;
-
-    for (size_t i = 0; i < k->n; i++)
-        if (!testutil_pid_gone_reap(k->pid[i]))
-            return false;
-    return true;
-}
-
 static void record_nodes(struct fault *f, strata_worker *w, size_t forked,
                          const struct gd_daemon *d)
 {
@@ -263,7 +247,7 @@ static void fault_case(struct fault *f, size_t forked, size_t chips,
     testutil_snapshot before;
     const struct gd_daemon *ds[1] = {d};
     strata_worker *w = NULL;
-    struct kids dead = {.n = 0};
+    testutil_pids dead = {.n = 0};
     char leak[256] = "";
     size_t n;
 
@@ -307,7 +291,7 @@ static void fault_case(struct fault *f, size_t forked, size_t chips,
                  "and %zu window segments left",
                  f->maps_after, f->shm_after);
     if (dead.n)
-        assert_true(testutil_wait_until(all_gone, &dead, 5.0));
+        assert_true(testutil_wait_until(testutil_pids_gone, &dead, 5.0));
     gd_ok(strata_worker_run(w, next_orch, NULL, f));
     assert_int_equal(gd_check_allreduce(f->out, n, COUNT, 31), 0);
     assert_true(strata_global_domain_freed(f->next_g));
@@ -708,7 +692,7 @@ struct died {
     strata_global_domain *g;
     strata_buffer *q;
     size_t shm_used;
-    struct kids dead;
+    testutil_pids dead; /* a node and the chips it had */
 };
 
 /* Node 1's member maps the domain (creating every rank's window), then
@@ -758,7 +742,7 @@ static void test_gd_faults_node_dies_after_use_no_segment_left(void **state)
     assert_true(exchange || d.shm_used > 0);
     assert_true(strata_global_domain_freed(d.g));
     assert_int_equal(gd_shm_windows_below(NULL, 0), 0);
-    assert_true(testutil_wait_until(all_gone, &d.dead, 5.0));
+    assert_true(testutil_wait_until(testutil_pids_gone, &d.dead, 5.0));
     gd_destroy(d.w, STRATA_EPEER);
     testutil_assert_clean_within(&before, 5.0);
 }

@@ -634,27 +634,6 @@ static int doomed_l4(void *arg, int wfd)
         pause();
 }
 
-/* The doomed L4's nodes and their chips (reparented here when a node is
- * killed, so reaped here), each looked at until it is gone, not after. */
-struct tree {
-    pid_t pid[16];
-    bool gone[16];
-    size_t n;
-};
-
-static bool tree_gone(void *arg)
-{
-    struct tree *t = arg;
-    bool all = true;
-
-    for (size_t i = 0; i < t->n; i++) {
-        if (!t->gone[i])
-            t->gone[i] = testutil_pid_gone_reap(t->pid[i]);
-        all = all && t->gone[i];
-    }
-    return all;
-}
-
 /* Kills the doomed L4 (busy: with node 0 in a task); its nodes must be
  * gone within within_s, and its domain's names with them. */
 static void kill_doomed(bool busy, double within_s)
@@ -662,7 +641,7 @@ static void kill_doomed(bool busy, double within_s)
     testutil_snapshot before;
     int pids[3] = {-1, -1, -1};
     int rfd = -1, st = 0;
-    struct tree t = {.n = 0};
+    testutil_pids t = {.n = 0}; /* nodes and chips, reaped here */
     pid_t child, l4;
     double t0, took;
     bool got;
@@ -689,7 +668,7 @@ static void kill_doomed(bool busy, double within_s)
     assert_int_equal(kill(child, SIGKILL), 0);
     t0 = testutil_now();
     assert_true(testutil_wait_child(child, 10.0, &st));
-    if (!testutil_wait_until(tree_gone, &t, within_s))
+    if (!testutil_wait_until(testutil_pids_gone, &t, within_s))
         fail_msg("the nodes of the killed L4 or their chips still run %.0f "
                  "s later",
                  within_s);

@@ -171,19 +171,6 @@ static int doomed_parent(void *arg, int wfd)
         pause();
 }
 
-struct pids {
-    int pid[3];
-};
-
-static bool all_gone(void *arg)
-{
-    struct pids *p = arg;
-    bool gone = true;
-    for (size_t i = 0; i < 3; i++)
-        gone = testutil_pid_gone_reap(p->pid[i]) && gone;
-    return gone;
-}
-
 /* Fails if /dev/shm still holds a strata segment named for pid (the leak
  * check skips dead processes' segments, so look explicitly). */
 static void assert_no_segment_of(pid_t pid)
@@ -203,22 +190,24 @@ static void test_faults_parent_sigkill_children_gone(void **state)
 {
     (void)state;
     testutil_snapshot before;
-    struct pids p;
-    int rfd, st;
+    testutil_pids p = {.n = 3};
+    int raw[3], rfd, st;
     testutil_snapshot_take(&before);
     /* Orphaned grandchildren become ours, so we can see and reap them. */
     assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
     pid_t child = testutil_spawn(doomed_parent, NULL, &rfd);
     assert_true(child > 0);
-    bool got = testutil_read_full(rfd, p.pid, sizeof(p.pid), 30.0);
+    bool got = testutil_read_full(rfd, raw, sizeof(raw), 30.0);
     close(rfd);
     assert_int_equal(kill(child, SIGKILL), 0);
     assert_true(testutil_wait_child(child, 5.0, &st));
     assert_true(got);
-    for (size_t i = 0; i < 3; i++)
-        assert_true(p.pid[i] > 0);
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(raw[i] > 0);
+        p.pid[i] = raw[i];
+    }
     double t0 = testutil_now();
-    bool gone = testutil_wait_until(all_gone, &p, 2.0);
+    bool gone = testutil_wait_until(testutil_pids_gone, &p, 2.0);
     double took = testutil_now() - t0;
     assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
     if (!gone)

@@ -29,26 +29,12 @@ static void destroy_after_death(strata_worker *w,
     testutil_assert_clean(before);
 }
 
-struct pids {
-    pid_t pid[8];
-    size_t n;
-};
-
-static bool all_gone(void *arg)
-{
-    struct pids *p = arg;
-    bool gone = true;
-    for (size_t i = 0; i < p->n; i++)
-        gone = testutil_pid_gone_reap(p->pid[i]) && gone;
-    return gone;
-}
-
-static void assert_gone_within(struct pids *p, double s, const char *what)
+static void assert_gone_within(testutil_pids *p, double s, const char *what)
 {
     double t0 = testutil_now();
-    if (!testutil_wait_until(all_gone, p, s)) {
+    if (!testutil_wait_until(testutil_pids_gone, p, s)) {
         for (size_t i = 0; i < p->n; i++)
-            if (!testutil_pid_gone_reap(p->pid[i]))
+            if (!p->gone[i])
                 print_error("pid %d still there\n", (int)p->pid[i]);
         fail_msg("%s: processes still alive %.1f s later", what, s);
     }
@@ -132,7 +118,7 @@ static void test_l4_failures_kill_node_mid_task_epeer(void **state)
     testutil_snapshot before;
     struct kill_ctx k;
     strata_worker *w = NULL;
-    struct pids p = {.n = 0};
+    testutil_pids p = {.n = 0};
     char msg[STRATA_ERRMSG_MAX];
     testutil_snapshot_take(&before);
     /* Orphaned chips become ours, so we can see them die and reap them. */
@@ -261,7 +247,7 @@ static void test_l4_failures_l4_sigkill_tree_gone(void **state)
 {
     (void)state;
     testutil_snapshot before;
-    struct pids p = {.n = 4};
+    testutil_pids p = {.n = 4};
     int pids[4], rfd, st;
     strata_worker *w = NULL;
     testutil_snapshot_take(&before);

@@ -541,6 +541,19 @@ bool testutil_pid_gone_reap(pid_t pid)
     return !testutil_pid_exists(pid);
 }
 
+bool testutil_pids_gone(void *pids)
+{
+    testutil_pids *p = pids;
+    bool all = true;
+
+    for (size_t i = 0; i < p->n; i++) {
+        if (!p->gone[i])
+            p->gone[i] = testutil_pid_gone_reap(p->pid[i]);
+        all = all && p->gone[i];
+    }
+    return all;
+}
+
 long testutil_proc_cpu_ticks(pid_t pid)
 {
     char path[64], buf[1024];

@@ -107,6 +107,18 @@ bool testutil_pid_exists(pid_t pid);
  * is gone (reaped now or kill(pid, 0) fails with ESRCH). */
 bool testutil_pid_gone_reap(pid_t pid);
 
+/* Processes a test waits to see gone (killed, or orphaned to this process
+ * as a subreaper). testutil_pids_gone, a testutil_wait_until predicate,
+ * reaps each (testutil_pid_gone_reap) and looks at one no more once it is
+ * gone, so a pid reused meanwhile is not waited for. Zero-initialize. */
+#define TESTUTIL_PIDS_MAX 64
+typedef struct testutil_pids {
+    pid_t pid[TESTUTIL_PIDS_MAX];
+    bool gone[TESTUTIL_PIDS_MAX];
+    size_t n;
+} testutil_pids;
+bool testutil_pids_gone(void *pids);
+
 /* CPU time (utime + stime, clock ticks) of process pid from /proc; -1 if
  * it cannot be read. */
 long testutil_proc_cpu_ticks(pid_t pid);
