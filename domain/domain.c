@@ -7,6 +7,7 @@
 #include "base/env.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "domain/exchange.h"
 #include "domain_int.h"
 #include "sim/sim.h"
 
@@ -190,10 +191,7 @@ static strata_err exchange(struct strata_domain *d, strata_orch *o)
     return err;
 }
 
-/* Prepare and import; on failure every member releases what it made. */
-/* STRATA_DOMAIN_EXCHANGE=1 makes every domain exchange descriptors with
- * its members, as backends without host windows do (tests, diagnosis). */
-static bool exchange_forced(void)
+bool domain_exchange_forced(void)
 {
     static int forced = -1;
     int f = __atomic_load_n(&forced, __ATOMIC_RELAXED);
@@ -205,13 +203,14 @@ static bool exchange_forced(void)
     return f;
 }
 
+/* Prepare and import; on failure every member releases what it made. */
 static strata_err build(struct strata_domain *d, strata_orch *o)
 {
     char msg[STRATA_ERRMSG_MAX];
     strata_err err;
     bool used = false;
 
-    err = exchange_forced() ? STRATA_OK : domain_adopt_build(d, &used);
+    err = domain_exchange_forced() ? STRATA_OK : domain_adopt_build(d, &used);
     if (used)
         return err;
     err = phase(d, o, MBX_CTL_WINDOW_PREPARE, NULL, 0);

@@ -19,9 +19,9 @@
  * have created any. A domain no kernel touched thus costs no chip a
  * wake-up and no system call. */
 #include "base/alloc.h"
-#include "base/env.h"
 #include "base/err.h"
 #include "base/fault.h"
+#include "domain/exchange.h"
 #include "gview.h"
 #include "orch/control.h"
 
@@ -73,10 +73,10 @@ void gnode_lazy_begin(strata_worker *w, struct strata_global_view *v)
     uint64_t map, base = 0;
     bool have;
 
-    if (base_env_flag("STRATA_DOMAIN_EXCHANGE") || !ops ||
-        !ops->host_window_create || !ops->host_window_unlink ||
-        !ops->host_window_name || !ops->window_adopt ||
-        !ops->window_mapping_size || (uint32_t)w->cluster_id == 0 || l4 <= 0 ||
+    if (domain_exchange_forced() || !ops || !ops->host_window_create ||
+        !ops->host_window_unlink || !ops->host_window_name ||
+        !ops->window_adopt || !ops->window_mapping_size ||
+        (uint32_t)w->cluster_id == 0 || l4 <= 0 ||
         l4 >= (int64_t)1 << (64 - MBX_ADOPT_CREATOR_SHIFT))
         return;
     map = ops->window_mapping_size(v->window_size);
