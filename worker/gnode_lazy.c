@@ -179,7 +179,7 @@ strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v)
     uint32_t k = 0;
     strata_err err;
 
-    if (!v->lazy)
+    if (!v->lazy || __atomic_load_n(&v->mapped, __ATOMIC_ACQUIRE))
         return STRATA_OK;
     ptrs = base_calloc(v->nlocal + 1, sizeof(*ptrs));
     if (!ptrs)
@@ -203,6 +203,8 @@ strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v)
         }
     }
     base_free(ptrs);
+    if (!err) /* the next lookup (every node task of a halo call) is free */
+        __atomic_store_n(&v->mapped, true, __ATOMIC_RELEASE);
     return err;
 }
 

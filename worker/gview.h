@@ -42,6 +42,7 @@ struct strata_global_view {
     /* Members map lazily (gnode_lazy.c): */
     bool lazy;
     bool adopts_posted;
+    bool mapped; /* every member ran its ADOPT: lookups need not wait */
     uint64_t va_start, va_len;   /* the node's range piece (0: none) */
     struct orch_ctl *adopt_ctls; /* apart from ctls, which RELEASE uses */
     /* Lookups holding v: from strata_orch_get_global_domain until the
