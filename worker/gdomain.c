@@ -340,7 +340,6 @@ static strata_err phase(struct strata_global_domain *g, strata_orch *o,
     return err;
 }
 
-/* COMM_INIT once per node for the worker's life. */
 /* The cluster id: the L4's pid and a random token, drawn once per
  * worker. Nodes name a global domain's windows after it, so a segment
  * some earlier L4 with the same pid left behind is never opened. */
@@ -359,6 +358,7 @@ static uint64_t cluster_id(strata_worker *w)
     return (uint64_t)w->creator << 32 | t;
 }
 
+/* COMM_INIT once per node for the worker's life. */
 static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
 {
     strata_worker *w = g->w;
@@ -430,7 +430,6 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
     return err;
 }
 
-/* ABORT to every node that prepared; a failed ABORT poisons the worker. */
 /* A member node died with the domain: the windows its members may have
  * created (a lazily mapping member makes every rank's it opens first,
  * gnode_lazy.c) have no node left to unlink them, and the sweep of stale
@@ -446,6 +445,7 @@ static void unlink_after_death(struct strata_global_domain *g)
         gwin_unlink_all(ops, cluster_id(g->w), g->id, g->n, g->window_size);
 }
 
+/* ABORT to every node that prepared; a failed ABORT poisons the worker. */
 static void abort_all(struct strata_global_domain *g, strata_orch *o)
 {
     strata_err err = fan_out(g, o, WIRE_PHASE_ABORT, g->prepared);
