@@ -247,22 +247,30 @@ static void task_job(struct spool_job *job)
     __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
 }
 
-/* A task runs on the thread that read it when it can (the loop moves to
- * a pool thread), else on a pool thread. */
+/* A job (a task, a domain command) runs on the thread that read it when
+ * it can (the loop moves to a pool thread), else on a pool thread. false:
+ * it cannot run at all; the session stops and the caller frees the job. */
+static bool start_job(struct session *s, struct spool_job *job)
+{
+    __atomic_add_fetch(&s->work, 1, __ATOMIC_RELEASE);
+    if (spool_loop_offer(&s->loop, job))
+        return true;
+    if (spool_submit(&s->pool, job) == STRATA_OK)
+        return true;
+    LOG_ERROR("cannot run a job: %s", strata_errmsg());
+    __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
+    stop(s, 1, "out of threads");
+    return false;
+}
+
 static void start_task(struct session *s, struct stask *t)
 {
     t->job.fn = task_job;
-    __atomic_add_fetch(&s->work, 1, __ATOMIC_RELEASE);
-    if (spool_loop_offer(&s->loop, &t->job))
+    if (start_job(s, &t->job))
         return;
-    if (spool_submit(&s->pool, &t->job) != STRATA_OK) {
-        LOG_ERROR("cannot run a task: %s", strata_errmsg());
-        wire_task_free(&t->task);
-        strata_args_destroy(t->args);
-        base_free(t);
-        __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
-        stop(s, 1, "out of threads");
-    }
+    wire_task_free(&t->task);
+    strata_args_destroy(t->args);
+    base_free(t);
 }
 
 /* Maps the task's tensors onto shadow buffers. */
@@ -482,14 +490,8 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
     wire_frame_header_pack(&h, c->frame);
     memcpy(c->frame + WIRE_FRAME_HEADER_SIZE, body, len);
     c->job.fn = cmd_job;
-    __atomic_add_fetch(&s->work, 1, __ATOMIC_RELEASE);
-    if (spool_loop_offer(&s->loop, &c->job))
-        return;
-    if (spool_submit(&s->pool, &c->job) != STRATA_OK) {
+    if (!start_job(s, &c->job))
         base_free(c);
-        __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
-        stop(s, 1, "out of threads");
-    }
 }
 
 /* ---- HELLO ---------------------------------------------------------- */
