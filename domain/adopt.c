@@ -158,8 +158,8 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used)
         memset(c, 0, sizeof(*c));
         c->op = MBX_CTL_WINDOW_ADOPT;
         c->arg[0] = d->alloc_id;
-        c->arg[1] = r | (uint64_t)d->n << 16 | (uint64_t)d->name_token << 32;
-        c->arg[2] = map;
+        c->arg[1] = mbx_adopt_arg1(r, d->n, d->name_token);
+        c->arg[2] = mbx_adopt_arg2(map, 0); /* names carry this worker's */
         c->arg[3] = base;
         c->on_done = adopt_done;
         c->on_done_arg = d;

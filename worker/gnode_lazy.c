@@ -155,10 +155,8 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
         memset(a, 0, sizeof(*a));
         a->op = MBX_CTL_WINDOW_ADOPT;
         a->arg[0] = GLOBAL_ALLOC_TAG | v->domain_id;
-        a->arg[1] = v->ranks[i] | (uint64_t)v->n << 16 |
-                    (uint64_t)(uint32_t)w->cluster_id << 32;
-        a->arg[2] = v->mapping_size | (w->cluster_id >> 32)
-                                          << MBX_ADOPT_CREATOR_SHIFT;
+        a->arg[1] = mbx_adopt_arg1(v->ranks[i], v->n, (uint32_t)w->cluster_id);
+        a->arg[2] = mbx_adopt_arg2(v->mapping_size, w->cluster_id >> 32);
         a->arg[3] = v->va_start;
         /* Nothing waits for it but the member's next task (same FIFO). */
         a->quiet = true;

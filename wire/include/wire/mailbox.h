@@ -63,6 +63,19 @@ enum mbx_control_op {
 #define MBX_ADOPT_CREATOR_SHIFT 40
 #define MBX_ADOPT_MAP_MASK ((1ull << MBX_ADOPT_CREATOR_SHIFT) - 1)
 
+/* An ADOPT frame's arg[1] and arg[2], as its posters (local and global
+ * domains) pack them; the chip reads them back (chip/control.c). */
+static inline uint64_t mbx_adopt_arg1(uint32_t rank, uint32_t rank_count,
+                                      uint32_t name_token)
+{
+    return rank | (uint64_t)rank_count << 16 | (uint64_t)name_token << 32;
+}
+
+static inline uint64_t mbx_adopt_arg2(uint64_t mapping, uint64_t creator_pid)
+{
+    return mapping | creator_pid << MBX_ADOPT_CREATOR_SHIFT;
+}
+
 /* One unit of work. Identity (run, slot, generation) lets the parent match
  * a completion to the task it posted and reject a stale one. */
 struct mbx_frame {
