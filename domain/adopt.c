@@ -15,6 +15,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/token.h"
+#include "domain/exchange.h"
 #include "domain_int.h"
 
 #include <stdio.h>
@@ -85,6 +86,19 @@ static void adopt_done(struct orch_ctl *c, void *arg)
         unlink_ranks(d, d->n);
 }
 
+uint64_t domain_adopt_mapping(const struct chip_backend_ops *ops,
+                              size_t window_size, uint32_t n)
+{
+    uint64_t map;
+
+    if (!ops || !ops->host_window_create || !ops->host_window_unlink ||
+        !ops->host_window_name || !ops->window_adopt ||
+        !ops->window_mapping_size || n == 0 || n > 0xffff)
+        return 0;
+    map = ops->window_mapping_size(window_size);
+    return map <= MBX_ADOPT_MAP_MASK && map <= UINT64_MAX / n ? map : 0;
+}
+
 bool domain_adopt_withdraw_locked(struct strata_domain *d, uint32_t r)
 {
     struct orch_ctl *c;
@@ -112,14 +126,8 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used)
     bool have;
 
     *used = false;
-    if (!ops || !ops->host_window_create || !ops->host_window_unlink ||
-        !ops->window_adopt || !ops->window_mapping_size)
-        return STRATA_OK;
-    map = ops->window_mapping_size(d->window_size);
-    /* The ADOPT frame carries rank and rank count in 16 bits each, and
-     * the mapping size below the creator's pid. */
-    if (map == 0 || map > MBX_ADOPT_MAP_MASK || map > UINT64_MAX / d->n ||
-        d->n > 0xffff)
+    map = domain_adopt_mapping(ops, d->window_size, d->n);
+    if (map == 0)
         return STRATA_OK;
     /* Apart from d->ctls, which the RELEASE at the fence reuses while an
      * ADOPT may still wait in a parked chip's ring. */

@@ -68,21 +68,16 @@ void gnode_lazy_unlink(const strata_worker *w,
  * is not forced, the ADOPT frame can say it all, and the range has room. */
 void gnode_lazy_begin(strata_worker *w, struct strata_global_view *v)
 {
-    const struct chip_backend_ops *ops = w->ops;
     int64_t l4 = (int64_t)(w->cluster_id >> 32);
     uint64_t map, base = 0;
     bool have;
 
-    if (domain_exchange_forced() || !ops || !ops->host_window_create ||
-        !ops->host_window_unlink || !ops->host_window_name ||
-        !ops->window_adopt || !ops->window_mapping_size ||
-        (uint32_t)w->cluster_id == 0 || l4 <= 0 ||
+    /* The ADOPT frame names the L4's pid as the windows' creator. */
+    if (domain_exchange_forced() || (uint32_t)w->cluster_id == 0 || l4 <= 0 ||
         l4 >= (int64_t)1 << (64 - MBX_ADOPT_CREATOR_SHIFT))
         return;
-    map = ops->window_mapping_size(v->window_size);
-    /* Rank and rank count travel in 16 bits each. */
-    if (v->n > 0xffff || map == 0 || map > MBX_ADOPT_MAP_MASK ||
-        map > UINT64_MAX / v->n)
+    map = domain_adopt_mapping(w->ops, v->window_size, v->n);
+    if (map == 0)
         return;
     v->adopt_ctls = base_calloc(v->nlocal + 1, sizeof(*v->adopt_ctls));
     if (!v->adopt_ctls)
