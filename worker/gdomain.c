@@ -252,9 +252,10 @@ static void ctl_for(struct orch_ctl *c, const struct wire_buf *cmd,
     c->staged_reply_cap = cap;
 }
 
-/* Sends one command per node in mask (NULL: all) and waits for all. */
+/* Sends one command per node in mask (NULL: all) and waits for all;
+ * g->ptrs[0 .. *sent) are the ones posted. */
 static strata_err fan_out(struct strata_global_domain *g, strata_orch *o,
-                          uint8_t phase, const bool *mask)
+                          uint8_t phase, const bool *mask, uint32_t *sent)
 {
     struct orch_sched *s = g->w->sched;
     struct wire_domain_cmd c;
@@ -278,6 +279,7 @@ static strata_err fan_out(struct strata_global_domain *g, strata_orch *o,
                 g->prepared[i] = true;
         }
     }
+    *sent = posted;
     {
         strata_err werr = orch_control_wait(s, g->ptrs, posted);
 
@@ -333,7 +335,8 @@ static strata_err check_reply(struct strata_global_domain *g, uint32_t i,
 static strata_err phase(struct strata_global_domain *g, strata_orch *o,
                         uint8_t ph)
 {
-    strata_err err = fan_out(g, o, ph, NULL);
+    uint32_t sent;
+    strata_err err = fan_out(g, o, ph, NULL, &sent);
 
     for (uint32_t i = 0; i < g->num_nodes && !err; i++)
         err = check_reply(g, i, ph);
@@ -445,31 +448,43 @@ static void unlink_after_death(struct strata_global_domain *g)
         gwin_unlink_all(ops, cluster_id(g->w), g->id, g->n, g->window_size);
 }
 
+/* After the ABORTs in g->ptrs[0 .. sent) were waited for: a dead node's
+ * windows died with its chips (not a failed ABORT), and their names go
+ * here. The first failed ABORT's error, or STRATA_OK. */
+static strata_err aborts_settled(struct strata_global_domain *g, uint32_t sent)
+{
+    strata_err err = STRATA_OK;
+
+    for (uint32_t k = 0; k < sent; k++)
+        g->node_died |= g->ptrs[k]->err == STRATA_EPEER;
+    if (g->node_died)
+        unlink_after_death(g);
+    for (uint32_t k = 0; k < sent && !err; k++)
+        if (g->ptrs[k]->err != STRATA_EPEER)
+            err = check_reply(g, (uint32_t)(g->ptrs[k] - g->ctls),
+                              WIRE_PHASE_ABORT);
+    memset(g->prepared, 0, g->num_nodes * sizeof(*g->prepared));
+    __atomic_store_n(&g->freed, true, __ATOMIC_RELEASE);
+    return err == STRATA_EPEER ? STRATA_OK : err;
+}
+
 /* ABORT to every node that prepared; a failed ABORT poisons the worker. */
 static void abort_all(struct strata_global_domain *g, strata_orch *o)
 {
-    strata_err err = fan_out(g, o, WIRE_PHASE_ABORT, g->prepared);
-    bool died = false;
+    uint32_t sent;
+    strata_err err = fan_out(g, o, WIRE_PHASE_ABORT, g->prepared, &sent);
+    strata_err serr = aborts_settled(g, sent);
 
-    for (uint32_t i = 0; i < g->num_nodes; i++)
-        died |= g->prepared[i] && g->ctls[i].err == STRATA_EPEER;
-    if (died)
-        unlink_after_death(g);
-
-    /* A dead node's windows died with its chips: not a failed ABORT. */
-    for (uint32_t i = 0; i < g->num_nodes && !err; i++)
-        if (g->prepared[i] && g->ctls[i].err != STRATA_EPEER)
-            err = check_reply(g, i, WIRE_PHASE_ABORT);
     if (err == STRATA_EPEER)
         err = STRATA_OK;
+    if (!err)
+        err = serr;
     if (err) {
         LOG_ERROR("global domain '%s': ABORT failed, the worker is "
                   "poisoned: %s",
                   g->name, strata_errmsg());
         g->w->poisoned = true;
     }
-    memset(g->prepared, 0, g->num_nodes * sizeof(*g->prepared));
-    g->freed = true;
 }
 
 /* ---- lifetime --------------------------------------------------------- */
@@ -608,32 +623,21 @@ static strata_err release_now(struct strata_global_domain *g)
     strata_err err = STRATA_OK;
     uint32_t posted = 0;
 
-    for (uint32_t i = 0; i < g->num_nodes; i++) {
+    for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
         ctl_for(&g->ctls[i], &g->cmds[i], g->release_req[i],
                 g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         err = orch_control_post(s, NULL, g->nodes[i], &g->ctls[i], NULL);
-        if (err)
-            break;
-        g->ptrs[posted++] = &g->ctls[i];
+        if (!err)
+            g->ptrs[posted++] = &g->ctls[i];
     }
     {
         strata_err werr = orch_control_wait(s, g->ptrs, posted);
+        strata_err serr = aborts_settled(g, posted);
 
-        /* A dead node's windows died with it. */
-        if (!err && werr && werr != STRATA_EPEER)
+        if (!err && werr != STRATA_EPEER)
             err = werr;
+        return err ? err : serr;
     }
-    for (uint32_t i = 0; i < posted; i++)
-        g->node_died |= g->ctls[i].err == STRATA_EPEER;
-    if (g->node_died)
-        unlink_after_death(g);
-    for (uint32_t i = 0; i < posted && !err; i++)
-        if (g->ctls[i].err != STRATA_EPEER)
-            err = check_reply(g, i, WIRE_PHASE_ABORT);
-    if (err == STRATA_EPEER)
-        err = STRATA_OK;
-    __atomic_store_n(&g->freed, true, __ATOMIC_RELEASE);
-    return err;
 }
 
 strata_err strata_global_domain_release(strata_global_domain *g)
