@@ -113,14 +113,6 @@ static void report(const char *what, strata_err err)
             strata_errname(err), strata_strerror(err), strata_errmsg());
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 static float input_value(size_t i, size_t rank)
 {
     return (float)(i % 997) + (float)rank;
@@ -198,7 +190,7 @@ static strata_err allreduce_kernel(strata_chip *chip, const strata_args *args)
         if (err != STRATA_OK)
             return err;
     }
-    times[0] = now_us();
+    times[0] = bench_now_us();
     for (uint32_t g = gen0 + 1; g <= gen0 + iters; g++) {
         /* Every peer has read my previous vector. */
         err = strata_signal_wait(ctrl_word(cc, cc->rank, bytes, CONSUMED),
@@ -216,7 +208,7 @@ static strata_err allreduce_kernel(strata_chip *chip, const strata_args *args)
         sum_windows(cc, out, bytes / sizeof(float));
         signal_peers(cc, bytes, CONSUMED);
     }
-    times[1] = now_us();
+    times[1] = bench_now_us();
     return STRATA_OK;
 }
 
@@ -336,14 +328,14 @@ static strata_err bench_orch(strata_orch *o, const strata_args *unused,
             j->kernel_us[r] = group_kernel_us(j, (uint32_t)j->iters);
     }
     if (err == STRATA_OK && !j->one_shot) {
-        double t0 = now_us();
+        double t0 = bench_now_us();
 
         err = strata_orch_scope_begin(o);
         for (int i = 0; i < j->dispatched && err == STRATA_OK; i++)
             err = submit_group(o, j, &ds, 1, false);
         if (err == STRATA_OK)
             err = strata_orch_scope_end(o);
-        j->dispatched_us = (now_us() - t0) / j->dispatched;
+        j->dispatched_us = (bench_now_us() - t0) / j->dispatched;
     }
     if (ds.d != NULL) {
         strata_err rel = strata_domain_release(ds.d);
@@ -454,10 +446,10 @@ static int bench_strata(int ni, strata_callable kernel,
         runs = runs < 3 ? 3 : runs > 64 ? 64 : runs;
         j.one_shot = true;
         for (int i = 0; i < runs && err == STRATA_OK; i++) {
-            double t0 = now_us();
+            double t0 = bench_now_us();
 
             err = strata_worker_run(w, bench_orch, NULL, &j);
-            run[i] = now_us() - t0;
+            run[i] = bench_now_us() - t0;
         }
         if (err != STRATA_OK || !check_output(&j)) {
             report("one-shot allreduce run", err);

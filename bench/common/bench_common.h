@@ -16,7 +16,8 @@ void bench_json_num(const char *key, double v, bool comma);
 /* Ends the JSON line: ,"note":.. when note is not empty, ,"error":.. when
  * error is not NULL, then the closing brace; flushes stdout. */
 void bench_json_end(const char *note, const char *error);
-/* Monotonic seconds. */
+/* Monotonic seconds, and microseconds. */
 double bench_now_s(void);
+double bench_now_us(void);
 
 #endif

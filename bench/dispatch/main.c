@@ -28,6 +28,7 @@
 
 #include <strata/strata.h>
 
+#include "bench_common.h"
 #include "pingpong.h"
 #include "stats.h"
 
@@ -82,14 +83,6 @@ static void report(const char *what, strata_err err)
             strata_errname(err), strata_strerror(err), strata_errmsg());
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 static strata_err noop_kernel(strata_chip *chip, const strata_args *args)
 {
     (void)chip;
@@ -130,13 +123,13 @@ static strata_err time_batch(strata_worker *w, struct dispatch *d,
 
     if (runs < opt->min_runs)
         runs = opt->min_runs;
-    t0 = now_us();
+    t0 = bench_now_us();
     for (size_t i = 0; i < runs; i++) {
         err = strata_worker_run(w, dispatch_orch, NULL, d);
         if (err != STRATA_OK)
             return err;
     }
-    *run_us_out = (now_us() - t0) / (double)runs;
+    *run_us_out = (bench_now_us() - t0) / (double)runs;
     return STRATA_OK;
 }
 
@@ -337,14 +330,14 @@ static int measure_idle(strata_worker *w, struct results *res)
         fprintf(stderr, "bench_dispatch: no child pids\n");
         return -1;
     }
-    t0 = now_us();
+    t0 = bench_now_us();
     if (sample_cpu(pids, 3, &a) != 0)
         return -1;
     while (nanosleep(&one_second, &one_second) != 0 && errno == EINTR)
         ;
     if (sample_cpu(pids, 3, &b) != 0)
         return -1;
-    wall_s = (now_us() - t0) / 1e6;
+    wall_s = (bench_now_us() - t0) / 1e6;
     res->idle_children_pct =
         100.0 * (double)(b.child_ticks - a.child_ticks) / ticks_per_s / wall_s;
     res->idle_children_ns_pct =

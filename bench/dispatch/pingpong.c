@@ -7,6 +7,7 @@
  * page is shared between two address spaces.
  */
 #include "pingpong.h"
+#include "bench_common.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -87,14 +88,6 @@ static void child_loop(struct page *p, uint32_t rounds, enum pingpong_mode mode,
     _exit(0);
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 /* The parent's side: rounds 1..WARMUP_ROUNDS untimed, then `blocks` timed
  * blocks of `iters` rounds each. */
 static void parent_loop(struct page *p, size_t iters, size_t blocks,
@@ -107,12 +100,12 @@ static void parent_loop(struct page *p, size_t iters, size_t blocks,
         await(&p->pong, i, mode);
     }
     for (size_t b = 0; b < blocks; b++) {
-        double t0 = now_us();
+        double t0 = bench_now_us();
         for (size_t r = 0; r < iters; r++, i++) {
             post(&p->ping, i, mode);
             await(&p->pong, i, mode);
         }
-        block_us[b] = (now_us() - t0) / (double)iters;
+        block_us[b] = (bench_now_us() - t0) / (double)iters;
     }
 }
 

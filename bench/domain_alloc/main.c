@@ -104,14 +104,6 @@ static void report(const char *what, strata_err err)
             strata_errname(err), strata_strerror(err), strata_errmsg());
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 /* Writes the whole window twice: out[0..3) = start, end of the first pass
  * (first touch), end of the second (pages present), in monotonic us. */
 static strata_err touch_kernel(strata_chip *chip, const strata_args *args)
@@ -126,11 +118,11 @@ static strata_err touch_kernel(strata_chip *chip, const strata_args *args)
         return STRATA_ENOENT;
     }
     win = cc->window_base[cc->rank];
-    out[0] = now_us();
+    out[0] = bench_now_us();
     memset(win, 0xa5, cc->window_size);
-    out[1] = now_us();
+    out[1] = bench_now_us();
     memset(win, 0x5a, cc->window_size);
-    out[2] = now_us();
+    out[2] = bench_now_us();
     if (win[cc->window_size - 1] != 0x5a) {
         strata_errmsg_set("touch: window does not hold what was written");
         return STRATA_EIO;
@@ -195,14 +187,14 @@ static strata_err cycle_orch(strata_orch *o, const strata_args *unused,
     double t0;
 
     (void)unused;
-    t0 = now_us();
+    t0 = bench_now_us();
     err = strata_orch_allocate_domain(o, &spec, &j->domain);
-    j->alloc_us = now_us() - t0;
+    j->alloc_us = bench_now_us() - t0;
     if (err == STRATA_OK && (j->touch || j->use))
         err = submit_group(o, j);
     if (err == STRATA_OK)
         err = strata_domain_release(j->domain);
-    j->orch_end_us = now_us();
+    j->orch_end_us = bench_now_us();
     return err;
 }
 
@@ -220,10 +212,10 @@ static strata_err empty_orch(strata_orch *o, const strata_args *unused,
 static strata_err one_cycle(strata_worker *w, struct job *j, double *cycle_us,
                             double *free_us)
 {
-    double t0 = now_us(), t1;
+    double t0 = bench_now_us(), t1;
     strata_err err = strata_worker_run(w, cycle_orch, NULL, j);
 
-    t1 = now_us();
+    t1 = bench_now_us();
     *cycle_us = t1 - t0;
     *free_us = t1 - j->orch_end_us;
     if (err == STRATA_OK && !strata_domain_freed(j->domain)) {
@@ -326,11 +318,11 @@ static strata_err measure_empty(strata_worker *w, int iters, double *out)
     strata_err err = v ? STRATA_OK : STRATA_ENOMEM;
 
     for (int i = -5; i < iters && err == STRATA_OK; i++) {
-        double t0 = now_us();
+        double t0 = bench_now_us();
 
         err = strata_worker_run(w, empty_orch, NULL, NULL);
         if (i >= 0)
-            v[i] = now_us() - t0;
+            v[i] = bench_now_us() - t0;
     }
     if (err == STRATA_OK)
         *out = stats_median(v, (size_t)iters);

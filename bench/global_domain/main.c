@@ -120,14 +120,6 @@ static char mpi_note[512];
 static char strata_note[512];
 static bool strata_failed;
 
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 static void report(const char *what, strata_err err)
 {
     fprintf(stderr, NAME ": %s: %s (%s): %s\n", what, strata_errname(err),
@@ -154,12 +146,12 @@ static strata_err cycle_orch(strata_orch *o, const strata_args *unused,
     double t0;
 
     (void)unused;
-    t0 = now_us();
+    t0 = bench_now_us();
     err = strata_orch_allocate_global_domain(o, &spec, &j->g);
-    j->alloc_us = now_us() - t0;
+    j->alloc_us = bench_now_us() - t0;
     if (err == STRATA_OK)
         err = strata_global_domain_release(j->g);
-    j->orch_end_us = now_us();
+    j->orch_end_us = bench_now_us();
     return err;
 }
 
@@ -175,10 +167,10 @@ static strata_err empty_orch(strata_orch *o, const strata_args *unused,
 static strata_err one_cycle(strata_worker *w, struct job *j, double *cycle,
                             double *freed)
 {
-    double t0 = now_us(), t1;
+    double t0 = bench_now_us(), t1;
     strata_err err = strata_worker_run(w, cycle_orch, NULL, j);
 
-    t1 = now_us();
+    t1 = bench_now_us();
     *cycle = t1 - t0;
     *freed = t1 - j->orch_end_us;
     if (err == STRATA_OK && !strata_global_domain_freed(j->g)) {
@@ -204,14 +196,14 @@ static strata_err measure(strata_worker *w, struct job *j, int iters,
         double cyc, fr, t0;
 
         err = one_cycle(w, j, &cyc, &fr);
-        t0 = now_us();
+        t0 = bench_now_us();
         if (err == STRATA_OK)
             err = strata_worker_run(w, empty_orch, NULL, NULL);
         if (i >= 0) {
             a[i] = j->alloc_us;
             f[i] = fr;
             c[i] = cyc;
-            e[i] = now_us() - t0;
+            e[i] = bench_now_us() - t0;
         }
     }
     machine_load_sample(&l1);

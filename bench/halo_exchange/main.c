@@ -114,14 +114,6 @@ static void report(const char *what, strata_err err)
             strata_errname(err), strata_strerror(err), strata_errmsg());
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 /* The neighbours of rank r: blocks sent (to[k]) and received (from[j]),
  * and which send block of from[j] arrives as my block j. */
 struct nbrs {
@@ -338,10 +330,10 @@ static strata_err exchange_kernel(strata_chip *chip, const strata_args *args)
         double t0;
 
         err = barrier(cc, r + 2);
-        t0 = now_us();
+        t0 = bench_now_us();
         for (uint32_t i = 0; i < iters && err == STRATA_OK; i++)
             err = exchange(cc, &nb, mode, src, bytes, ++g);
-        times[r] = (now_us() - t0) / iters;
+        times[r] = (bench_now_us() - t0) / iters;
     }
     return err;
 }

@@ -42,6 +42,7 @@
 
 #include <strata/strata.h>
 
+#include "bench_common.h"
 #include "bench_daemon.h"
 #include "stats.h"
 
@@ -75,14 +76,6 @@ struct results {
     double tput[NUM_K];   /* tasks per second */
     double run_us[NUM_K]; /* one run of k tasks */
 };
-
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 /* ---- 1. raw TCP ping-pong -------------------------------------------- */
 
@@ -152,13 +145,13 @@ static int tcp_pingpong(const struct options *opt, double *rtt_us)
             !full_io(fd, msg, sizeof(msg), false))
             goto broken;
     for (size_t b = 0; b < opt->blocks; b++) {
-        double t0 = now_us();
+        double t0 = bench_now_us();
 
         for (size_t i = 0; i < opt->tcp_iters; i++)
             if (!full_io(fd, msg, sizeof(msg), true) ||
                 !full_io(fd, msg, sizeof(msg), false))
                 goto broken;
-        blocks[b] = (now_us() - t0) / (double)opt->tcp_iters;
+        blocks[b] = (bench_now_us() - t0) / (double)opt->tcp_iters;
     }
     close(fd);
     waitpid(pid, &status, 0);
@@ -245,23 +238,23 @@ static strata_err time_runs(strata_worker *w, struct dispatch *d,
     size_t runs;
     strata_err err;
 
-    t0 = now_us();
+    t0 = bench_now_us();
     for (size_t i = 0; i < 10; i++) { /* warm-up */
         err = strata_worker_run(w, dispatch_orch, NULL, d);
         if (err)
             return err;
     }
-    est = (now_us() - t0) / 10;
+    est = (bench_now_us() - t0) / 10;
     runs = (size_t)(block_us / (est > 1 ? est : 1));
     runs = runs > max_runs ? max_runs : runs < 5 ? 5 : runs;
     for (size_t k = 0; k < blocks; k++) {
-        t0 = now_us();
+        t0 = bench_now_us();
         for (size_t i = 0; i < runs; i++) {
             err = strata_worker_run(w, dispatch_orch, NULL, d);
             if (err)
                 return err;
         }
-        b[k] = (now_us() - t0) / (double)runs;
+        b[k] = (bench_now_us() - t0) / (double)runs;
     }
     *run_us = stats_median(b, blocks);
     return STRATA_OK;
