@@ -121,6 +121,20 @@ strata_err domain_check_buffers(const char *kind, const char *name,
     return STRATA_OK;
 }
 
+strata_err domain_check_window(const char *kind, const char *name,
+                               size_t window_size, size_t ranks)
+{
+    if (window_size == 0)
+        return base_fail(STRATA_EINVAL, "%s '%s': window_size is 0", kind,
+                         name);
+    if (ranks && window_size > DOMAIN_MAP_MAX / ranks)
+        return base_fail(STRATA_EINVAL,
+                         "%s '%s': window_size %zu x %zu ranks is more than "
+                         "the %llu TiB a member can map",
+                         kind, name, window_size, ranks, DOMAIN_MAP_MAX >> 40);
+    return STRATA_OK;
+}
+
 strata_err domain_validate(struct orch_sched *s, strata_run *run,
                            const strata_domain_spec *spec)
 {
@@ -130,10 +144,12 @@ strata_err domain_validate(struct orch_sched *s, strata_run *run,
         strlen(spec->name) >= STRATA_DOMAIN_NAME_MAX)
         return base_fail(STRATA_EINVAL, "a domain needs a name of 1..%d bytes",
                          STRATA_DOMAIN_NAME_MAX - 1);
-    if (spec->window_size == 0)
-        return base_fail(STRATA_EINVAL, "domain '%s': window_size is 0",
-                         spec->name);
-    err = check_workers(s, spec);
+    err = domain_check_window("domain", spec->name, spec->window_size, 0);
+    if (!err)
+        err = check_workers(s, spec);
+    if (!err)
+        err = domain_check_window("domain", spec->name, spec->window_size,
+                                  spec->num_workers);
     if (!err)
         err = domain_check_buffers("domain", spec->name, spec->buffers,
                                    spec->num_buffers, spec->window_size);

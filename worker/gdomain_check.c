@@ -113,6 +113,13 @@ static strata_err check_attachments(const strata_worker *w,
                              "attachments[%zu]: an adapter needs a profile "
                              "and NONE takes none",
                              i);
+        for (size_t j = 0; j < i; j++)
+            if (s->attachments[j].receiving_node == a->receiving_node &&
+                s->attachments[j].member_rank == a->member_rank)
+                return base_fail(STRATA_EINVAL,
+                                 "attachments[%zu] and [%zu] both describe "
+                                 "member %u on node %d",
+                                 j, i, a->member_rank, a->receiving_node);
     }
     return STRATA_OK;
 }
@@ -129,11 +136,12 @@ strata_err gdomain_validate(const strata_worker *w,
     if (!s->members || s->num_members == 0)
         return base_fail(STRATA_EINVAL, "global domain '%s': no members",
                          s->name);
-    if (s->window_size == 0)
-        return base_fail(STRATA_EINVAL, "global domain '%s': window_size 0",
-                         s->name);
+    err = domain_check_window("global domain", s->name, s->window_size, 0);
     for (size_t i = 0; !err && i < s->num_members; i++)
         err = check_member(w, s, i);
+    if (!err)
+        err = domain_check_window("global domain", s->name, s->window_size,
+                                  s->num_members);
     if (!err)
         err = domain_check_buffers("global domain", s->name, s->buffers,
                                    s->num_buffers, s->window_size);

@@ -155,6 +155,14 @@ static strata_err bad_specs_orch(strata_orch *o, const strata_args *args,
     s.spec.window_size = 0;
     s.spec.num_buffers = 0;
     try_spec(o, v, "window_size 0", &s.spec);
+    good_spec(&s, "v");
+    s.spec.window_size = SIZE_MAX; /* rounds up past the address space */
+    s.spec.num_buffers = 0;
+    try_spec(o, v, "window_size SIZE_MAX", &s.spec);
+    good_spec(&s, "v");
+    s.spec.window_size = (1ull << 46) / 3 + 1; /* 3 windows over 64 TiB */
+    s.spec.num_buffers = 0;
+    try_spec(o, v, "3 windows over 64 TiB", &s.spec);
 
     /* Nothing of the above may have allocated a window anywhere. */
     v->shm_after = dom_shm_windows();
@@ -207,7 +215,7 @@ test_domain_validate_bad_specs_einval_nothing_allocated(void **state)
             bad++;
         }
     }
-    assert_int_equal(v->n, 25);
+    assert_int_equal(v->n, 27);
     assert_int_equal(bad, 0);
     assert_int_equal(v->shm_after, 0);
     assert_int_equal(v->maps_after, 0);

@@ -83,6 +83,14 @@ static void window_zero(struct gd_spec *s)
 {
     s->spec.window_size = 0;
 }
+static void window_huge(struct gd_spec *s)
+{
+    s->spec.window_size = SIZE_MAX; /* rounds up past the address space */
+}
+static void windows_over_64tib(struct gd_spec *s)
+{
+    s->spec.window_size = (1ull << 46) / s->spec.num_members + 1;
+}
 static void buffers_null(struct gd_spec *s)
 {
     s->spec.buffers = NULL;
@@ -185,6 +193,11 @@ static void at_none_with_profile(struct gd_spec *s)
 {
     attach(s)->adapter_profile = "sim";
 }
+static void at_twice(struct gd_spec *s)
+{
+    attach(s);
+    attach(s)->address_space = STRATA_SPACE_DEVICE;
+}
 static void at_second_bad(struct gd_spec *s)
 {
     attach(s);
@@ -202,7 +215,9 @@ static const struct bad bads[] = {
     {"negative node", negative_node, "node -1"},
     {"chip missing on its node", missing_chip, "no chip 5"},
     {"negative chip", negative_chip, "no chip -1"},
-    {"window_size 0", window_zero, "window_size 0"},
+    {"window_size 0", window_zero, "window_size is 0"},
+    {"window_size SIZE_MAX", window_huge, "a member can map"},
+    {"windows over 64 TiB", windows_over_64tib, "a member can map"},
     {"buffers NULL", buffers_null, "buffers"},
     {"buffer without a name", buffer_no_name, "name"},
     {"buffer with an empty name", buffer_empty_name, "name"},
@@ -228,6 +243,8 @@ static const struct bad bads[] = {
      "profile"},
     {"attachment: NONE with a profile", at_none_with_profile, "profile"},
     {"attachment: the second of two is bad", at_second_bad, "attachments[1]"},
+    {"attachment: one entry twice", at_twice,
+     "attachments[0] and [1] both describe member 2 on node 0"},
 };
 #define NUM_BAD (sizeof(bads) / sizeof(bads[0]))
 

@@ -1,4 +1,5 @@
-/* The checks a domain's comm buffers pass, local and global alike. */
+/* The checks a domain's window and comm buffers pass, local and global
+ * alike. */
 #ifndef DOMAIN_BUFFERS_H
 #define DOMAIN_BUFFERS_H
 
@@ -13,5 +14,15 @@
 strata_err domain_check_buffers(const char *kind, const char *name,
                                 const strata_comm_buffer_spec *buffers,
                                 size_t n, size_t window_size);
+
+/* The most bytes one process maps of a domain: every member maps every
+ * rank's window, so ranks x window_size must fit (64 TiB, half of what a
+ * 47-bit address space gives a process). */
+#define DOMAIN_MAP_MAX (1ull << 46)
+
+/* STRATA_EINVAL, as "<kind> '<name>': ...", when window_size is 0 or
+ * ranks windows of it are more than DOMAIN_MAP_MAX bytes. */
+strata_err domain_check_window(const char *kind, const char *name,
+                               size_t window_size, size_t ranks);
 
 #endif
