@@ -734,11 +734,17 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
                              buffer);
         limit = g->buffers[i].nbytes;
     }
-    if (n == 0 || n > MBX_STAGING_SIZE || offset > limit || n > limit - offset)
+    if (n == 0 || n > MBX_STAGING_SIZE)
+        return base_fail(STRATA_EINVAL,
+                         "global domain '%s': a copy of %zu bytes (1 byte to "
+                         "1 MiB a call)",
+                         g->name, n);
+    if (offset > limit || n > limit - offset)
         return base_fail(STRATA_EINVAL,
                          "global domain '%s': bytes [%zu, %zu) outside the "
-                         "%zu-byte target (or over 1 MiB)",
-                         g->name, offset, offset + n, limit);
+                         "%zu-byte %s",
+                         g->name, offset, offset + n, limit,
+                         buffer ? "buffer" : "window");
     m = &g->members[rank];
     if (g->w->nodes[m->node_worker_id].remote)
         return remote_copy(o, g, rank, base + offset, data, n, write);

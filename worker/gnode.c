@@ -538,6 +538,12 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
     if (!w || !out)
         return base_fail(STRATA_EINVAL,
                          "strata_orch_get_global_domain: NULL argument");
+    if (w->level != 3)
+        return base_fail(STRATA_EINVAL,
+                         "strata_orch_get_global_domain: views live on the "
+                         "nodes; call it from a level-3 worker's orch fn (the "
+                         "level-%d worker holds the strata_global_domain)",
+                         w->level);
     pthread_mutex_lock(&w->gv_mu);
     v = find(w, domain_id);
     if (v && v->state != VIEW_COMMITTED)

@@ -97,6 +97,10 @@ strata_err strata_worker_create(const strata_worker_config *cfg,
     if (cfg->num_chips)
         memcpy(w->chip_ids, cfg->chip_ids, cfg->num_chips * sizeof(int));
     w->level = cfg->level;
+    /* This process is the tree's root above the nodes: say so in its log
+     * lines (a forked node names itself in node.c). */
+    if (w->level > 3)
+        base_log_set_role("l%d", w->level);
     snprintf(w->platform, sizeof(w->platform), "%s", platform);
     snprintf(w->comm_profile, sizeof(w->comm_profile), "%s",
              cfg->comm_profile ? cfg->comm_profile : "sim");

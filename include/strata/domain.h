@@ -175,8 +175,8 @@ STRATA_API bool strata_global_domain_released(const strata_global_domain *g);
 STRATA_API bool strata_global_domain_freed(const strata_global_domain *g);
 /* Bounded control-plane copies into / out of member rank's window, at
  * offset within the named buffer (NULL buffer: the whole window). At most
- * 1 MiB a call; STRATA_EINVAL for a range outside. Forked nodes only in
- * this version (STRATA_ENOTSUP for remote ones). */
+ * 1 MiB a call; STRATA_EINVAL for a range outside. A member on a remote
+ * node is reached the same way (the bytes travel in control frames). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_copy_to_global_domain(
     strata_orch *o, strata_global_domain *g, uint32_t rank, const char *buffer,
     size_t offset, const void *src, size_t n);
@@ -184,7 +184,9 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_orch_copy_from_global_domain(
     strata_orch *o, strata_global_domain *g, uint32_t rank, const char *buffer,
     size_t offset, void *dst, size_t n);
 /* Node side (an orch fn on an L3 node): the committed domain domain_id.
- * STRATA_ENOENT before COMMIT or after release. */
+ * STRATA_ENOENT before COMMIT and once the domain is freed on this node
+ * (a released domain stays usable until its run's fence frees it);
+ * STRATA_EINVAL from an orch fn of a worker above level 3. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_get_global_domain(
     strata_orch *o, uint64_t domain_id, strata_global_view **out);
 /* The same context local domains give, for a member chip of this node;

@@ -370,7 +370,8 @@ struct cp {
     uint32_t at_end[2];
     strata_err errs[16];
     strata_err remote_to, remote_from, after_release;
-    strata_err whole_ok, whole_last_ok;
+    strata_err whole_ok, whole_last_ok, l4_lookup;
+    char zero_msg[STRATA_ERRMSG_MAX], l4_lookup_msg[STRATA_ERRMSG_MAX];
 };
 
 static strata_err cp_orch(strata_orch *o, const strata_args *args, void *user)
@@ -414,6 +415,15 @@ static strata_err cp_orch(strata_orch *o, const strata_args *args, void *user)
                                                      COUNT * 4 + 1, &word, 0);
     c->errs[k++] =
         strata_orch_copy_to_global_domain(o, g, 1, "vec", 0, &word, 0);
+    snprintf(c->zero_msg, sizeof(c->zero_msg), "%s", strata_errmsg());
+    {
+        /* Views live on the nodes: the L4 is told so. */
+        strata_global_view *v = NULL;
+
+        c->l4_lookup = strata_orch_get_global_domain(o, c->id, &v);
+        snprintf(c->l4_lookup_msg, sizeof(c->l4_lookup_msg), "%s",
+                 strata_errmsg());
+    }
     c->errs[k++] =
         strata_orch_copy_from_global_domain(o, g, 1, "flag", 1, &word, 4);
     c->errs[k++] =
@@ -490,6 +500,9 @@ static void test_gd_lifetime_copies_ranges_checked(void **state)
         if (c.errs[i] != STRATA_EINVAL)
             fail_msg("range case %d: %s, want STRATA_EINVAL", i,
                      strata_errname(c.errs[i]));
+    gd_assert_contains(c.zero_msg, "a copy of 0 bytes");
+    assert_int_equal(c.l4_lookup, STRATA_EINVAL);
+    gd_assert_contains(c.l4_lookup_msg, "level-3 worker's orch fn");
     assert_int_equal(c.remote_to, STRATA_OK);
     assert_int_equal(c.remote_from, STRATA_OK);
     assert_memory_equal(c.remote_back, c.pattern, sizeof(c.pattern));
