@@ -37,9 +37,14 @@ const char *strata_errmsg(void)
     return errmsg;
 }
 
+/* Through a copy: a caller may pass strata_errmsg() itself as an
+ * argument, to add context to the detail it replaces. */
 STRATA_PRINTF(1, 0) static void vset(const char *fmt, va_list ap)
 {
-    vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+    char tmp[STRATA_ERRMSG_MAX];
+
+    vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    memcpy(errmsg, tmp, sizeof(errmsg));
 }
 
 void strata_errmsg_set(const char *fmt, ...)

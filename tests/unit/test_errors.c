@@ -82,6 +82,21 @@ static void test_errors_fail_errno_maps_and_appends(void **state)
                         "ctx 3: open f: No such file or directory");
 }
 
+/* Context added by passing the old detail as an argument: the new one
+ * reads it whole, not the half-written buffer. */
+static void test_errors_fail_may_quote_the_old_detail(void **state)
+{
+    (void)state;
+    base_fail(STRATA_EINVAL, "bytes [%d, %d) outside", 60, 76);
+    assert_int_equal(
+        base_fail(STRATA_EINVAL, "host range: %s", strata_errmsg()),
+        STRATA_EINVAL);
+    assert_string_equal(strata_errmsg(), "host range: bytes [60, 76) outside");
+    strata_errmsg_set("%s; %s", strata_errmsg(), "again");
+    assert_string_equal(strata_errmsg(),
+                        "host range: bytes [60, 76) outside; again");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -91,6 +106,7 @@ int main(void)
         cmocka_unit_test(test_errors_message_truncated_not_overflowed),
         cmocka_unit_test(test_errors_message_is_thread_local),
         cmocka_unit_test(test_errors_fail_errno_maps_and_appends),
+        cmocka_unit_test(test_errors_fail_may_quote_the_old_detail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
