@@ -115,6 +115,14 @@ strata_err strata_args_add_tensor(strata_args *a, strata_buffer *buf,
         return base_fail(STRATA_EINVAL,
                          "tensor %u: ndims %zu outside 1..%d (or no shape)",
                          a->num_tensors, ndims, STRATA_MAX_DIMS);
+    /* Checked before they narrow to a byte on the wire, so the message
+     * names the value given. */
+    if ((unsigned)dtype > 0xff || !strata_dtype_size(dtype))
+        return base_fail(STRATA_EINVAL, "tensor %u: unknown dtype %d",
+                         a->num_tensors, (int)dtype);
+    if (!tag_valid((unsigned)tag))
+        return base_fail(STRATA_EINVAL, "tensor %u: unknown tag %d",
+                         a->num_tensors, (int)tag);
     memset(&t, 0, sizeof(t));
     t.buffer_id = buf->id;
     t.creator = buf->creator;
@@ -122,7 +130,7 @@ strata_err strata_args_add_tensor(strata_args *a, strata_buffer *buf,
     t.offset = byte_offset;
     t.dtype = (uint8_t)dtype;
     t.ndims = (uint8_t)ndims;
-    t.tag = (uint8_t)(tag_valid((unsigned)tag) ? tag : 0xff);
+    t.tag = (uint8_t)tag;
     t.nbytes = strata_dtype_size(dtype);
     for (size_t d = 0; d < ndims; d++) {
         t.shape[d] = shape[d];

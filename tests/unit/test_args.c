@@ -46,11 +46,20 @@ static void test_args_add_tensor_validates_input(void **state)
     assert_int_equal(
         strata_args_add_tensor(a, &b, 0, (strata_dtype)99, 1, shape, STRATA_IN),
         STRATA_EINVAL);
-    assert_non_null(strstr(strata_errmsg(), "dtype"));
+    assert_string_equal(strata_errmsg(), "tensor 1: unknown dtype 99");
+    /* A value past a byte is named as given, not as it would narrow. */
+    assert_int_equal(strata_args_add_tensor(a, &b, 0, (strata_dtype)267, 1,
+                                            shape, STRATA_IN),
+                     STRATA_EINVAL);
+    assert_string_equal(strata_errmsg(), "tensor 1: unknown dtype 267");
     assert_int_equal(
         strata_args_add_tensor(a, &b, 0, STRATA_F32, 1, shape, (strata_tag)0),
         STRATA_EINVAL);
-    assert_non_null(strstr(strata_errmsg(), "tag"));
+    assert_string_equal(strata_errmsg(), "tensor 1: unknown tag 0");
+    assert_int_equal(
+        strata_args_add_tensor(a, &b, 0, STRATA_F32, 1, shape, (strata_tag)258),
+        STRATA_EINVAL);
+    assert_string_equal(strata_errmsg(), "tensor 1: unknown tag 258");
     assert_int_equal(
         strata_args_add_tensor(a, &b, 0, STRATA_F32, 0, shape, STRATA_IN),
         STRATA_EINVAL);
