@@ -51,7 +51,9 @@ static strata_err copy(strata_orch *o, const strata_domain *d, int chip,
 
     if (!o || !d || !host)
         return base_fail(STRATA_EINVAL, "window copy: NULL argument");
-    err = locate(d, chip, buffer, offset, nbytes, &rank, &win_off);
+    err = orch_usable(o, "window copy");
+    if (!err)
+        err = locate(d, chip, buffer, offset, nbytes, &rank, &win_off);
     if (err)
         return err;
     err = strata_args_create(&a);

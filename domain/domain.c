@@ -299,7 +299,9 @@ strata_err strata_orch_allocate_domain(strata_orch *o,
         return base_fail(STRATA_EINVAL,
                          "strata_orch_allocate_domain: NULL argument");
     s = orch_sched_of(o);
-    err = domain_validate(s, orch_run_of(o), spec);
+    err = orch_usable(o, "strata_orch_allocate_domain");
+    if (!err)
+        err = domain_validate(s, orch_run_of(o), spec);
     if (!err)
         err = create(s, orch_run_of(o), spec, &d);
     if (err)

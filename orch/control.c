@@ -16,6 +16,18 @@ strata_run *orch_run_of(strata_orch *o)
     return o->run;
 }
 
+strata_err orch_usable(strata_orch *o, const char *fn)
+{
+    if (!o)
+        return base_fail(STRATA_EINVAL, "%s: orch is NULL", fn);
+    if (__atomic_load_n(&o->run->closed, __ATOMIC_ACQUIRE))
+        return base_fail(STRATA_ESTATE,
+                         "%s: orch used after its function "
+                         "returned",
+                         fn);
+    return STRATA_OK;
+}
+
 size_t orch_num_chips(const struct orch_sched *s)
 {
     return s->num_chips;

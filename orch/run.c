@@ -214,7 +214,7 @@ strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
                               "open",
                               r->depth);
     r->depth = 0;
-    r->closed = true;
+    __atomic_store_n(&r->closed, true, __ATOMIC_RELEASE);
     maybe_fence(s, r);
     orch_dispatch(s);
     pthread_mutex_unlock(&s->mu);
@@ -263,9 +263,10 @@ void strata_run_free(strata_run *run)
 strata_err strata_orch_scope_begin(strata_orch *o)
 {
     struct strata_run *r;
+    strata_err err = orch_usable(o, "strata_orch_scope_begin");
 
-    if (!o)
-        return base_fail(STRATA_EINVAL, "strata_orch_scope_begin: orch NULL");
+    if (err)
+        return err;
     r = o->run;
     if (r->depth == ORCH_MAX_SCOPES)
         return base_fail(STRATA_ESTATE, "more than %d nested scopes",
@@ -285,10 +286,10 @@ static bool scope_done(void *arg)
 strata_err strata_orch_scope_end(strata_orch *o)
 {
     struct orch_scope *sc;
-    strata_err err;
+    strata_err err = orch_usable(o, "strata_orch_scope_end");
 
-    if (!o)
-        return base_fail(STRATA_EINVAL, "strata_orch_scope_end: orch NULL");
+    if (err)
+        return err;
     if (o->run->depth == 0)
         return base_fail(STRATA_ESTATE,
                          "strata_orch_scope_end without an open scope");

@@ -76,9 +76,10 @@ static strata_err check_deadline(const strata_orch *o, uint32_t kind)
 
 strata_err strata_orch_set_deadline(strata_orch *o, double seconds)
 {
-    if (!o)
-        return base_fail(STRATA_EINVAL, "strata_orch_set_deadline: orch is "
-                                        "NULL");
+    strata_err err = orch_usable(o, "strata_orch_set_deadline");
+
+    if (err)
+        return err;
     if (!(seconds >= 0) || seconds > 1e7)
         return base_fail(STRATA_EINVAL,
                          "task deadline %g s: expected 0 (none) to 1e7 s",
@@ -96,12 +97,7 @@ static const char *target_name(const struct orch_sched *s)
 
 static strata_err check_orch(strata_orch *o)
 {
-    if (!o)
-        return base_fail(STRATA_EINVAL, "orch is NULL");
-    if (o->run->closed)
-        return base_fail(STRATA_ESTATE,
-                         "orch used after its function returned");
-    return STRATA_OK;
+    return orch_usable(o, "submit");
 }
 
 static const strata_args empty_args;

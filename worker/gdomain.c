@@ -569,6 +569,9 @@ strata_orch_allocate_global_domain(strata_orch *o,
     if (!w || !spec || !out)
         return base_fail(STRATA_EINVAL,
                          "strata_orch_allocate_global_domain: NULL argument");
+    err = orch_usable(o, "strata_orch_allocate_global_domain");
+    if (err)
+        return err;
     if (w->level < 4)
         return base_fail(STRATA_EINVAL,
                          "global domains span nodes: allocate them from a "
@@ -716,6 +719,8 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
 
     if (!o || !g || !data)
         return base_fail(STRATA_EINVAL, "global window copy: NULL argument");
+    if (orch_usable(o, "global window copy"))
+        return STRATA_ESTATE;
     if (g->released || !g->committed)
         return base_fail(STRATA_ESTATE, "global domain '%s' is released",
                          g->name);

@@ -538,6 +538,9 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
     if (!w || !out)
         return base_fail(STRATA_EINVAL,
                          "strata_orch_get_global_domain: NULL argument");
+    err = orch_usable(o, "strata_orch_get_global_domain");
+    if (err)
+        return err;
     if (w->level != 3)
         return base_fail(STRATA_EINVAL,
                          "strata_orch_get_global_domain: views live on the "

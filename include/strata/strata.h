@@ -188,7 +188,10 @@ STRATA_API char *strata_callable_digest_hex(strata_callable c, char buf[65]);
 /* dlopen()s a shared object and calls its
  *   strata_err strata_module_init(void);
  * STRATA_EIO if it cannot be loaded, STRATA_ENOENT if it lacks the symbol,
- * the init's own error otherwise. Loading the same path twice is a no-op. */
+ * the init's own error otherwise. shared_object_path is a file's path
+ * (absolute, or from the working directory), not a bare library name: the
+ * library search path is not used, and the file is known by its real
+ * path, so loading it twice, by any path, is a no-op. */
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_load_module(const char *shared_object_path);
 
@@ -227,13 +230,16 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_worker_init(strata_worker *w);
  * callable, the target and the task's message), STRATA_EPEER when a child
  * died, STRATA_ETIMEDOUT when a node task passed its deadline
  * (strata_orch_set_deadline), or fn's own error. The worker stays usable
- * after a failed run. */
+ * after a failed run. The orch is fn's alone: it is freed before this
+ * returns, so do not keep it. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_run(
     strata_worker *w, strata_orch_fn fn, const strata_args *args, void *user);
 
 /* Like strata_worker_run but returns once fn has returned; the run's tasks
  * go on in the background. Wait with strata_run_wait, then strata_run_free.
- * If fn fails, its error is what strata_run_wait reports. */
+ * If fn fails, its error is what strata_run_wait reports. Until
+ * strata_run_free, a strata_orch call with fn's orch fails with
+ * STRATA_ESTATE; after it, the orch is freed. */
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_worker_submit(strata_worker *w, strata_orch_fn fn,
                      const strata_args *args, void *user, strata_run **out);

@@ -366,6 +366,47 @@ static void test_invalid_release_in_use_buffer_estate(void **state)
     it_fx_end(&f);
 }
 
+static strata_err keep_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    (void)args;
+    *(strata_orch **)user = o;
+    return STRATA_OK;
+}
+
+/* An orch kept past its fn (its run still held) is refused by every
+ * strata_orch call that takes it, naming the call. */
+static void test_invalid_orch_after_its_fn_estate(void **state)
+{
+    (void)state;
+    struct it_fx f;
+    strata_run *run = NULL;
+    strata_orch *o = NULL;
+    strata_domain *d = NULL;
+    strata_args *a = NULL;
+    const int chips[2] = {0, 1};
+    strata_domain_spec spec = {.name = "late",
+                               .workers = chips,
+                               .num_workers = 2,
+                               .window_size = 4096};
+
+    it_fx_start(&f, 4);
+    it_ok(strata_worker_submit(f.w, keep_orch, NULL, &o, &run));
+    it_ok(strata_run_wait(run, 10.0));
+    assert_non_null(o);
+    it_ok(strata_args_create(&a));
+    it_expect(STRATA_ESTATE, strata_orch_submit_next_level(o, k_nop, a, 0));
+    it_expect(STRATA_ESTATE, strata_orch_scope_begin(o));
+    assert_non_null(strstr(strata_errmsg(), "strata_orch_scope_begin"));
+    it_expect(STRATA_ESTATE, strata_orch_scope_end(o));
+    it_expect(STRATA_ESTATE, strata_orch_set_deadline(o, 1.0));
+    it_expect(STRATA_ESTATE, strata_orch_allocate_domain(o, &spec, &d));
+    assert_null(d);
+    assert_non_null(strstr(strata_errmsg(), "after its function returned"));
+    strata_args_destroy(a);
+    strata_run_free(run);
+    it_fx_end(&f);
+}
+
 static void test_invalid_worker_calls_einval(void **state)
 {
     (void)state;
@@ -406,6 +447,8 @@ int main(void)
         cmocka_unit_test_teardown(test_invalid_args_limits_and_largest_args,
                                   it_teardown),
         cmocka_unit_test_teardown(test_invalid_release_in_use_buffer_estate,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_invalid_orch_after_its_fn_estate,
                                   it_teardown),
         cmocka_unit_test_teardown(test_invalid_worker_calls_einval,
                                   it_teardown),

@@ -41,6 +41,10 @@ typedef void (*orch_fence_fn)(struct orch_sched *s, void *arg);
 
 struct orch_sched *orch_sched_of(strata_orch *o);
 strata_run *orch_run_of(strata_orch *o);
+/* STRATA_EINVAL for a NULL o, STRATA_ESTATE once its orch fn returned
+ * (a run started with strata_worker_submit keeps o until strata_run_free;
+ * strata_worker_run frees it as it returns), each naming fn. */
+strata_err orch_usable(strata_orch *o, const char *fn);
 size_t orch_num_chips(const struct orch_sched *s);
 /* Endpoint index of chip_id, or -1. */
 int orch_chip_index(const struct orch_sched *s, int chip_id);
