@@ -15,7 +15,7 @@ static const char *const phase_names[] = {
     [WIRE_PHASE_ABORT] = "ABORT",
 };
 
-static const char *phase_name(unsigned phase)
+const char *wire_phase_name(unsigned phase)
 {
     return phase >= WIRE_PHASE_PREPARE_EXPORT && phase <= WIRE_PHASE_ABORT
                ? phase_names[phase]
@@ -317,7 +317,7 @@ static strata_err attachments_check(struct wire_dec *d,
         return STRATA_OK;
     if (m->phase != WIRE_PHASE_PREPARE_EXPORT)
         return wire_dec_fail(d, "attachments", "not allowed in phase %s",
-                             phase_name(m->phase));
+                             wire_phase_name(m->phase));
     if (!m->attach_rows)
         return wire_dec_fail(d, "attachments", "is NULL with %zu rows",
                              m->num_attach_rows);
@@ -429,7 +429,7 @@ static strata_err domain_cmd_check(struct wire_dec *d, const void *vm)
     if (!phase_has_descriptors(m->phase)) {
         if (m->num_descriptors)
             return wire_dec_fail(d, "descriptors", "not allowed in phase %s",
-                                 phase_name(m->phase));
+                                 wire_phase_name(m->phase));
         return STRATA_OK;
     }
     if (m->num_descriptors != m->num_members)
@@ -523,7 +523,7 @@ static strata_err attachments_read(struct wire_dec *d,
         return STRATA_OK;
     if (m->phase != WIRE_PHASE_PREPARE_EXPORT)
         return wire_dec_fail(d, "attachments", "not allowed in phase %s",
-                             phase_name(m->phase));
+                             wire_phase_name(m->phase));
     WIRE_TRY(wire_get_array(d, WIRE_FIELD(b, CMD_ATTACHMENTS), 1,
                             WIRE_MAX_ATTACH_ENTRIES / m->num_members, &items,
                             &n));
@@ -600,12 +600,12 @@ static strata_err domain_cmd_read(struct wire_dec *d, const struct wire_body *b,
     if (!phase_has_descriptors(m->phase)) {
         if (b->val[CMD_DESCRIPTORS])
             return wire_dec_fail(d, "descriptors", "not allowed in phase %s",
-                                 phase_name(m->phase));
+                                 wire_phase_name(m->phase));
         return STRATA_OK;
     }
     if (!b->val[CMD_DESCRIPTORS])
         return wire_dec_fail(d, "descriptors", "missing in phase %s",
-                             phase_name(m->phase));
+                             wire_phase_name(m->phase));
     return wire_descriptors_read(d, WIRE_FIELD(b, CMD_DESCRIPTORS),
                                  m->num_members, m->num_members,
                                  &m->descriptors, &m->num_descriptors);

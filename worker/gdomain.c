@@ -303,7 +303,8 @@ static strata_err check_reply(struct strata_global_domain *g, uint32_t i,
         return base_fail(STRATA_EPROTO, "node %d's reply: %s", g->nodes[i],
                          strata_errmsg());
     if (m.type != WIRE_MSG_DOMAIN_REPLY || m.u.domain_reply.phase != phase ||
-        m.u.domain_reply.domain_id != g->id) {
+        m.u.domain_reply.domain_id != g->id ||
+        m.u.domain_reply.generation != g->generation) {
         err = base_fail(STRATA_EPROTO, "node %d answered out of turn",
                         g->nodes[i]);
     } else if (m.u.domain_reply.error) {

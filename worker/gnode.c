@@ -359,6 +359,18 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
 
     pthread_mutex_lock(&w->gv_mu);
     sweep_gone(w);
+    v = c->phase == WIRE_PHASE_PREPARE_EXPORT ? NULL : find(w, c->domain_id);
+    if (v && v->generation != c->generation) {
+        err = base_fail(STRATA_EPROTO,
+                        "%s of domain %llu generation %llu, which is at "
+                        "generation %llu here",
+                        wire_phase_name(c->phase),
+                        (unsigned long long)c->domain_id,
+                        (unsigned long long)c->generation,
+                        (unsigned long long)v->generation);
+        pthread_mutex_unlock(&w->gv_mu);
+        return err;
+    }
     switch (c->phase) {
     case WIRE_PHASE_PREPARE_EXPORT:
         err = prepare(w, c, descs, handles, &r->num_descriptors);

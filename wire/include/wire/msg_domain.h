@@ -26,6 +26,9 @@ enum wire_domain_phase {
     WIRE_PHASE_ABORT = 4,          /* release what was prepared */
 };
 
+/* "PREPARE_EXPORT", ..., or "unknown". */
+const char *wire_phase_name(unsigned phase);
+
 enum wire_address_space {
     WIRE_SPACE_HOST = 1,
     WIRE_SPACE_DEVICE = 2,

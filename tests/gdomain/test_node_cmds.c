@@ -1,0 +1,157 @@
+/*
+ * A node's side of the global domain transaction, frame by frame: an L3
+ * worker of this process (two real chip processes) is handed packed
+ * COMM_INIT and DOMAIN_CMD frames as an L4 would send them
+ * (gnode_handle), and its replies are decoded. The L4 never sends the
+ * frames that go wrong here, so only this level can show that a node
+ * refuses them: a command for a known domain id with another generation,
+ * and COMMIT before IMPORT. The proper sequence around them still works,
+ * and nothing is left in /dev/shm.
+ */
+#include "gd_kit.h"
+
+#include "wire/msg.h"
+#include "worker/worker_int.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#define DOMAIN_ID 77u
+
+struct node {
+    strata_worker *w;
+    struct wire_buf frame, reply;
+    struct wire_msg m; /* the last reply, decoded */
+    uint64_t next_req;
+};
+
+/* Hands the packed frame to the node and decodes its reply into n->m. */
+static void handle(struct node *n)
+{
+    wire_msg_free(&n->m);
+    wire_buf_reset(&n->reply);
+    gd_ok(gnode_handle(n->w, n->frame.data, n->frame.len, &n->reply));
+    gd_ok(wire_frame_unpack(n->reply.data, n->reply.len, &n->m));
+}
+
+static void comm_init(struct node *n)
+{
+    const uint32_t ranks[2] = {0, 1};
+    struct wire_comm_init ci;
+
+    memset(&ci, 0, sizeof(ci));
+    ci.request_id = ++n->next_req;
+    ci.version = WIRE_COMM_INIT_VERSION;
+    ci.cluster_id = (uint64_t)getpid() << 32 | 0x5eedu;
+    ci.node_rank = 0;
+    ci.node_count = 1;
+    ci.global_device_ranks = ranks;
+    ci.num_ranks = 2;
+    ci.profile = "sim";
+    wire_buf_reset(&n->frame);
+    gd_ok(wire_comm_init_pack(&ci, &n->frame));
+    handle(n);
+    assert_int_equal(n->m.type, WIRE_MSG_CONTROL_REPLY);
+    assert_int_equal(n->m.u.control_reply.error, STRATA_OK);
+}
+
+static const struct wire_domain_member members[2] = {
+    {.node_worker_id = 0, .local_worker_id = 0, .domain_rank = 0},
+    {.node_worker_id = 0,
+     .local_worker_id = 1,
+     .global_device_rank = 1,
+     .domain_rank = 1},
+};
+
+/* Sends phase for the domain at generation gen, with table (NULL: none),
+ * and returns the node's error; its message is in n->m. */
+static strata_err command(struct node *n, uint8_t phase, uint64_t gen,
+                          const struct wire_descriptor *table)
+{
+    struct wire_domain_cmd c;
+
+    memset(&c, 0, sizeof(c));
+    c.request_id = ++n->next_req;
+    c.version = WIRE_DOMAIN_CMD_VERSION;
+    c.phase = phase;
+    c.domain_id = DOMAIN_ID;
+    c.generation = gen;
+    c.window_size = 4096;
+    c.name = "frames";
+    c.profile = "sim";
+    c.members = members;
+    c.num_members = 2;
+    if (table) {
+        c.descriptors = table;
+        c.num_descriptors = 2;
+    }
+    wire_buf_reset(&n->frame);
+    gd_ok(wire_domain_cmd_pack(&c, &n->frame));
+    handle(n);
+    assert_int_equal(n->m.type, WIRE_MSG_DOMAIN_REPLY);
+    assert_int_equal(n->m.u.domain_reply.domain_id, DOMAIN_ID);
+    assert_int_equal(n->m.u.domain_reply.generation, gen);
+    return n->m.u.domain_reply.error;
+}
+
+static void test_gd_node_cmds_wrong_generation_eproto(void **state)
+{
+    static const int chips[2] = {0, 1};
+    struct wire_descriptor table[2];
+    char handles[2][WIRE_NAME_MAX + 1];
+    testutil_snapshot before;
+    strata_worker_config cfg;
+    struct node n;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    memset(&n, 0, sizeof(n));
+    wire_buf_init(&n.frame);
+    wire_buf_init(&n.reply);
+    strata_worker_config_init(&cfg, 3);
+    cfg.chip_ids = chips;
+    cfg.num_chips = 2;
+    gd_ok(strata_worker_create(&cfg, &n.w));
+    gd_ok(strata_worker_init(n.w));
+    comm_init(&n);
+
+    assert_int_equal(command(&n, WIRE_PHASE_PREPARE_EXPORT, 1, NULL),
+                     STRATA_OK);
+    assert_int_equal(n.m.u.domain_reply.num_descriptors, 2);
+    for (int r = 0; r < 2; r++) {
+        table[r] = n.m.u.domain_reply.descriptors[r];
+        snprintf(handles[r], sizeof(handles[r]), "%s", table[r].handle);
+        table[r].handle = handles[r];
+        table[r].profile = "sim";
+    }
+    /* The same id at another generation is not this domain. */
+    assert_int_equal(command(&n, WIRE_PHASE_IMPORT, 2, table), STRATA_EPROTO);
+    gd_assert_contains(n.m.u.domain_reply.message,
+                       "IMPORT of domain 77 generation 2, which is at "
+                       "generation 1 here");
+    assert_int_equal(command(&n, WIRE_PHASE_ABORT, 2, NULL), STRATA_EPROTO);
+    /* Nor does COMMIT come before IMPORT. */
+    assert_int_equal(command(&n, WIRE_PHASE_COMMIT, 1, table), STRATA_ESTATE);
+    gd_assert_contains(n.m.u.domain_reply.message, "before IMPORT");
+    /* The domain itself is untouched: IMPORT, COMMIT and ABORT go on. */
+    assert_int_equal(command(&n, WIRE_PHASE_IMPORT, 1, table), STRATA_OK);
+    assert_int_equal(command(&n, WIRE_PHASE_COMMIT, 1, table), STRATA_OK);
+    assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_OK);
+    /* Gone: a second ABORT finds nothing to release. */
+    assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_OK);
+
+    wire_msg_free(&n.m);
+    wire_buf_fini(&n.frame);
+    wire_buf_fini(&n.reply);
+    gd_ok(strata_worker_destroy(n.w));
+    testutil_assert_clean_within(&before, 5.0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gd_node_cmds_wrong_generation_eproto),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
