@@ -131,6 +131,13 @@ static void free_psk(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
     }
 }
 
+static int refuse_certificate(int preverified, X509_STORE_CTX *store)
+{
+    (void)preverified;
+    X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION);
+    return 0;
+}
+
 static strata_err setup_psk(SSL_CTX *ctx, const char *file, bool server)
 {
     struct psk *p = base_calloc(1, sizeof(*p));
@@ -148,10 +155,16 @@ static strata_err setup_psk(SSL_CTX *ctx, const char *file, bool server)
      * certificate. */
     if (SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256") != 1)
         return base_fail(STRATA_EAUTH, "cannot restrict TLS 1.3 suites");
-    if (server)
+    if (server) {
         SSL_CTX_set_psk_find_session_callback(ctx, server_psk);
-    else
+    } else {
         SSL_CTX_set_psk_use_session_callback(ctx, client_psk);
+        /* A server that takes the key sends no certificate. One that
+         * does has skipped the key: whatever signed it, it has not proved
+         * it knows the secret, so the handshake fails here, before a
+         * strata frame goes out. */
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, refuse_certificate);
+    }
     return STRATA_OK;
 }
 

@@ -10,8 +10,13 @@
 #define _GNU_SOURCE
 #include "remote_kit.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -255,6 +260,138 @@ static void test_remote_auth_untrusted_node_certificate_eauth(void **state)
     still_serves(&cert, &before);
 }
 
+/* An impostor: `openssl s_server` with a certificate of its own and no
+ * key, asking nothing of the client, as any TLS 1.3 server would. It
+ * prints what it receives; *port is where it listens. */
+static pid_t impostor_start(int *out_fd, int *in_fd, int *port)
+{
+    int fds[2], in[2];
+    char line[256];
+    size_t len = 0;
+    pid_t pid;
+
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return -1;
+    if (pipe2(in, O_CLOEXEC) != 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    pid = fork();
+    if (pid == 0) {
+        /* Its stdin stays open (s_server ends a connection at EOF). */
+        dup2(in[0], 0);
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        execlp("openssl", "openssl", "s_server", "-accept", "127.0.0.1:0",
+               "-tls1_3", "-cert", certs.rogue_cert, "-key", certs.rogue_key,
+               "-naccept", "1", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    close(in[0]);
+    *in_fd = in[1];
+    *out_fd = fds[0];
+    *port = 0;
+    /* "ACCEPT 127.0.0.1:<port>" once it listens. */
+    while (pid > 0 && *port == 0 && len + 1 < sizeof(line)) {
+        ssize_t n = read(fds[0], line + len, 1);
+        char *at;
+
+        if (n <= 0)
+            break;
+        if (line[len++] != '\n')
+            continue;
+        line[len] = '\0';
+        at = strstr(line, "ACCEPT 127.0.0.1:");
+        if (at)
+            *port = atoi(at + strlen("ACCEPT 127.0.0.1:"));
+        len = 0;
+    }
+    return pid;
+}
+
+static void test_remote_auth_psk_client_refuses_certificate_server(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    strata_remote_spec s;
+    char msg[STRATA_ERRMSG_MAX], endpoint[64], seen[8192];
+    size_t got = 0;
+    int fd = -1, in = -1, port = 0, status = 0;
+    pid_t pid;
+
+    testutil_snapshot_take(&before);
+    pid = impostor_start(&fd, &in, &port);
+    assert_true(pid > 0);
+    if (port <= 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(in);
+        close(fd);
+        fail_msg("openssl s_server did not say where it listens");
+    }
+    snprintf(endpoint, sizeof(endpoint), "127.0.0.1:%d", port);
+    rk_spec(&s, &psk, 2);
+    s.endpoint = endpoint;
+    init_fails(&s, STRATA_EAUTH, msg, sizeof(msg));
+    rk_assert_contains(msg, "certificate");
+    /* Its one connection is over: whatever reached it is in the pipe. */
+    kill(pid, SIGTERM);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    close(in);
+    for (ssize_t n; got + 1 < sizeof(seen) &&
+                    (n = read(fd, seen + got, sizeof(seen) - 1 - got)) > 0;)
+        got += (size_t)n;
+    seen[got] = '\0';
+    close(fd);
+    /* No HELLO (frames start "STRA") ever went to it. */
+    if (memmem(seen, got, "STRA", 4))
+        fail_msg("the impostor received a strata frame:\n%s", seen);
+    testutil_assert_clean(&before);
+}
+
+/* A port of 127.0.0.1 nobody listens on (bound, then closed). */
+static int closed_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int port = -1;
+
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* Nothing listening is a peer that is not there (EPEER), not a refusal
+ * of the credentials, in every mode. */
+static void test_remote_auth_nothing_listening_epeer(void **state)
+{
+    (void)state;
+    const struct rk_node *modes[3] = {&psk, &cert, &plain};
+    testutil_snapshot before;
+    strata_remote_spec s;
+    char msg[STRATA_ERRMSG_MAX], endpoint[64];
+    int port = closed_port();
+
+    assert_true(port > 0);
+    snprintf(endpoint, sizeof(endpoint), "127.0.0.1:%d", port);
+    for (int i = 0; i < 3; i++) {
+        testutil_snapshot_take(&before);
+        rk_spec(&s, modes[i], 2);
+        s.endpoint = endpoint;
+        init_fails(&s, STRATA_EPEER, msg, sizeof(msg));
+        rk_assert_contains(msg, "cannot connect to 127.0.0.1");
+        rk_assert_contains(msg, "refused");
+        testutil_assert_clean(&before);
+    }
+}
+
 static void test_remote_auth_bad_certificate_files_eauth(void **state)
 {
     (void)state;
@@ -328,6 +465,14 @@ static void test_remote_auth_daemon_refuses_bad_setups(void **state)
                                 "--module", "/nonexistent/lib.so", NULL};
     assert_true(daemon_refuses(bad_module, out, sizeof(out)) != 0);
     rk_assert_contains(out, "/nonexistent/lib.so");
+    const char *wide_port[] = {"--listen", "127.0.0.1:99999", "--insecure",
+                               "--module", RT_MODULE_PATH,    NULL};
+    assert_true(daemon_refuses(wide_port, out, sizeof(out)) != 0);
+    rk_assert_contains(out, "port 99999 is outside 0..65535");
+    const char *name_port[] = {"--listen", "127.0.0.1:http", "--insecure",
+                               "--module", RT_MODULE_PATH,   NULL};
+    assert_true(daemon_refuses(name_port, out, sizeof(out)) != 0);
+    rk_assert_contains(out, "not a number");
     testutil_assert_clean(&before);
 }
 
@@ -343,6 +488,9 @@ int main(void)
         cmocka_unit_test(test_remote_auth_certificates_ok),
         cmocka_unit_test(test_remote_auth_rogue_client_certificate_eauth),
         cmocka_unit_test(test_remote_auth_untrusted_node_certificate_eauth),
+        cmocka_unit_test(
+            test_remote_auth_psk_client_refuses_certificate_server),
+        cmocka_unit_test(test_remote_auth_nothing_listening_epeer),
         cmocka_unit_test(test_remote_auth_bad_certificate_files_eauth),
         cmocka_unit_test(test_remote_auth_daemon_refuses_bad_setups),
     };
