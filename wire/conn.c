@@ -9,6 +9,7 @@
 #include "wire/msg.h"
 #include "wire/tls.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -129,9 +130,28 @@ static bool describe_error(struct wire_conn *c, short what, char *buf,
     return tls[0] != '\0' && !(what & BEV_EVENT_EOF);
 }
 
+/* Whether the TCP connection itself was ever made; if not, *errnum says
+ * why: the socket's error, else seen (the error libevent reported), else
+ * 0. */
+static bool tcp_made(struct wire_conn *c, int seen, int *errnum)
+{
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss), elen = sizeof(*errnum);
+
+    *errnum = 0;
+    if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
+        return true;
+    if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, errnum, &elen) != 0 ||
+        !*errnum)
+        *errnum = seen == ENOTCONN ? 0 : seen;
+    return false;
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct wire_conn *c = arg;
+    int seen = EVUTIL_SOCKET_ERROR(), errnum;
     char why[256];
 
     (void)bev;
@@ -146,6 +166,15 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         return;
     if (c->goodbye_seen) { /* however TLS reports the close after it */
         fail(c, STRATA_OK, "closed by peer");
+        return;
+    }
+    /* Nobody answered at that address: not a refusal of our
+     * credentials. */
+    if (!c->up && !c->got_frame && !tcp_made(c, seen, &errnum)) {
+        snprintf(why, sizeof(why), "cannot connect to %s: %s", c->peer,
+                 errnum ? evutil_socket_error_to_string(errnum)
+                        : "no connection");
+        fail(c, STRATA_EPEER, why);
         return;
     }
     /* In TLS 1.3 a client is "connected" before the server has checked
