@@ -5,6 +5,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "remote.h"
+#include "wire/endpoint.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -45,35 +46,13 @@ void remote_node_free(struct remote_node *r)
 
 static strata_err split_endpoint(struct remote_node *r)
 {
-    const char *e = r->endpoint;
-    const char *colon;
-    size_t hl;
+    int port = 0;
+    strata_err err = wire_endpoint_split("remote endpoint", r->endpoint,
+                                         r->host, sizeof(r->host), 1, &port);
 
-    if (e[0] == '[') {
-        const char *end = strchr(e, ']');
-
-        if (!end || end[1] != ':')
-            goto bad;
-        hl = (size_t)(end - e - 1);
-        colon = end + 1;
-        e++;
-    } else {
-        colon = strrchr(e, ':');
-        if (!colon)
-            goto bad;
-        hl = (size_t)(colon - e);
-    }
-    if (hl == 0 || hl >= sizeof(r->host) || strlen(colon + 1) == 0 ||
-        strlen(colon + 1) >= sizeof(r->port))
-        goto bad;
-    memcpy(r->host, e, hl);
-    r->host[hl] = '\0';
-    snprintf(r->port, sizeof(r->port), "%s", colon + 1);
-    return STRATA_OK;
-bad:
-    return base_fail(STRATA_EINVAL,
-                     "remote endpoint '%s': expected host:port or [v6]:port",
-                     r->endpoint);
+    if (!err)
+        snprintf(r->port, sizeof(r->port), "%d", port);
+    return err;
 }
 
 static strata_err copy_spec(struct remote_node *r, const strata_remote_spec *s)
@@ -97,6 +76,11 @@ static strata_err copy_spec(struct remote_node *r, const strata_remote_spec *s)
     for (size_t i = 0; i < s->num_chips; i++) {
         if (s->chip_ids[i] < 0)
             return base_fail(STRATA_EINVAL, "remote chip_ids[%zu] < 0", i);
+        for (size_t j = 0; j < i; j++)
+            if (s->chip_ids[j] == s->chip_ids[i])
+                return base_fail(STRATA_EINVAL,
+                                 "remote chip_ids[%zu] repeats chip %d", i,
+                                 s->chip_ids[i]);
         r->chip_ids[i] = (uint32_t)s->chip_ids[i];
         if (r->ranks)
             r->ranks[i] = (uint32_t)s->global_device_ranks[i];
@@ -149,6 +133,11 @@ strata_err strata_worker_add_remote_worker(strata_worker *parent,
         return base_fail(STRATA_ESTATE, "add remote nodes before init");
     if (spec->num_chips > 0 && !spec->chip_ids)
         return base_fail(STRATA_EINVAL, "remote spec: chip_ids is NULL");
+    if (spec->num_chips > WIRE_MAX_CHIPS)
+        return base_fail(STRATA_EINVAL,
+                         "remote spec: %zu chips, more than the %d a node "
+                         "may have",
+                         spec->num_chips, WIRE_MAX_CHIPS);
     r = base_calloc(1, sizeof(*r));
     if (!r)
         return base_fail(STRATA_ENOMEM, "out of memory for a remote node");

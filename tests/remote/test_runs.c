@@ -399,6 +399,37 @@ static void test_remote_runs_bad_specs_einval(void **state)
     it_expect(STRATA_EINVAL, add_one(&s));
     s.endpoint = NULL;
     it_expect(STRATA_EINVAL, add_one(&s));
+    /* Ports: a number of 1..65535, never wrapped around. */
+    s.endpoint = "127.0.0.1:99999";
+    it_expect(STRATA_EINVAL, add_one(&s));
+    rk_assert_contains(strata_errmsg(), "port 99999 is outside 1..65535");
+    s.endpoint = "127.0.0.1:65536";
+    it_expect(STRATA_EINVAL, add_one(&s));
+    s.endpoint = "127.0.0.1:0";
+    it_expect(STRATA_EINVAL, add_one(&s));
+    s.endpoint = "127.0.0.1:-1";
+    it_expect(STRATA_EINVAL, add_one(&s));
+    rk_assert_contains(strata_errmsg(), "not a number");
+    s.endpoint = "127.0.0.1:http";
+    it_expect(STRATA_EINVAL, add_one(&s));
+    s.endpoint = "127.0.0.1:65535";
+    it_ok(add_one(&s));
+    /* Chips: each once, at most 1024. */
+    rk_spec(&s, &node, 2);
+    {
+        static int twice[2] = {3, 3};
+        static int many[1024 + 1];
+
+        s.chip_ids = twice;
+        it_expect(STRATA_EINVAL, add_one(&s));
+        rk_assert_contains(strata_errmsg(), "chip_ids[1] repeats chip 3");
+        for (int i = 0; i <= 1024; i++)
+            many[i] = i;
+        s.chip_ids = many;
+        s.num_chips = 1024 + 1; /* a node has at most 1024 */
+        it_expect(STRATA_EINVAL, add_one(&s));
+        rk_assert_contains(strata_errmsg(), "1025 chips");
+    }
     /* No authentication, or two kinds of it. */
     rk_spec(&s, &node, 2);
     s.secret_file = NULL;

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* accept4 */
 #include "base/err.h"
 #include "base/log.h"
+#include "wire/endpoint.h"
 #include "wire/tls.h"
 #include "worker/session.h"
 
@@ -37,8 +38,7 @@ struct options {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: strata-node --listen ADDR:PORT --module LIB.so [--module "
-            "...]\n"
+            "usage: strata-node --listen ADDR:PORT [--module LIB.so ...]\n"
             "                   (--secret-file FILE | --cert C --key K --ca "
             "A | --insecure)\n"
             "                   [--port-file FILE]\n"
@@ -47,10 +47,11 @@ static void usage(FILE *f)
             "connection gets\n"
             "a fresh process hosting the chips and sub workers its parent "
             "asks for.\n"
-            "Only callables registered by the --module libraries can run.\n"
+            "Only callables registered by the --module libraries (and "
+            "strata's own)\ncan run.\n"
             "\n"
-            "  --listen ADDR:PORT  IPv4, [IPv6] or host name; port 0 picks "
-            "one\n"
+            "  --listen ADDR:PORT  IPv4, [IPv6] or host name; port 0..65535, "
+            "0 picks one\n"
             "  --secret-file FILE  cluster pre-shared key (TLS 1.3 PSK); mode "
             "600\n"
             "  --cert/--key/--ca   mutual TLS with a cluster CA\n"
@@ -124,43 +125,21 @@ static int parse(int argc, char **argv, struct options *o)
     return 0;
 }
 
-/* "host:port", "[v6]:port". */
-static int split(const char *spec, char *host, size_t cap, char **port)
-{
-    const char *colon;
-
-    if (spec[0] == '[') {
-        const char *end = strchr(spec, ']');
-
-        if (!end || end[1] != ':' || (size_t)(end - spec) > cap)
-            return -1;
-        snprintf(host, (size_t)(end - spec), "%s", spec + 1);
-        *port = (char *)(uintptr_t)(end + 2);
-        return 0;
-    }
-    colon = strrchr(spec, ':');
-    if (!colon || (size_t)(colon - spec) >= cap)
-        return -1;
-    snprintf(host, (size_t)(colon - spec) + 1, "%s", spec);
-    *port = (char *)(uintptr_t)(colon + 1);
-    return 0;
-}
-
 static int open_listener(const struct options *o)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE};
     struct addrinfo *res = NULL;
-    char host[256];
-    char *port;
-    int fd = -1;
-    int one = 1;
+    char host[256], port[8];
+    int fd = -1, one = 1, num = 0;
     int rc;
 
-    if (split(o->listen, host, sizeof(host), &port) != 0) {
-        LOG_ERROR("--listen %s: expected ADDR:PORT", o->listen);
+    if (wire_endpoint_split("--listen", o->listen, host, sizeof(host), 0,
+                            &num) != STRATA_OK) {
+        LOG_ERROR("%s", strata_errmsg());
         return -1;
     }
+    snprintf(port, sizeof(port), "%d", num);
     if (o->tls.insecure && !wire_addr_is_loopback(host)) {
         LOG_ERROR("--insecure is refused on %s: plaintext only on loopback",
                   host);
