@@ -102,6 +102,9 @@ struct strata_run {
     struct orch_scope scopes[ORCH_MAX_SCOPES];
     struct strata_orch orch;
     struct strata_run *next_live;
+    /* Runs whose handle the caller holds (not yet strata_run_free'd):
+     * the scheduler's destroy leaves them pointing at no scheduler. */
+    struct strata_run *held_prev, *held_next;
     struct fence_hook *hooks; /* run once, last first, at the fence */
     uint32_t num_hooks;
     uint32_t cap_hooks;
@@ -143,6 +146,7 @@ struct orch_sched {
     /* runs */
     uint64_t next_run_id;
     struct strata_run *live_runs;
+    struct strata_run *held_runs;
     /* waking waiters: bumped on every completion */
     uint32_t progress_seq;
     uint32_t waiters;

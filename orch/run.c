@@ -23,6 +23,33 @@ void orch_run_record_error(struct strata_run *r, strata_err err,
     va_end(ap);
 }
 
+/* The orch fns this thread is inside, innermost first: a drain of their
+ * scheduler would wait for them to return, and hang. */
+struct orch_frame {
+    const struct orch_sched *sched;
+    const struct orch_frame *prev;
+};
+static _Thread_local const struct orch_frame *frames;
+
+bool orch_in_fn_of(const struct orch_sched *s)
+{
+    for (const struct orch_frame *f = frames; f; f = f->prev)
+        if (f->sched == s)
+            return true;
+    return false;
+}
+
+static void unlink_held(struct orch_sched *s, struct strata_run *r)
+{
+    if (r->held_prev)
+        r->held_prev->held_next = r->held_next;
+    else if (s->held_runs == r)
+        s->held_runs = r->held_next;
+    if (r->held_next)
+        r->held_next->held_prev = r->held_prev;
+    r->held_prev = r->held_next = NULL;
+}
+
 static void unlink_run(struct orch_sched *s, struct strata_run *r)
 {
     struct strata_run **pp = &s->live_runs;
@@ -199,10 +226,20 @@ strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
     r->id = ++s->next_run_id;
     r->next_live = s->live_runs;
     s->live_runs = r;
+    r->held_next = s->held_runs;
+    if (s->held_runs)
+        s->held_runs->held_prev = r;
+    s->held_runs = r;
     pthread_mutex_unlock(&s->mu);
 
     base_errmsg_clear();
-    err = fn(&r->orch, args, user);
+    {
+        struct orch_frame f = {s, frames};
+
+        frames = &f;
+        err = fn(&r->orch, args, user);
+        frames = f.prev;
+    }
 
     pthread_mutex_lock(&s->mu);
     if (err)
@@ -233,7 +270,10 @@ strata_err strata_run_wait(strata_run *run, double timeout_s)
 
     if (!run)
         return base_fail(STRATA_EINVAL, "strata_run_wait: run is NULL");
-    err = orch_wait(run->sched, run_done, run, base_deadline_after(timeout_s));
+    /* Its worker was destroyed: the result is final. */
+    err = run->sched ? orch_wait(run->sched, run_done, run,
+                                 base_deadline_after(timeout_s))
+                     : STRATA_OK;
     if (err)
         return base_fail(err, "run %llu not finished after %.3f s",
                          (unsigned long long)run->id, timeout_s);
@@ -251,7 +291,12 @@ void strata_run_free(strata_run *run)
     if (!run)
         return;
     s = run->sched;
+    if (!s) { /* its worker was destroyed */
+        free_run(run);
+        return;
+    }
     pthread_mutex_lock(&s->mu);
+    unlink_held(s, run);
     now = run->done;
     if (!now)
         run->detached = true;

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -228,6 +229,18 @@ void orch_sched_destroy(struct orch_sched *s)
     if (!s)
         return;
     orch_sched_stop(s);
+    /* Handles the caller still holds outlive the scheduler: their result
+     * is final, and strata_run_wait / strata_run_free no longer look
+     * here. */
+    for (struct strata_run *r = s->held_runs; r; r = r->held_next) {
+        if (!r->done && !r->err) {
+            r->err = STRATA_ESTATE;
+            snprintf(r->msg, sizeof(r->msg),
+                     "run %llu: its worker was destroyed before its fence",
+                     (unsigned long long)r->id);
+        }
+        r->sched = NULL;
+    }
     while (s->live_runs) {
         struct strata_run *r = s->live_runs;
 

@@ -105,6 +105,9 @@ strata_err strata_worker_create_buffer(strata_worker *w, size_t nbytes,
     if (!w || !out)
         return base_fail(STRATA_EINVAL,
                          "strata_worker_create_buffer: NULL argument");
+    err = worker_check_process(w, "strata_worker_create_buffer");
+    if (err)
+        return err;
     if (nbytes == 0)
         return base_fail(STRATA_EINVAL, "a buffer needs nbytes > 0");
     b = base_calloc(1, sizeof(*b));

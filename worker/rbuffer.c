@@ -86,6 +86,9 @@ strata_err strata_worker_create_remote_buffer(strata_worker *w, int node_id,
     if (!w || !out)
         return base_fail(STRATA_EINVAL,
                          "strata_worker_create_remote_buffer: NULL argument");
+    err = worker_check_process(w, "strata_worker_create_remote_buffer");
+    if (err)
+        return err;
     if (nbytes == 0)
         return base_fail(STRATA_EINVAL, "a buffer needs nbytes > 0");
     if (w->level < 4 || node_id < 0 || (size_t)node_id >= w->num_nodes)

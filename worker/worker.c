@@ -177,10 +177,26 @@ strata_err worker_node_slot(strata_worker *w, struct worker_node **slot_out)
     return STRATA_OK;
 }
 
+strata_err worker_check_process(const strata_worker *w, const char *fn)
+{
+    if (w->creator != getpid())
+        return base_fail(STRATA_ESTATE,
+                         "%s: the worker belongs to process %d; a process "
+                         "forked from it has only a copy, which it cannot "
+                         "use or destroy",
+                         fn, (int)w->creator);
+    return STRATA_OK;
+}
+
 static strata_err check_ready(const strata_worker *w, bool have_fn)
 {
+    strata_err err;
+
     if (!w || !have_fn)
         return base_fail(STRATA_EINVAL, "worker and fn are required");
+    err = worker_check_process(w, "run");
+    if (err)
+        return err;
     if (w->state != WORKER_READY)
         return base_fail(STRATA_ESTATE, "worker is not initialized (call "
                                         "strata_worker_init)");
@@ -243,6 +259,13 @@ strata_err strata_worker_destroy(strata_worker *w)
     if (w->owned && w->creator == getpid())
         return base_fail(STRATA_ESTATE,
                          "worker belongs to a parent: destroy the parent");
+    if (worker_check_process(w, "strata_worker_destroy"))
+        return STRATA_ESTATE;
+    if (w->sched && orch_in_fn_of(w->sched))
+        return base_fail(STRATA_ESTATE,
+                         "strata_worker_destroy from inside one of the "
+                         "worker's own orch fns: it would wait for that run "
+                         "forever");
     if (w->sched) {
         orch_drain(w->sched);
         orch_sched_stop(w->sched);

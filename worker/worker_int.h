@@ -83,6 +83,9 @@ strata_err worker_spawn(strata_worker *w, uint64_t deadline);
 /* node.c: the forked L3 node process; never returns. */
 _Noreturn void worker_node_main(strata_worker *parent, size_t index,
                                 uint64_t deadline);
+/* STRATA_ESTATE naming fn unless this is the process that created w (a
+ * user's fork has only a copy of it). */
+strata_err worker_check_process(const strata_worker *w, const char *fn);
 /* Frees a worker that never started (a node's object in its parent). */
 void worker_free(strata_worker *w);
 /* Grows w->nodes by one slot; *slot_out is zeroed. */

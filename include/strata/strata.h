@@ -220,8 +220,9 @@ strata_worker_create(const strata_worker_config *cfg, strata_worker **out);
 /* Forks every chip and sub process, waits until all report ready under the
  * startup deadline, then starts the scheduler thread. On any failure the
  * whole tree is rolled back (children killed and reaped) and the worker can
- * be destroyed. STRATA_ESTATE if already initialized. Call it from the
- * thread that will destroy the worker; children die with that thread. */
+ * be destroyed. STRATA_ESTATE if already initialized. Call it from a
+ * thread that lives as long as the worker (the main thread, say): the
+ * children die with the thread that forked them. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_init(strata_worker *w);
 
 /* Runs fn(orch, args, user) on the calling thread, then waits for the run
@@ -249,7 +250,10 @@ strata_worker_submit(strata_worker *w, strata_orch_fn fn,
  * strata_worker_run does, and the same result on every later call. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_run_wait(strata_run *run,
                                                         double timeout_s);
-/* Frees a run handle. An unfinished run goes on and cleans up at its fence. */
+/* Frees a run handle. An unfinished run goes on and cleans up at its fence.
+ * A handle outlives its worker: after strata_worker_destroy (not during
+ * it), strata_run_wait returns the run's final result at once and
+ * strata_run_free frees the handle. */
 STRATA_API void strata_run_free(strata_run *run);
 
 /* Creates a host buffer of nbytes (> 0) in POSIX shared memory, zeroed,
@@ -281,7 +285,11 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_buffer_read(strata_buffer *b,
 
 /* Drains every unfinished run, shuts the subtree down (SHUTDOWN, then
  * SIGTERM, then SIGKILL of each child's process group under one deadline),
- * reaps every child, frees every buffer and segment, frees w. */
+ * reaps every child, frees every buffer and segment, frees w.
+ * STRATA_ESTATE, and nothing done, from inside one of w's own orch fns
+ * (the drain would wait for it) and in a process forked from w's creator:
+ * a fork has a copy of w that it can neither run, nor give buffers, nor
+ * destroy (it may simply exit). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_destroy(strata_worker *w);
 
 /* Adds child (an un-started worker one level down) under parent (level 4

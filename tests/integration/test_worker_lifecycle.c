@@ -7,9 +7,12 @@
 
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -386,6 +389,99 @@ static void test_lifecycle_destroy_drains_unfinished_run(void **state)
     testutil_assert_clean(&before);
 }
 
+/* A handle held past strata_worker_destroy: waiting gives the run's
+ * result, and freeing it frees only it (the scheduler is gone). */
+static void test_lifecycle_run_handle_outlives_worker(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    static const int ids[] = {0};
+    strata_worker *w = NULL;
+    strata_buffer *b = NULL;
+    strata_run *done = NULL, *waited = NULL;
+    it_ok(it_worker_start(ids, 1, 0, &w));
+    it_ok(strata_worker_create_buffer(w, 64, &b));
+    it_ok(strata_worker_submit(w, slow_orch, NULL, b, &done));
+    it_ok(strata_run_wait(done, 10.0));
+    it_ok(strata_worker_submit(w, slow_orch, NULL, b, &waited));
+    it_ok(it_worker_destroy(w)); /* drains `waited` */
+    it_ok(strata_run_wait(done, 0));
+    it_ok(strata_run_wait(waited, 0));
+    it_ok(strata_run_wait(waited, -1));
+    strata_run_free(done);
+    strata_run_free(waited);
+    testutil_assert_clean(&before);
+}
+
+static strata_err destroy_own_orch(strata_orch *o, const strata_args *a,
+                                   void *user)
+{
+    strata_worker *w = user;
+    strata_err *got = (strata_err *)(uintptr_t)strata_args_scalar(a, 0);
+
+    got[0] = strata_worker_destroy(w);
+    (void)o;
+    return STRATA_OK;
+}
+
+/* Destroy from inside one of the worker's own orch fns could only wait
+ * for that fn: refused, and the worker goes on. */
+static void test_lifecycle_waits_on_own_fn_estate(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    static const int ids[] = {0};
+    strata_worker *w = NULL;
+    strata_args *a = NULL;
+    strata_err got = STRATA_OK;
+    it_ok(it_worker_start(ids, 1, 0, &w));
+    it_ok(strata_args_create(&a));
+    it_ok(strata_args_add_scalar(a, (uint64_t)(uintptr_t)&got));
+    it_ok(strata_worker_run(w, destroy_own_orch, a, w));
+    assert_int_equal(got, STRATA_ESTATE);
+    strata_args_destroy(a);
+    it_ok(strata_worker_run(w, empty_orch, NULL, NULL)); /* still alive */
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+}
+
+/* A process forked from the worker's has a copy it may neither use nor
+ * destroy; the worker itself goes on untouched. */
+static void test_lifecycle_forked_copy_estate(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    testutil_snapshot_take(&before);
+    static const int ids[] = {0, 1};
+    strata_worker *w = NULL;
+    strata_buffer *b = NULL;
+    int status = 0;
+    pid_t pid;
+    it_ok(it_worker_start(ids, 2, 0, &w));
+    pid = fork();
+    if (pid == 0) {
+        int bad = 0;
+
+        bad |= strata_worker_run(w, empty_orch, NULL, NULL) != STRATA_ESTATE;
+        bad |= strstr(strata_errmsg(), "forked") == NULL;
+        bad |= strata_worker_create_buffer(w, 64, &b) != STRATA_ESTATE;
+        bad |= strata_worker_destroy(w) != STRATA_ESTATE;
+        _exit(bad ? 1 : 0);
+    }
+    assert_true(pid > 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* The chips were never touched by the child. */
+    it_ok(strata_worker_create_buffer(w, 64, &b));
+    it_ok(strata_worker_run(w, slow_orch, NULL, b));
+    it_ok(strata_worker_run(w, slow_orch, NULL, b));
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+}
+
 static void test_lifecycle_tiny_startup_timeout_rolls_back(void **state)
 {
     (void)state;
@@ -459,6 +555,12 @@ int main(void)
                                   it_teardown),
         cmocka_unit_test_teardown(
             test_lifecycle_tiny_startup_timeout_rolls_back, it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_run_handle_outlives_worker,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_waits_on_own_fn_estate,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_lifecycle_forked_copy_estate,
+                                  it_teardown),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -73,6 +73,9 @@ void orch_sched_stop(struct orch_sched *s);
  * completion saves waking the scheduler thread. */
 void orch_harvest_now(struct orch_sched *s);
 void orch_sched_destroy(struct orch_sched *s);
+/* Whether this thread is inside an orch fn of a run of s, where draining
+ * s can never end. */
+bool orch_in_fn_of(const struct orch_sched *s);
 
 /* Runs fn on the calling thread as a new run; *out tracks its fence. */
 strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
