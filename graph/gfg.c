@@ -246,6 +246,48 @@ err_free:
     return err;
 }
 
+static void stamp_put(const struct stat *st, uint64_t *w)
+{
+    w[0] = (uint64_t)st->st_dev;
+    w[1] = (uint64_t)st->st_ino;
+    w[2] = (uint64_t)st->st_size;
+    w[3] = (uint64_t)st->st_mtim.tv_sec * 1000000000ull +
+           (uint64_t)st->st_mtim.tv_nsec;
+}
+
+strata_err graph_gfg_stamp_of(const strata_gfg *g, struct graph_gfg_stamp *out)
+{
+    struct stat st;
+
+    if (fstat(g->row_fd, &st) != 0)
+        return fail_file(errno, "stat of", "row_ptr.bin");
+    stamp_put(&st, &out->w[0]);
+    if (fstat(g->col_fd, &st) != 0)
+        return fail_file(errno, "stat of", "col_idx.bin");
+    stamp_put(&st, &out->w[4]);
+    return STRATA_OK;
+}
+
+strata_err graph_gfg_stamp_at(const char *path, struct graph_gfg_stamp *out)
+{
+    static const char *const names[2] = {"row_ptr.bin", "col_idx.bin"};
+    int dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    strata_err err = STRATA_OK;
+
+    if (dirfd < 0)
+        return fail_file(errno, "opening store", path);
+    for (int i = 0; i < 2 && !err; i++) {
+        struct stat st;
+
+        if (fstatat(dirfd, names[i], &st, 0) != 0)
+            err = fail_file(errno, "stat of", names[i]);
+        else
+            stamp_put(&st, &out->w[4 * i]);
+    }
+    close(dirfd);
+    return err;
+}
+
 void strata_gfg_close(strata_gfg *g)
 {
     if (!g)

@@ -92,4 +92,16 @@ strata_err graph_gfg_read_row_ptr(const strata_gfg *g, uint64_t first,
 strata_err graph_gfg_read_cols(const strata_gfg *g, uint64_t first,
                                size_t count, int64_t *out);
 
+/* Which files a store's index files are, and how they last changed:
+ * device, inode, size and mtime (ns) of row_ptr.bin, then col_idx.bin. A
+ * store saved again, or written in place, gets another stamp. */
+struct graph_gfg_stamp {
+    uint64_t w[8];
+};
+
+/* The stamp of an open store (its open files). */
+strata_err graph_gfg_stamp_of(const strata_gfg *g, struct graph_gfg_stamp *out);
+/* The stamp of the store at path now. */
+strata_err graph_gfg_stamp_at(const char *path, struct graph_gfg_stamp *out);
+
 #endif /* GRAPH_INT_H */

@@ -6,6 +6,8 @@
 #ifndef GRAPH_HALO_EXEC_INT_H
 #define GRAPH_HALO_EXEC_INT_H
 
+#include "graph_int.h"
+
 #include <strata/strata.h>
 
 #include <stdbool.h>
@@ -13,7 +15,7 @@
 #include <stdint.h>
 
 #define HALO_PLAN_MAGIC 0x504c4148u /* "HALP" */
-#define HALO_PLAN_VERSION 2u
+#define HALO_PLAN_VERSION 3u
 #define HALO_EDGE_NAME_MAX 64
 #define HALO_EDGE_MAX 64
 #define HALO_PATH_MAX 4096
@@ -47,6 +49,9 @@ struct halo_plan_hdr {
     uint64_t stats_off;    /* struct halo_stats[world], kernel-written */
     uint64_t plan_id;      /* unique per plan: chips cache by it */
     uint64_t chunk_rows;   /* forward hand-off unit, rows, >= 1 */
+    /* The store the plan was made from (paged plans): a rank reads it
+     * only while it is still that store. */
+    struct graph_gfg_stamp store;
     char edge_name[HALO_EDGE_NAME_MAX];
 };
 

@@ -408,6 +408,24 @@ static strata_err index_rows(struct rank_ctx *c, bool *indexed)
     return err;
 }
 
+/* A paged plan holds only for the store it was made from: rows cached
+ * from it, or read again, would belong to another graph. */
+static strata_err same_store(const struct rank_ctx *c)
+{
+    struct graph_gfg_stamp now;
+    strata_err err;
+
+    if (c->hdr->gfg_path_off == 0)
+        return STRATA_OK;
+    err = graph_gfg_stamp_at(c->plan + c->hdr->gfg_path_off, &now);
+    if (!err && memcmp(&now, &c->hdr->store, sizeof(now)) != 0)
+        err = base_fail(STRATA_EINVAL,
+                        "halo kernel: rank %u: the store changed since the "
+                        "plan was made",
+                        c->rank);
+    return err;
+}
+
 static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
 {
     struct rank_ctx c;
@@ -421,6 +439,8 @@ static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
     if (!err && vjp && c.edge && !c.edge->vjp)
         err = base_fail(STRATA_ENOTSUP, "halo: edge kernel '%s' has no vjp",
                         c.edge->name);
+    if (!err)
+        err = same_store(&c);
     if (!err && halo_k_streams(&c)) {
         err = vjp ? halo_k_vjp_stream(&c) : halo_k_forward_stream(&c);
     } else {

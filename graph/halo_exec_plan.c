@@ -19,6 +19,7 @@ struct layout {
     uint64_t *num_send; /* per rank */
     uint64_t *rp_off, *col_off, *ghost_off, *recv_off, *send_off;
     uint64_t path_off;
+    struct graph_gfg_stamp store; /* paged */
     size_t ro_size;
     size_t total;
 };
@@ -65,6 +66,7 @@ static strata_err derive_maps(const strata_halo_spec *spec, struct layout *l)
     if (err)
         return err;
     l->num_rows = strata_gfg_num_rows(g);
+    err = graph_gfg_stamp_of(g, &l->store);
     for (uint32_t r = 0; r < l->world && !err; r++) {
         err = strata_halo_map_derive_gfg(g, l->world, r, NULL, &l->maps[r]);
         if (!err)
@@ -192,6 +194,7 @@ static void fill_header(const strata_halo_spec *spec, const struct layout *l,
     h->chunk_rows = chunk_rows(spec);
     h->ranks_off = sizeof(struct halo_plan_hdr);
     h->gfg_path_off = l->path_off;
+    h->store = l->store;
     h->ro_size = l->ro_size;
     h->stats_off = l->ro_size;
     if (spec->reducer == STRATA_HALO_EDGE)

@@ -500,13 +500,14 @@ static void test_halo_kernel_bad_args_fail_the_task(void **state)
     gh_graph_free(&g);
 }
 
-/* A store rewritten after the handle was made (here: every row keeps
- * only its self loop) fails the call, naming why, on the whole-rank path
- * and, under halo_api_streamed, on the streamed one. */
+/* A store rewritten after the handle was made fails the call, naming
+ * why, on the whole-rank path (rows cached by an earlier call or not)
+ * and, under halo_api_streamed, on the streamed one: first with the same
+ * edge count and every column moved, then with only self loops. */
 static void test_halo_store_changed_fails_the_call(void **state)
 {
-    struct gh_graph g, self;
-    strata_csr_view v, sv;
+    struct gh_graph g, moved, self;
+    strata_csr_view v, mv, sv;
     strata_halo *paged;
     char *store;
 
@@ -516,21 +517,33 @@ static void test_halo_store_changed_fails_the_call(void **state)
     store = gh_join(tmp, "changed.gfg");
     assert_int_equal(strata_gfg_save(store, &v, STRATA_I64), STRATA_OK);
     paged = make(NULL, store, 2, STRATA_F32);
-    self.n = g.n;
+    hk_fill(env.x, STRATA_F32, g.n, 1, 4);
+    assert_int_equal(hk_call(&env, paged, false), STRATA_OK);
+    moved.n = self.n = g.n;
+    moved.row_ptr = calloc(g.n + 1, sizeof(int64_t));
+    moved.col_idx = calloc((size_t)g.row_ptr[g.n], sizeof(int64_t));
     self.row_ptr = calloc(g.n + 1, sizeof(int64_t));
     self.col_idx = calloc(g.n, sizeof(int64_t));
-    assert_true(self.row_ptr && self.col_idx);
+    assert_true(moved.row_ptr && moved.col_idx && self.row_ptr && self.col_idx);
+    memcpy(moved.row_ptr, g.row_ptr, (g.n + 1) * sizeof(int64_t));
+    for (int64_t e = 0; e < g.row_ptr[g.n]; e++)
+        moved.col_idx[e] = (g.col_idx[e] + 5) % (int64_t)g.n;
     for (uint64_t i = 0; i < g.n; i++) {
         self.row_ptr[i + 1] = (int64_t)i + 1;
         self.col_idx[i] = (int64_t)i;
     }
+    mv = gh_view(&moved);
     sv = gh_view(&self);
     gh_rmtree(store);
-    assert_int_equal(strata_gfg_save(store, &sv, STRATA_I64), STRATA_OK);
-    hk_fill(env.x, STRATA_F32, g.n, 1, 4);
+    assert_int_equal(strata_gfg_save(store, &mv, STRATA_I64), STRATA_OK);
     assert_int_equal(hk_call(&env, paged, false), STRATA_ETASK);
     assert_non_null(strstr(strata_errmsg(), "the store changed"));
+    gh_rmtree(store);
+    assert_int_equal(strata_gfg_save(store, &sv, STRATA_I64), STRATA_OK);
+    assert_int_equal(hk_call(&env, paged, true), STRATA_ETASK);
+    assert_non_null(strstr(strata_errmsg(), "the store changed"));
     assert_int_equal(strata_halo_destroy(paged), STRATA_OK);
+    gh_graph_free(&moved);
     gh_graph_free(&self);
     gh_graph_free(&g);
     free(store);
