@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static uint64_t next_buf_id;
@@ -80,6 +81,23 @@ static strata_err map_segment(strata_buffer *b)
         fd = shm_open(b->name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0)
         return base_fail_errno(errno, "shm_open %s", b->name);
+    /* Sizing reserves nothing: a buffer larger than the space left would
+     * be created, then kill whoever touches its far end (SIGBUS). */
+    {
+        struct statvfs vfs;
+
+        if (fstatvfs(fd, &vfs) == 0 &&
+            b->size / vfs.f_frsize >= (uint64_t)vfs.f_bavail) {
+            err = base_fail(STRATA_ENOMEM,
+                            "a buffer of %zu bytes: the shared memory file "
+                            "system (/dev/shm) has %llu bytes free",
+                            b->size,
+                            (unsigned long long)vfs.f_bavail * vfs.f_frsize);
+            close(fd);
+            shm_unlink(b->name);
+            return err;
+        }
+    }
     /* A fresh segment reads as zeros: no wipe is needed. */
     if (ftruncate(fd, (off_t)b->size) != 0) {
         err = base_fail_errno(errno, "ftruncate %s to %zu bytes", b->name,

@@ -258,7 +258,10 @@ STRATA_API void strata_run_free(strata_run *run);
 
 /* Creates a host buffer of nbytes (> 0) in POSIX shared memory, zeroed,
  * visible without copies to every process of the worker's tree. Usable
- * after strata_worker_create; the worker owns it until released. */
+ * after strata_worker_create; the worker owns it until released.
+ * STRATA_ENOMEM when /dev/shm has less free space than nbytes now (pages
+ * are taken as they are first touched, so later buffers share what is
+ * left). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_create_buffer(
     strata_worker *w, size_t nbytes, strata_buffer **out);
 STRATA_API void *strata_buffer_data(strata_buffer *b);

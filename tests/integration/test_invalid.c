@@ -416,6 +416,13 @@ static void test_invalid_worker_calls_einval(void **state)
     it_fx_start(&f, 4);
     it_expect(STRATA_EINVAL, strata_worker_create_buffer(f.w, 0, &b));
     assert_null(b);
+    /* More than /dev/shm holds: refused now, not a SIGBUS later. */
+    it_expect(STRATA_ENOMEM,
+              strata_worker_create_buffer(f.w, (size_t)1 << 50, &b));
+    assert_null(b);
+    assert_non_null(strstr(strata_errmsg(), "/dev/shm"));
+    it_expect(STRATA_ENOMEM, strata_worker_create_buffer(f.w, SIZE_MAX, &b));
+    assert_null(b);
     it_expect(STRATA_EINVAL, strata_worker_run(f.w, NULL, NULL, NULL));
     it_expect(STRATA_EINVAL, strata_worker_submit(f.w, NULL, NULL, NULL, &run));
     assert_null(run);
