@@ -12,6 +12,38 @@ static struct chip_callable entries[CHIP_REGISTRY_MAX];
 static uint32_t count; /* published with release after an entry is full */
 static pthread_mutex_t writer = PTHREAD_MUTEX_INITIALIZER;
 
+/* Names of callables this process only named (strata_callable_by_name:
+ * an L4 naming what its remote nodes run), for messages. Append-only,
+ * like entries; full, it names no more. */
+struct known_name {
+    uint8_t digest[32];
+    char name[CHIP_NAME_MAX];
+};
+static struct known_name known[CHIP_REGISTRY_MAX];
+static uint32_t num_known;
+
+static const char *known_name(const uint8_t digest[32])
+{
+    uint32_t n = __atomic_load_n(&num_known, __ATOMIC_ACQUIRE);
+
+    for (uint32_t i = 0; i < n; i++)
+        if (memcmp(known[i].digest, digest, 32) == 0)
+            return known[i].name;
+    return NULL;
+}
+
+static void remember_name(const strata_callable *c, const char *name)
+{
+    pthread_mutex_lock(&writer);
+    if (!chip_registry_find(c->digest) && !known_name(c->digest) &&
+        num_known < CHIP_REGISTRY_MAX) {
+        memcpy(known[num_known].digest, c->digest, 32);
+        snprintf(known[num_known].name, sizeof(known[0].name), "%s", name);
+        __atomic_store_n(&num_known, num_known + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&writer);
+}
+
 const char *chip_callable_kind_name(uint32_t kind)
 {
     switch (kind) {
@@ -66,8 +98,10 @@ strata_err strata_callable_by_name(strata_callable_kind kind, const char *name,
     if (!out)
         return base_fail(STRATA_EINVAL, "strata_callable_by_name: out NULL");
     err = digest_of((uint32_t)kind, name, &c);
-    if (!err)
+    if (!err) {
+        remember_name(&c, name);
         *out = c;
+    }
     return err;
 }
 
@@ -142,7 +176,7 @@ const char *strata_callable_name(strata_callable c)
 {
     const struct chip_callable *e = chip_registry_find(c.digest);
 
-    return e ? e->name : NULL;
+    return e ? e->name : known_name(c.digest);
 }
 
 char *strata_callable_digest_hex(strata_callable c, char buf[65])

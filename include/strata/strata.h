@@ -180,7 +180,8 @@ strata_register_sub(const char *name, strata_sub_fn fn, strata_callable *out);
  * STRATA_EINVAL for a bad kind or name. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_callable_by_name(
     strata_callable_kind kind, const char *name, strata_callable *out);
-/* Name a callable was registered under, or NULL if unknown here. */
+/* Name a callable was registered under, or looked up by
+ * (strata_callable_by_name) in this process; NULL if unknown here. */
 STRATA_API const char *strata_callable_name(strata_callable c);
 /* Lower-case hex of the digest into buf (65 bytes); returns buf. */
 STRATA_API char *strata_callable_digest_hex(strata_callable c, char buf[65]);

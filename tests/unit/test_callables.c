@@ -96,6 +96,20 @@ static void test_callables_unknown_digest_not_found(void **state)
     assert_int_equal(strncmp(hex, "abab", 4), 0);
 }
 
+/* A callable only looked up by name (an L4 naming what remote nodes
+ * run) is named in messages, though nothing here can run it. */
+static void test_callables_looked_up_name_known(void **state)
+{
+    strata_callable c;
+
+    (void)state;
+    assert_int_equal(
+        strata_callable_by_name(STRATA_CALLABLE_ORCH, "unit.elsewhere", &c),
+        STRATA_OK);
+    assert_string_equal(strata_callable_name(c), "unit.elsewhere");
+    assert_null(chip_registry_find(c.digest)); /* still not runnable */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -104,6 +118,7 @@ int main(void)
         cmocka_unit_test(test_callables_kinds_have_separate_names),
         cmocka_unit_test(test_callables_bad_names_rejected),
         cmocka_unit_test(test_callables_unknown_digest_not_found),
+        cmocka_unit_test(test_callables_looked_up_name_known),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
