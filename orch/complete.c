@@ -124,7 +124,7 @@ static void finish_frame(struct orch_sched *s, struct orch_endpoint *ep,
 {
     struct mbx_frame *f = &ep->mbx->ring[k % MBX_RING];
     struct orch_task *t = s->slots[ep->ring_slot[k % MBX_RING]];
-    strata_err err = (strata_err)f->result;
+    strata_err err = (strata_err)(f->result & ~MBX_RESULT_NOT_RUN);
 
     if (t->ctl) {
         memcpy(t->ctl->out, f->arg, sizeof(t->ctl->out));
@@ -156,6 +156,7 @@ static void finish_frame(struct orch_sched *s, struct orch_endpoint *ep,
                   t->gen);
         err = STRATA_EPROTO;
     }
+    t->not_run = err && (f->result & MBX_RESULT_NOT_RUN);
     orch_complete(s, t, err, err ? f->msg : NULL);
 }
 

@@ -31,6 +31,7 @@ struct orch_task {
     uint8_t state;
     uint8_t kind; /* enum mbx_kind */
     bool poisoned;
+    bool not_run; /* the target could not begin it (MBX_RESULT_NOT_RUN) */
     uint8_t scope_depth;
     strata_err poison_err;
     struct strata_run *run; /* NULL for control frames */

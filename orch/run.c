@@ -91,12 +91,13 @@ void orch_run_task_done(struct orch_sched *s, struct orch_task *t,
 {
     struct strata_run *r = t->run;
     char label[192];
-    /* A lost peer and a node task past its deadline keep their codes. */
-    strata_err code =
-        err == STRATA_EPEER || (err == STRATA_ETIMEDOUT &&
-                                t->callable.kind == STRATA_CALLABLE_ORCH)
-            ? err
-            : STRATA_ETASK;
+    /* A lost peer, a node task past its deadline and a task its node
+     * could not begin (no such callable there) keep their codes. */
+    strata_err code = err == STRATA_EPEER || t->not_run ||
+                              (err == STRATA_ETIMEDOUT &&
+                               t->callable.kind == STRATA_CALLABLE_ORCH)
+                          ? err
+                          : STRATA_ETASK;
 
     if (!r)
         return;

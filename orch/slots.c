@@ -69,6 +69,7 @@ strata_err orch_slot_alloc(struct orch_sched *s, struct orch_task **out)
     t->state = TASK_PENDING;
     t->seq = ++s->task_seq;
     t->poisoned = false;
+    t->not_run = false;
     t->poison_err = STRATA_OK;
     t->run = NULL;
     t->group = NULL;

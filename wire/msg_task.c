@@ -163,14 +163,16 @@ enum {
     COMPLETION_ERROR = 2,
     COMPLETION_MESSAGE = 3,
     COMPLETION_DATA_TENSORS = 4,
+    COMPLETION_NOT_RUN = 5,
 };
 
-static const unsigned completion_nkeys = COMPLETION_DATA_TENSORS;
+static const unsigned completion_nkeys = COMPLETION_NOT_RUN;
 static const char *const completion_names[] = {
     [COMPLETION_REQUEST_ID] = "request_id",
     [COMPLETION_ERROR] = "error",
     [COMPLETION_MESSAGE] = "message",
     [COMPLETION_DATA_TENSORS] = "data_tensors",
+    [COMPLETION_NOT_RUN] = "not_run",
 };
 
 static strata_err completion_check(struct wire_dec *d, const void *vm)
@@ -184,6 +186,8 @@ static strata_err completion_check(struct wire_dec *d, const void *vm)
     if (m->error != STRATA_OK && m->num_data_tensors)
         return wire_dec_fail(d, "data_tensors",
                              "not allowed in a failed completion");
+    if (m->not_run && m->error == STRATA_OK)
+        return wire_dec_fail(d, "not_run", "set in a successful completion");
     return check_data_tensors(d, m->data_tensors, m->num_data_tensors,
                               STRATA_MAX_TENSORS);
 }
@@ -198,6 +202,9 @@ static strata_err completion_read(struct wire_dec *d, const struct wire_body *b,
     WIRE_TRY(wire_get_err(d, WIRE_FIELD(b, COMPLETION_ERROR), &m->error));
     WIRE_TRY(wire_get_opt_str(d, WIRE_FIELD(b, COMPLETION_MESSAGE),
                               WIRE_MESSAGE_MAX, &m->message));
+    if (b->val[COMPLETION_NOT_RUN])
+        WIRE_TRY(
+            wire_get_bool(d, WIRE_FIELD(b, COMPLETION_NOT_RUN), &m->not_run));
     return read_data_tensors(d, b, COMPLETION_DATA_TENSORS, &m->data_tensors,
                              &m->num_data_tensors);
 }
@@ -206,11 +213,13 @@ static void completion_write(struct wire_pk *p, const struct wire_completion *m)
 {
     bool msg = WIRE_HAS_STR(m->message);
 
-    wire_pk_map(p, 2 + msg + (m->num_data_tensors != 0));
+    wire_pk_map(p, 2 + msg + (m->num_data_tensors != 0) + m->not_run);
     wire_pk_key_uint(p, COMPLETION_REQUEST_ID, m->request_id);
     wire_pk_key_uint(p, COMPLETION_ERROR, (uint64_t)m->error);
     if (msg)
         wire_pk_key_str(p, COMPLETION_MESSAGE, m->message);
+    if (m->not_run)
+        wire_pk_key_bool(p, COMPLETION_NOT_RUN, true);
     write_data_tensors(p, COMPLETION_DATA_TENSORS, m->data_tensors,
                        m->num_data_tensors);
 }

@@ -296,7 +296,7 @@ static void linger(struct remote_node *r)
 
 /* Frames complete in any order; the ring's tail advances in order. */
 static void complete(struct remote_node *r, uint64_t req, strata_err err,
-                     const char *msg)
+                     const char *msg, bool not_run)
 {
     struct mbx *mb = r->ep->mbx;
     uint32_t tail = mb->h.tail;
@@ -308,7 +308,8 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
         if (r->req[pos] != req || r->done[pos])
             continue;
         matched = true;
-        mb->ring[pos].result = (int32_t)err;
+        mb->ring[pos].result =
+            (int32_t)err | (err && not_run ? MBX_RESULT_NOT_RUN : 0);
         if (err)
             snprintf(mb->ring[pos].msg, sizeof(mb->ring[pos].msg),
                      "request %llu on %s: %s", (unsigned long long)req,
@@ -422,20 +423,20 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
         on_chunk(r, &m.u.data_chunk);
     else if (type == WIRE_MSG_COMPLETION)
         complete(r, m.u.completion.request_id, m.u.completion.error,
-                 m.u.completion.message);
+                 m.u.completion.message, m.u.completion.not_run);
     else if (type == WIRE_MSG_CONTROL_REPLY) {
         /* A staged COMM_INIT reply carries its outcome itself. */
         if (stage_reply(r, m.u.control_reply.request_id, type, body, len))
-            complete(r, m.u.control_reply.request_id, STRATA_OK, "");
+            complete(r, m.u.control_reply.request_id, STRATA_OK, "", false);
         else
             complete(r, m.u.control_reply.request_id, m.u.control_reply.error,
-                     m.u.control_reply.message);
+                     m.u.control_reply.message, false);
     } else if (type == WIRE_MSG_DOMAIN_REPLY) {
         /* The reply carries the outcome; the frame itself succeeded. */
         if (!stage_reply(r, m.u.domain_reply.request_id, type, body, len))
             lose(r, STRATA_EPROTO, "a domain reply nobody asked for");
         else
-            complete(r, m.u.domain_reply.request_id, STRATA_OK, "");
+            complete(r, m.u.domain_reply.request_id, STRATA_OK, "", false);
     } else if (type == WIRE_MSG_GOODBYE)
         lose(r, STRATA_EPEER,
              m.u.goodbye.message[0] ? m.u.goodbye.message

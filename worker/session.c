@@ -224,6 +224,7 @@ static void task_job(struct spool_job *job)
                         "node has no orch callable with digest %s (modules "
                         "are loaded with strata-node --module)",
                         strata_callable_digest_hex(tmp, hex));
+        m.u.completion.not_run = true;
     } else {
         memcpy(&fn, &c->fn, sizeof(fn));
         /* Past a deadline, the run keeps t->args (set to NULL). */

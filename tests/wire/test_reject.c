@@ -30,7 +30,7 @@ static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][13] = {
     [WIRE_MSG_TASK] = {NULL, "request_id", "run_id", "digest", "args", "target",
                        "chip", "deadline_ms", "data_tensors"},
     [WIRE_MSG_COMPLETION] = {NULL, "request_id", "error", "message",
-                             "data_tensors"},
+                             "data_tensors", "not_run"},
     [WIRE_MSG_DATA_CHUNK] = {NULL, "request_id", "tensor", "offset", "data",
                              "last"},
     [WIRE_MSG_CONTROL] = {NULL, "request_id", "op", "operands"},
@@ -51,11 +51,16 @@ static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][13] = {
 
 #define K(k) (1u << (k))
 static const unsigned may_be_absent[WIRE_MSG_TYPE_MAX + 1] = {
-    [WIRE_MSG_HELLO] = K(10) | K(11), [WIRE_MSG_HELLO_REPLY] = K(3),
-    [WIRE_MSG_TASK] = K(7) | K(8),    [WIRE_MSG_COMPLETION] = K(3) | K(4),
-    [WIRE_MSG_CONTROL] = K(3),        [WIRE_MSG_CONTROL_REPLY] = K(4) | K(5),
-    [WIRE_MSG_HEARTBEAT] = K(3),      [WIRE_MSG_GOODBYE] = K(2),
-    [WIRE_MSG_DOMAIN_CMD] = K(10),    [WIRE_MSG_DOMAIN_REPLY] = K(6),
+    [WIRE_MSG_HELLO] = K(10) | K(11),
+    [WIRE_MSG_HELLO_REPLY] = K(3),
+    [WIRE_MSG_TASK] = K(7) | K(8),
+    [WIRE_MSG_COMPLETION] = K(3) | K(4) | K(5),
+    [WIRE_MSG_CONTROL] = K(3),
+    [WIRE_MSG_CONTROL_REPLY] = K(4) | K(5),
+    [WIRE_MSG_HEARTBEAT] = K(3),
+    [WIRE_MSG_GOODBYE] = K(2),
+    [WIRE_MSG_DOMAIN_CMD] = K(10),
+    [WIRE_MSG_DOMAIN_REPLY] = K(6),
     [WIRE_MSG_COMM_INIT] = K(8),
 };
 

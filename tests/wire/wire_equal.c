@@ -96,6 +96,7 @@ static bool completion_eq(const struct wire_completion *a,
     EQ_STR(message);
     EQ(num_data_tensors);
     EQ_MEM(data_tensors, a->num_data_tensors * sizeof(uint32_t));
+    EQ(not_run);
     return true;
 }
 

@@ -223,6 +223,12 @@ static void build_work(void)
         (struct wire_completion){.request_id = 1002,
                                  .error = STRATA_ETASK,
                                  .message = "kernel vadd: shape mismatch"};
+    m = add("completion_not_run", WIRE_MSG_COMPLETION);
+    m->u.completion =
+        (struct wire_completion){.request_id = 1003,
+                                 .error = STRATA_ENOENT,
+                                 .message = "node has no orch callable",
+                                 .not_run = true};
     m = add("data_chunk", WIRE_MSG_DATA_CHUNK);
     m->u.data_chunk = (struct wire_data_chunk){.request_id = 1001,
                                                .tensor = 1,

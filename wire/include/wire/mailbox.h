@@ -60,6 +60,10 @@ enum mbx_control_op {
     MBX_CTL_WINDOW_ADOPT = 12,
 };
 
+/* Or'ed into a frame's result by a target that could not begin the task
+ * at all (a remote node without the callable): the run reports the code
+ * itself, not STRATA_ETASK. */
+#define MBX_RESULT_NOT_RUN (1 << 30)
 #define MBX_ADOPT_CREATOR_SHIFT 40
 #define MBX_ADOPT_MAP_MASK ((1ull << MBX_ADOPT_CREATOR_SHIFT) - 1)
 
@@ -88,7 +92,8 @@ struct mbx_frame {
     uint64_t arg[4];     /* control operands */
     uint64_t staged_len; /* bytes of payload in the staging area */
     uint32_t args_len;   /* bytes used in args */
-    int32_t result;      /* strata_err written by the child */
+    int32_t result;      /* strata_err written by the child, with
+                            MBX_RESULT_NOT_RUN when the task never began */
     uint32_t done;       /* remote nodes: result final (may be out of order) */
     uint32_t claim;      /* enum mbx_claim: a control frame may be withdrawn */
     char msg[STRATA_ERRMSG_MAX];

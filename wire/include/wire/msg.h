@@ -123,6 +123,7 @@ struct wire_completion {
     const char *message;          /* 0..4095 bytes */
     const uint32_t *data_tensors; /* as in wire_task; none on error */
     size_t num_data_tensors;
+    bool not_run; /* the node never began it (error set): no callable */
 };
 
 /* Bytes [offset, offset + len) of one tensor (or buffer copy) of a
