@@ -217,6 +217,13 @@ static void test_messages_completion_chunk_rules_eproto(void **state)
                      "field 'message' must be str of 0..4095 bytes");
     m.u.completion.message = msg;
     WIRE_EXPECT_PACK_EINVAL(&m, "field 'message' must be str of 0..4095");
+    /* not_run only says why a task failed. */
+    m = wire_sample_copy("completion_not_run");
+    WIRE_EXPECT_EDIT(&m, WIRE_PATH(2), obj(u(STRATA_OK)),
+                     "COMPLETION: field 'not_run' set in a successful "
+                     "completion");
+    WIRE_EXPECT_EDIT(&m, WIRE_PATH(5), obj(u(1)),
+                     "field 'not_run' must be bool");
 
     m = wire_sample_copy("data_chunk");
     WIRE_EXPECT_EDIT(&m, WIRE_PATH(4),
