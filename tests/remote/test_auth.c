@@ -473,6 +473,16 @@ static void test_remote_auth_daemon_refuses_bad_setups(void **state)
                                "--module", RT_MODULE_PATH,   NULL};
     assert_true(daemon_refuses(name_port, out, sizeof(out)) != 0);
     rk_assert_contains(out, "not a number");
+    const char *lost_port_file[] = {"--listen",
+                                    "127.0.0.1:0",
+                                    "--insecure",
+                                    "--module",
+                                    RT_MODULE_PATH,
+                                    "--port-file",
+                                    "/nonexistent/dir/port",
+                                    NULL};
+    assert_true(daemon_refuses(lost_port_file, out, sizeof(out)) != 0);
+    rk_assert_contains(out, "/nonexistent/dir/port.tmp: No such file");
     testutil_assert_clean(&before);
 }
 

@@ -171,8 +171,10 @@ static int write_port(int fd, const char *path)
     int port;
     FILE *f;
 
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+        LOG_ERROR("getsockname: %s", strerror(errno));
         return -1;
+    }
     port = ss.ss_family == AF_INET6
                ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                : ntohs(((struct sockaddr_in *)&ss)->sin_port);
@@ -182,9 +184,15 @@ static int write_port(int fd, const char *path)
     /* Written then renamed: a reader never sees half a number. */
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     f = fopen(tmp, "w");
-    if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0)
+    if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0) {
+        LOG_ERROR("cannot write the port file %s: %s", tmp, strerror(errno));
         return -1;
-    return rename(tmp, path);
+    }
+    if (rename(tmp, path) != 0) {
+        LOG_ERROR("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 static pid_t sessions[MAX_SESSIONS];
@@ -335,8 +343,6 @@ int main(int argc, char **argv)
     }
     lfd = open_listener(&o);
     if (lfd < 0 || write_port(lfd, o.port_file) != 0) {
-        if (lfd >= 0)
-            LOG_ERROR("cannot write the port file %s", o.port_file);
         wire_tls_ctx_free(ctx);
         return 1;
     }
