@@ -104,7 +104,8 @@ void orch_run_task_done(struct orch_sched *s, struct orch_task *t,
     /* A control frame's failure is its caller's to report. */
     if (err && t->kind == MBX_TASK) {
         orch_task_label(s, t, label, sizeof(label));
-        orch_run_record_error(r, code, "%s failed (%s): %s", label,
+        orch_run_record_error(r, code, "%s %s (%s): %s", label,
+                              t->not_run ? "could not start" : "failed",
                               strata_errname(err), msg ? msg : "");
         for (uint32_t i = 0; i < t->scope_depth; i++) {
             struct orch_scope *sc = &r->scopes[i];

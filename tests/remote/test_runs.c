@@ -338,7 +338,8 @@ static void test_remote_runs_unknown_callable_enoent_names_digest(void **state)
     assert_int_equal(e, STRATA_ENOENT);
     rk_assert_contains(msg, hex);
     rk_assert_contains(msg, "node 1");
-    rk_assert_contains(msg, "rt.no_such_callable");
+    rk_assert_contains(msg, "orch 'rt.no_such_callable' on node 1 could not "
+                            "start");
     /* A known one still runs, and so does the worker. */
     c.c = rk_o_noop;
     it_ok(strata_worker_run(w, one_orch, NULL, &c));
