@@ -1,9 +1,11 @@
 /* Communication domains: symmetric memory windows shared by a subset of a
  * worker's chips. Included by strata.h. */
+/* Before the guard: included first, this header still gets all of
+ * strata.h (which includes it back at its end) before its own body. */
+#include <strata/strata.h>
+
 #ifndef STRATA_DOMAIN_H
 #define STRATA_DOMAIN_H
-
-#include <strata/strata.h>
 
 #ifdef __cplusplus
 extern "C" {

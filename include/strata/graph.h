@@ -9,10 +9,11 @@
  * whom and which owned values it sends to whom. Every function here is
  * pure or file-based: nothing communicates. See docs/graph.md.
  */
+/* Before the guard, as in domain.h. */
+#include <strata/strata.h>
+
 #ifndef STRATA_GRAPH_H
 #define STRATA_GRAPH_H
-
-#include <strata/strata.h>
 
 #ifdef __cplusplus
 extern "C" {

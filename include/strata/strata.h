@@ -20,12 +20,20 @@
 extern "C" {
 #endif
 
+/* Every call that can fail is marked STRATA_MUST_CHECK: ignoring its
+ * result is a warning. gcc does not accept a (void) cast for it; a
+ * program that must discard results may define STRATA_MUST_CHECK as
+ * empty before including this header. */
 #if defined(__GNUC__)
+#ifndef STRATA_MUST_CHECK
 #define STRATA_MUST_CHECK __attribute__((warn_unused_result))
+#endif
 #define STRATA_API __attribute__((visibility("default")))
 #define STRATA_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
+#ifndef STRATA_MUST_CHECK
 #define STRATA_MUST_CHECK
+#endif
 #define STRATA_API
 #define STRATA_PRINTF(f, a)
 #endif
@@ -185,6 +193,11 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_callable_by_name(
 STRATA_API const char *strata_callable_name(strata_callable c);
 /* Lower-case hex of the digest into buf (65 bytes); returns buf. */
 STRATA_API char *strata_callable_digest_hex(strata_callable c, char buf[65]);
+
+/* What a module defines (the library does not): registers the module's
+ * callables when strata_load_module loads it. Declared here so that a
+ * module's definition is checked and exported (visibility default). */
+STRATA_API strata_err strata_module_init(void);
 
 /* dlopen()s a shared object and calls its
  *   strata_err strata_module_init(void);
