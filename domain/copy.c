@@ -68,6 +68,7 @@ static strata_err copy(strata_orch *o, const strata_domain *d, int chip,
     }
     memset(&c, 0, sizeof(c));
     c.op = to ? MBX_CTL_COPY_TO_WINDOW : MBX_CTL_COPY_FROM_WINDOW;
+    c.ordered = true;
     c.arg[0] = d->alloc_id;
     c.arg[1] = win_off;
     c.arg[2] = nbytes;

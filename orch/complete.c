@@ -253,8 +253,10 @@ void orch_endpoint_died(struct orch_sched *s, struct orch_endpoint *ep)
         t = s->slots[ep->ring_slot[k % MBX_RING]];
         orch_complete(s, t, STRATA_EPEER, why);
     }
-    while ((t = orch_queue_pop(s, &ep->fifo_head, &ep->fifo_tail)))
+    while ((t = orch_queue_pop(s, &ep->fifo_head, &ep->fifo_tail))) {
+        ep->ordered_queued -= t->ctl && t->ctl->ordered;
         orch_complete(s, t, STRATA_EPEER, why);
+    }
     orch_dispatch(s);
 }
 

@@ -132,6 +132,7 @@ bool orch_control_withdraw_locked(struct orch_sched *s, int ep,
         if (t->ctl != c)
             continue;
         orch_queue_remove(s, &e->fifo_head, &e->fifo_tail, t);
+        e->ordered_queued -= c->ordered;
         c->withdrawn = true;
         orch_complete(s, t, STRATA_OK, NULL);
         return true;
@@ -240,6 +241,7 @@ strata_err orch_control_staged_copy(struct orch_sched *s, strata_orch *o,
 
     memset(&c, 0, sizeof(c));
     c.op = write ? MBX_CTL_WINDOW_WRITE : MBX_CTL_WINDOW_READ;
+    c.ordered = true;
     memcpy(c.arg, arg, sizeof(c.arg));
     if (write) {
         c.staged = data;

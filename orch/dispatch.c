@@ -66,6 +66,7 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
     f->msg[0] = '\0';
     __atomic_store_n(&f->done, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&f->claim, MBX_CLAIM_POSTED, __ATOMIC_RELAXED);
+    orch_unposted_drop(s, t);
     ep->early[ep->mbx->h.head % MBX_RING] = false;
     ep->ring_slot[ep->mbx->h.head % MBX_RING] = t->slot;
     t->state = TASK_RUNNING;
@@ -117,6 +118,32 @@ static void group_resolve(struct orch_sched *s, struct orch_task *t)
     s->groups_tail = g;
 }
 
+/* A task that became ready after an ordered frame (a window copy)
+ * submitted after it was queued: it goes ahead of that frame, which waits
+ * for it (dispatch_directed). */
+static void push_before_later_copies(struct orch_sched *s,
+                                     struct orch_endpoint *ep,
+                                     struct orch_task *t)
+{
+    uint32_t prev = ORCH_NONE, i = ep->fifo_head;
+
+    while (i != ORCH_NONE) {
+        const struct orch_task *q = s->slots[i];
+
+        if (q->ctl && q->ctl->ordered && q->seq > t->seq)
+            break;
+        prev = i;
+        i = q->next;
+    }
+    t->next = i;
+    if (prev == ORCH_NONE)
+        ep->fifo_head = t->slot;
+    else
+        s->slots[prev]->next = t->slot;
+    if (i == ORCH_NONE)
+        ep->fifo_tail = t->slot;
+}
+
 void orch_make_ready(struct orch_sched *s, struct orch_task *t)
 {
     if (t->group) {
@@ -129,7 +156,12 @@ void orch_make_ready(struct orch_sched *s, struct orch_task *t)
     } else {
         struct orch_endpoint *ep = &s->eps[t->ep];
 
-        orch_queue_push(s, &ep->fifo_head, &ep->fifo_tail, t);
+        if (t->ctl && t->ctl->ordered)
+            ep->ordered_queued++;
+        if (ep->ordered_queued && !t->ctl)
+            push_before_later_copies(s, ep, t);
+        else
+            orch_queue_push(s, &ep->fifo_head, &ep->fifo_tail, t);
     }
 }
 
@@ -236,6 +268,13 @@ static void dispatch_directed(struct orch_sched *s)
                 (head->ctl->staged_len || head->ctl->staged_reply) &&
                 in_flight(ep) > 0)
                 break;
+            /* A copy waits for every task submitted to ep before it to
+             * be posted ahead of it (they run first: FIFO). */
+            if (!ep->dead && head->ctl && head->ctl->ordered &&
+                ep->unposted_head != ORCH_NONE &&
+                s->slots[ep->unposted_head]->seq < head->seq)
+                break;
+            ep->ordered_queued -= head->ctl && head->ctl->ordered;
             post(s, ep, orch_queue_pop(s, &ep->fifo_head, &ep->fifo_tail));
         }
     }

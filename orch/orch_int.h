@@ -54,7 +54,10 @@ struct orch_task {
     uint64_t op_arg2;
     struct orch_ctl *ctl; /* control request with replies, or NULL */
     uint32_t next;        /* queue link */
-    uint64_t seq;         /* submission order (slot allocation) */
+    /* Its endpoint's unposted list (directed tasks until posted). */
+    uint32_t ep_prev, ep_next;
+    bool ep_listed;
+    uint64_t seq; /* submission order (slot allocation) */
 };
 
 struct orch_group {
@@ -185,6 +188,10 @@ void orch_va_fini(struct orch_sched *s);
 /* slots.c */
 strata_err orch_slot_alloc(struct orch_sched *s, struct orch_task **out);
 void orch_slot_free(struct orch_sched *s, struct orch_task *t);
+/* The endpoint's unposted list (orch_endpoint): a directed task joins at
+ * commit and leaves when posted or freed (dropping twice is harmless). */
+void orch_unposted_add(struct orch_sched *s, struct orch_task *t);
+void orch_unposted_drop(struct orch_sched *s, struct orch_task *t);
 struct orch_task *orch_slot_live(struct orch_sched *s, struct edge e);
 void orch_queue_push(struct orch_sched *s, uint32_t *head, uint32_t *tail,
                      struct orch_task *t);

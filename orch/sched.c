@@ -51,6 +51,8 @@ strata_err orch_sched_create(const struct orch_sched_cfg *cfg,
     s->sub_head = s->sub_tail = ORCH_NONE;
     for (size_t i = 0; i < s->num_chips + s->num_subs; i++) {
         s->eps[i].fifo_head = s->eps[i].fifo_tail = ORCH_NONE;
+        s->eps[i].unposted_head = s->eps[i].unposted_tail = ORCH_NONE;
+        s->eps[i].ordered_queued = 0;
         s->eps[i].harvested = 0;
         s->eps[i].reserved = NULL;
     }

@@ -70,6 +70,7 @@ strata_err orch_slot_alloc(struct orch_sched *s, struct orch_task **out)
     t->seq = ++s->task_seq;
     t->poisoned = false;
     t->not_run = false;
+    t->ep_listed = false;
     t->poison_err = STRATA_OK;
     t->run = NULL;
     t->group = NULL;
@@ -85,8 +86,41 @@ strata_err orch_slot_alloc(struct orch_sched *s, struct orch_task **out)
     return STRATA_OK;
 }
 
+void orch_unposted_add(struct orch_sched *s, struct orch_task *t)
+{
+    struct orch_endpoint *ep = &s->eps[t->ep];
+
+    t->ep_next = ORCH_NONE;
+    t->ep_prev = ep->unposted_tail;
+    if (ep->unposted_tail == ORCH_NONE)
+        ep->unposted_head = t->slot;
+    else
+        s->slots[ep->unposted_tail]->ep_next = t->slot;
+    ep->unposted_tail = t->slot;
+    t->ep_listed = true;
+}
+
+void orch_unposted_drop(struct orch_sched *s, struct orch_task *t)
+{
+    struct orch_endpoint *ep;
+
+    if (!t->ep_listed)
+        return;
+    ep = &s->eps[t->ep];
+    if (t->ep_prev == ORCH_NONE)
+        ep->unposted_head = t->ep_next;
+    else
+        s->slots[t->ep_prev]->ep_next = t->ep_next;
+    if (t->ep_next == ORCH_NONE)
+        ep->unposted_tail = t->ep_prev;
+    else
+        s->slots[t->ep_next]->ep_prev = t->ep_prev;
+    t->ep_listed = false;
+}
+
 void orch_slot_free(struct orch_sched *s, struct orch_task *t)
 {
+    orch_unposted_drop(s, t);
     t->gen++;
     t->state = TASK_FREE;
     t->run = NULL;

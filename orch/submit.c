@@ -147,6 +147,8 @@ static void commit_task(struct orch_sched *s, struct orch_task *t,
         r->scopes[i].active++;
     r->active++;
     s->unfinished++;
+    if (t->ep >= 0)
+        orch_unposted_add(s, t);
     if (t->fanin == 0 && t->poisoned && !t->group)
         s->work[s->num_work++] = t->slot; /* fails at settle, never runs */
     else if (t->fanin == 0)

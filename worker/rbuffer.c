@@ -45,6 +45,8 @@ strata_err worker_remote_control(strata_worker *w, strata_orch *o, int node,
     ctl.staged_len = (uint32_t)frame.len;
     ctl.staged_reply = reply;
     ctl.staged_reply_cap = (uint32_t)cap;
+    /* From an orch fn (window copies): after the node tasks before it. */
+    ctl.ordered = o != NULL;
     err = orch_control_post(w->sched, o, node, &ctl, NULL);
     if (!err)
         err = orch_control_wait(w->sched, &p, 1);

@@ -331,6 +331,98 @@ static void test_domain_copy_ordered_after_tasks_on_host_bytes(void **state)
     it_fx_end(&f);
 }
 
+/* Window copies come after every task submitted to their chip before
+ * them, also tasks the scheduler still holds: one waiting on a slow task
+ * of another chip, and a group waiting for a busy member. */
+static strata_err write_own(const strata_domain *d, int chip,
+                            strata_buffer *src, size_t off, strata_args **out)
+{
+    strata_chip_domain_ctx c;
+    strata_err e;
+
+    it_try(strata_domain_context(d, chip, &c));
+    it_try(strata_args_create(out));
+    e = it_add_u32(*out, src, off, 16, STRATA_IN);
+    if (e == STRATA_OK)
+        e = strata_args_add_scalar(*out, c.device_ctx);
+    if (e == STRATA_OK)
+        e = strata_args_add_scalar(*out, DATA_OFF);
+    if (e == STRATA_OK)
+        e = strata_args_add_scalar(*out, 0);
+    return e;
+}
+
+static strata_err held_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    (void)args;
+    struct order *t = user;
+    struct it_fx *f = t->f;
+    static const int busy3[1] = {3};
+    strata_args *a = NULL, *g[2] = {NULL, NULL};
+    strata_err e;
+
+    it_try(alloc_stage(o, &t->d));
+    /* Chip 1's writer reads b[1], which a 100 ms task on chip 0 makes
+     * (from b[0]): it waits on that task, not in chip 1's queue. */
+    it_try(strata_args_create(&a));
+    e = it_add_u32(a, f->b[0], 0, 16, STRATA_IN);
+    if (e == STRATA_OK)
+        e = it_add_u32(a, f->b[1], 0, 16, STRATA_OUT);
+    if (e == STRATA_OK)
+        e = strata_args_add_scalar(a, 100000);
+    if (e == STRATA_OK)
+        e = strata_orch_submit_next_level(o, k_slow_copy, a, 0);
+    strata_args_destroy(a);
+    it_try(e);
+    e = write_own(t->d, 1, f->b[1], 0, &a);
+    if (e == STRATA_OK)
+        e = strata_orch_submit_next_level(o, dom_k_write_window, a, 1);
+    strata_args_destroy(a);
+    it_try(e);
+    it_try(strata_orch_copy_from(o, t->d, 1, "data", 0, f->b[2], 0, 64));
+
+    /* A group on {1, 3} writing b[3] while chip 3 runs 100 ms of other
+     * work: the group is held until both are idle. */
+    it_try(strata_args_create(&a));
+    e = it_add_u32(a, f->b[5], 0, 16, STRATA_IN);
+    if (e == STRATA_OK)
+        e = it_add_u32(a, f->b[5], 32, 16, STRATA_OUT);
+    if (e == STRATA_OK)
+        e = strata_args_add_scalar(a, 100000);
+    if (e == STRATA_OK)
+        e = strata_orch_submit_next_level(o, k_slow_copy, a, busy3[0]);
+    strata_args_destroy(a);
+    it_try(e);
+    e = write_own(t->d, 1, f->b[3], 0, &g[0]);
+    if (e == STRATA_OK)
+        e = write_own(t->d, 3, f->b[3], 0, &g[1]);
+    if (e == STRATA_OK)
+        e = strata_orch_submit_next_level_group(
+            o, dom_k_write_window, (const strata_args *const *)g, ids13, 2);
+    strata_args_destroy(g[0]);
+    strata_args_destroy(g[1]);
+    it_try(e);
+    return strata_orch_copy_from(o, t->d, 1, "data", 0, f->b[4], 0, 64);
+}
+
+static void test_domain_copy_after_held_tasks_of_its_chip(void **state)
+{
+    (void)state;
+    struct it_fx f;
+    struct order t = {.f = &f};
+    it_fx_start(&f, 64);
+    for (uint32_t i = 0; i < 16; i++) {
+        it_fx_w(&f, 0)[i] = 3000 + i; /* via chip 0's slow copy */
+        it_fx_w(&f, 3)[i] = 4000 + i; /* the group's */
+    }
+    it_ok(strata_worker_run(f.w, held_orch, NULL, &t));
+    for (uint32_t i = 0; i < 16; i++) {
+        assert_int_equal(it_fx_w(&f, 2)[i], 3000 + i);
+        assert_int_equal(it_fx_w(&f, 4)[i], 4000 + i);
+    }
+    it_fx_end(&f);
+}
+
 /* A copy_to whose source is written by a task that fails (after 100 ms,
  * so the copy is posted while the writer still runs): the copy depends on
  * it, so it is poisoned like any dependent task: refused at once when the
@@ -393,6 +485,8 @@ int main(void)
         cmocka_unit_test_teardown(
             test_domain_copy_ordered_after_tasks_on_host_bytes, it_teardown),
         cmocka_unit_test_teardown(test_domain_copy_after_failed_writer_returns,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_domain_copy_after_held_tasks_of_its_chip,
                                   it_teardown),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -30,6 +30,10 @@ struct orch_ctl {
      * task, or when a wait needs it (only for frames nobody waits on
      * right away; at most half the ring is left quiet). */
     bool quiet;
+    /* Runs after every task submitted to its target before it, even one
+     * still waiting on dependencies or held in a group (window copies:
+     * they see what those tasks wrote). */
+    bool ordered;
     /* Set by orch_control_withdraw_locked: the chip skips the frame. */
     bool withdrawn;
     /* Called under the scheduler lock when done (may be NULL). */

@@ -34,6 +34,12 @@ struct orch_endpoint {
     uint32_t ring_slot[MBX_RING];
     uint32_t fifo_head;
     uint32_t fifo_tail;
+    /* Tasks submitted to it and not posted yet, in submission order
+     * (waiting on dependencies, or held in a group): an ordered control
+     * frame (a window copy) goes after all that came before it. */
+    uint32_t unposted_head;
+    uint32_t unposted_tail;
+    uint32_t ordered_queued; /* ordered control frames in the FIFO */
     struct orch_group *reserved;
     bool comm_ready; /* COMM_INIT done (domains) */
     /* Remote nodes complete frames out of order: those already finished
