@@ -30,6 +30,7 @@ struct wire_conn {
     bool goodbye_seen; /* the peer closed in order */
     bool got_frame;    /* a whole frame arrived: the peer authenticated */
     bool tls;          /* TLS, not plaintext */
+    bool connecting;   /* ours (wire_conn_connect), not accepted */
     bool closing;      /* we sent GOODBYE: close once flushed */
     uint64_t last_rx_ns;
 };
@@ -130,21 +131,30 @@ static bool describe_error(struct wire_conn *c, short what, char *buf,
     return tls[0] != '\0' && !(what & BEV_EVENT_EOF);
 }
 
-/* Whether the TCP connection itself was ever made; if not, *errnum says
- * why: the socket's error, else seen (the error libevent reported), else
- * 0. */
-static bool tcp_made(struct wire_conn *c, int seen, int *errnum)
+/* Whether a connect of ours failed at the TCP level (nobody listening,
+ * no route), and with which errno: the socket's pending error, else seen
+ * (what libevent reported). */
+static bool connect_failed(struct wire_conn *c, int seen, int *errnum)
 {
     evutil_socket_t fd = bufferevent_getfd(c->bev);
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss), elen = sizeof(*errnum);
+    socklen_t elen = sizeof(*errnum);
 
     *errnum = 0;
-    if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
-        return true;
+    if (!c->connecting || c->up || c->got_frame)
+        return false;
     if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, errnum, &elen) != 0 ||
         !*errnum)
-        *errnum = seen == ENOTCONN ? 0 : seen;
+        *errnum = seen;
+    switch (*errnum) {
+    case ECONNREFUSED:
+    case ETIMEDOUT:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case EHOSTDOWN:
+    case ENETDOWN:
+    case EADDRNOTAVAIL:
+        return true;
+    }
     return false;
 }
 
@@ -170,10 +180,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
     /* Nobody answered at that address: not a refusal of our
      * credentials. */
-    if (!c->up && !c->got_frame && !tcp_made(c, seen, &errnum)) {
+    if (connect_failed(c, seen, &errnum)) {
         snprintf(why, sizeof(why), "cannot connect to %s: %s", c->peer,
-                 errnum ? evutil_socket_error_to_string(errnum)
-                        : "no connection");
+                 evutil_socket_error_to_string(errnum));
         fail(c, STRATA_EPEER, why);
         return;
     }
@@ -228,8 +237,13 @@ static strata_err wrap(struct event_base *base, SSL_CTX *ctx, int fd,
         return base_fail(STRATA_ENOMEM, "cannot create a bufferevent");
     }
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-    if (fd >= 0)
+    /* An accepted socket arrives blocking: a TLS handshake on it would
+     * read in the loop's thread until the client speaks, and no timer
+     * (the HELLO deadline among them) would run meanwhile. */
+    if (fd >= 0) {
+        evutil_make_socket_nonblocking(fd);
         no_delay(fd);
+    }
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     c->last_rx_ns = base_now_ns();
     *out = c;
@@ -247,6 +261,7 @@ strata_err wire_conn_connect(struct event_base *base, SSL_CTX *ctx,
 
     if (err || !c)
         return err ? err : STRATA_ENOMEM;
+    c->connecting = true;
     if (bufferevent_socket_connect(c->bev, addr, addrlen) != 0) {
         wire_conn_free(c);
         return base_fail(STRATA_EPEER, "cannot connect to %s", peer_name);

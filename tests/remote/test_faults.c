@@ -255,6 +255,12 @@ static void test_remote_faults_silent_and_burst_clients_harmless(void **state)
     silent[1] = raw_connect(&plain);
     rk_assert_serves(&psk);
     rk_assert_serves(&plain);
+    /* And their sessions end at the HELLO deadline (10 s), TLS or not:
+     * a handshake that never comes does not hold a session either. */
+    assert_true(peer_closes(silent[0], 15.0));
+    assert_true(peer_closes(silent[1], 15.0));
+    assert_true(rk_node_log_has(&psk, "no HELLO in time", RK_WAIT_S));
+    assert_true(rk_node_log_has(&plain, "no HELLO in time", RK_WAIT_S));
     close(silent[0]);
     close(silent[1]);
     /* A burst of connect-and-close. */
