@@ -93,8 +93,9 @@ static void on_write(struct bufferevent *bev, void *arg)
 {
     struct wire_conn *c = arg;
 
-    (void)bev;
-    if (c->closing)
+    /* A deferred call may predate the last frames queued (a refusal and
+     * its GOODBYE): close only once they are out. */
+    if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         fail(c, STRATA_OK, "closed");
 }
 

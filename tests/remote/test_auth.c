@@ -392,6 +392,26 @@ static void test_remote_auth_nothing_listening_epeer(void **state)
     }
 }
 
+/* A node that refuses the HELLO says why, and the parent hears it (the
+ * refusal and GOODBYE are flushed before the session closes). */
+static void test_remote_auth_refused_hello_reason_reaches_parent(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    strata_remote_spec s;
+    char msg[STRATA_ERRMSG_MAX];
+    struct rk_node *nodes[2] = {&psk, &plain};
+
+    for (int i = 0; i < 2; i++) {
+        testutil_snapshot_take(&before);
+        rk_spec(&s, nodes[i], 2);
+        s.platform = "cuda"; /* no such backend on the node */
+        init_fails(&s, STRATA_EINVAL, msg, sizeof(msg));
+        rk_assert_contains(msg, "platform 'cuda' has no backend");
+        still_serves(nodes[i], &before);
+    }
+}
+
 static void test_remote_auth_bad_certificate_files_eauth(void **state)
 {
     (void)state;
@@ -501,6 +521,7 @@ int main(void)
         cmocka_unit_test(
             test_remote_auth_psk_client_refuses_certificate_server),
         cmocka_unit_test(test_remote_auth_nothing_listening_epeer),
+        cmocka_unit_test(test_remote_auth_refused_hello_reason_reaches_parent),
         cmocka_unit_test(test_remote_auth_bad_certificate_files_eauth),
         cmocka_unit_test(test_remote_auth_daemon_refuses_bad_setups),
     };
