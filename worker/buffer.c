@@ -82,12 +82,14 @@ static strata_err map_segment(strata_buffer *b)
     if (fd < 0)
         return base_fail_errno(errno, "shm_open %s", b->name);
     /* Sizing reserves nothing: a buffer larger than the space left would
-     * be created, then kill whoever touches its far end (SIGBUS). */
+     * be created, then kill whoever touches its far end (SIGBUS). A
+     * tmpfs without a size limit reports no blocks at all: no check. */
     {
         struct statvfs vfs;
 
-        if (fstatvfs(fd, &vfs) == 0 &&
-            b->size / vfs.f_frsize >= (uint64_t)vfs.f_bavail) {
+        if (fstatvfs(fd, &vfs) == 0 && vfs.f_blocks > 0 && vfs.f_frsize > 0 &&
+            b->size / vfs.f_frsize + (b->size % vfs.f_frsize != 0) >
+                (uint64_t)vfs.f_bavail) {
             err = base_fail(STRATA_ENOMEM,
                             "a buffer of %zu bytes: the shared memory file "
                             "system (/dev/shm) has %llu bytes free",

@@ -7,8 +7,12 @@
 #define _GNU_SOURCE
 #include "it_kernels.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static strata_callable k_sum, k_nop, k_late, o_dummy, s_dummy;
 
@@ -407,6 +411,42 @@ static void test_invalid_orch_after_its_fn_estate(void **state)
     it_fx_end(&f);
 }
 
+/* A /dev/shm without a size limit (tmpfs size=0 reports no blocks) takes
+ * buffers of any size: the free-space check must not read it as full.
+ * Needs root for a private mount namespace; skipped without one. */
+static void test_invalid_unlimited_shm_takes_buffers(void **state)
+{
+    int status = 0;
+    pid_t pid;
+
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    pid = fork();
+    if (pid == 0) {
+        strata_worker *w = NULL;
+        strata_buffer *b = NULL;
+        static const int one[1] = {0};
+
+        if (unshare(CLONE_NEWNS) != 0 ||
+            mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+            mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=0") != 0)
+            _exit(77); /* no namespace here: nothing to check */
+        if (it_worker_start(one, 1, 0, &w) != STRATA_OK ||
+            strata_worker_create_buffer(w, 4096, &b) != STRATA_OK ||
+            strata_worker_create_buffer(w, (size_t)1 << 20, &b) != STRATA_OK ||
+            it_worker_destroy(w) != STRATA_OK)
+            _exit(1);
+        _exit(0);
+    }
+    assert_true(pid > 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77)
+        skip();
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_invalid_worker_calls_einval(void **state)
 {
     (void)state;
@@ -457,6 +497,7 @@ int main(void)
                                   it_teardown),
         cmocka_unit_test_teardown(test_invalid_orch_after_its_fn_estate,
                                   it_teardown),
+        cmocka_unit_test(test_invalid_unlimited_shm_takes_buffers),
         cmocka_unit_test_teardown(test_invalid_worker_calls_einval,
                                   it_teardown),
     };
