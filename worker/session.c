@@ -49,6 +49,7 @@ struct session {
     struct wire_conn *conn;
     strata_worker *w;
     bool hello_done;
+    uint16_t proto; /* the protocol version HELLO chose */
     uint32_t peer_pid;
     pthread_mutex_t mu; /* shadows */
     struct spool pool;  /* tasks and domain commands, off the loop */
@@ -224,7 +225,8 @@ static void task_job(struct spool_job *job)
                         "node has no orch callable with digest %s (modules "
                         "are loaded with strata-node --module)",
                         strata_callable_digest_hex(tmp, hex));
-        m.u.completion.not_run = true;
+        /* A key of protocol 2: an older parent would refuse it. */
+        m.u.completion.not_run = s->proto >= 2;
     } else {
         memcpy(&fn, &c->fn, sizeof(fn));
         /* Past a deadline, the run keeps t->args (set to NULL). */
@@ -549,6 +551,7 @@ static void on_hello(struct session *s, const struct wire_hello *h)
         snprintf(host, sizeof(host), "strata-node");
     host[sizeof(host) - 1] = '\0';
     r->version = err ? 0 : version;
+    s->proto = r->version;
     r->error = err;
     r->message = err ? strata_errmsg() : "";
     r->capabilities =

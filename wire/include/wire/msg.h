@@ -25,7 +25,7 @@
 
 /* Protocol versions this build speaks (negotiated in HELLO). */
 #define WIRE_PROTO_MIN 1
-#define WIRE_PROTO_MAX 1
+#define WIRE_PROTO_MAX 2 /* 2: COMPLETION's not_run */
 
 /* Limits (bytes exclude the terminating NUL). */
 #define WIRE_NAME_MAX 255     /* node, domain, buffer names; handles */
