@@ -13,35 +13,41 @@ static uint32_t count; /* published with release after an entry is full */
 static pthread_mutex_t writer = PTHREAD_MUTEX_INITIALIZER;
 
 /* Names of callables this process only named (strata_callable_by_name:
- * an L4 naming what its remote nodes run), for messages. Append-only,
- * like entries; full, it names no more. */
+ * an L4 naming what its remote nodes run), for messages. Append-only and
+ * lock-free (a fork may happen while another thread adds one); full, it
+ * names no more, and a racing pair may both add one name. */
 struct known_name {
     uint8_t digest[32];
     char name[CHIP_NAME_MAX];
+    uint32_t ready; /* published (release) once the entry is written */
 };
 static struct known_name known[CHIP_REGISTRY_MAX];
-static uint32_t num_known;
+static uint32_t known_claimed;
 
 static const char *known_name(const uint8_t digest[32])
 {
-    uint32_t n = __atomic_load_n(&num_known, __ATOMIC_ACQUIRE);
+    uint32_t n = __atomic_load_n(&known_claimed, __ATOMIC_ACQUIRE);
 
+    n = n < CHIP_REGISTRY_MAX ? n : CHIP_REGISTRY_MAX;
     for (uint32_t i = 0; i < n; i++)
-        if (memcmp(known[i].digest, digest, 32) == 0)
+        if (__atomic_load_n(&known[i].ready, __ATOMIC_ACQUIRE) &&
+            memcmp(known[i].digest, digest, 32) == 0)
             return known[i].name;
     return NULL;
 }
 
 static void remember_name(const strata_callable *c, const char *name)
 {
-    pthread_mutex_lock(&writer);
-    if (!chip_registry_find(c->digest) && !known_name(c->digest) &&
-        num_known < CHIP_REGISTRY_MAX) {
-        memcpy(known[num_known].digest, c->digest, 32);
-        snprintf(known[num_known].name, sizeof(known[0].name), "%s", name);
-        __atomic_store_n(&num_known, num_known + 1, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&writer);
+    uint32_t i;
+
+    if (chip_registry_find(c->digest) || known_name(c->digest))
+        return;
+    i = __atomic_fetch_add(&known_claimed, 1, __ATOMIC_ACQ_REL);
+    if (i >= CHIP_REGISTRY_MAX)
+        return;
+    memcpy(known[i].digest, c->digest, 32);
+    snprintf(known[i].name, sizeof(known[i].name), "%s", name);
+    __atomic_store_n(&known[i].ready, 1, __ATOMIC_RELEASE);
 }
 
 const char *chip_callable_kind_name(uint32_t kind)

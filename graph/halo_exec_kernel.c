@@ -78,7 +78,7 @@ static strata_err load_rows(struct rank_ctx *c)
                          "halo kernel: rank %u: no memory "
                          "for %llu edges",
                          c->rank, (unsigned long long)c->rp->nnz);
-    err = strata_gfg_open(c->plan + c->hdr->gfg_path_off, &g);
+    err = halo_k_open_store(c, &g);
     if (err)
         return err;
     err =
@@ -409,7 +409,16 @@ static strata_err index_rows(struct rank_ctx *c, bool *indexed)
 }
 
 /* A paged plan holds only for the store it was made from: rows cached
- * from it, or read again, would belong to another graph. */
+ * from it, or read again, would belong to another graph. Checked by path
+ * before anything else, and on the files a rank then opens. */
+static strata_err store_changed(const struct rank_ctx *c)
+{
+    return base_fail(STRATA_EINVAL,
+                     "halo kernel: rank %u: the store changed since the plan "
+                     "was made",
+                     c->rank);
+}
+
 static strata_err same_store(const struct rank_ctx *c)
 {
     struct graph_gfg_stamp now;
@@ -419,10 +428,23 @@ static strata_err same_store(const struct rank_ctx *c)
         return STRATA_OK;
     err = graph_gfg_stamp_at(c->plan + c->hdr->gfg_path_off, &now);
     if (!err && memcmp(&now, &c->hdr->store, sizeof(now)) != 0)
-        err = base_fail(STRATA_EINVAL,
-                        "halo kernel: rank %u: the store changed since the "
-                        "plan was made",
-                        c->rank);
+        err = store_changed(c);
+    return err;
+}
+
+strata_err halo_k_open_store(const struct rank_ctx *c, strata_gfg **out)
+{
+    struct graph_gfg_stamp now;
+    strata_err err = strata_gfg_open(c->plan + c->hdr->gfg_path_off, out);
+
+    if (!err)
+        err = graph_gfg_stamp_of(*out, &now);
+    if (!err && memcmp(&now, &c->hdr->store, sizeof(now)) != 0)
+        err = store_changed(c);
+    if (err) {
+        strata_gfg_close(*out);
+        *out = NULL;
+    }
     return err;
 }
 

@@ -63,7 +63,7 @@ static strata_err page_open(struct rank_ctx *c, struct page *pg)
     if (!pg->rows)
         return base_fail(STRATA_ENOMEM, "halo kernel: rank %u: out of memory",
                          c->rank);
-    return strata_gfg_open(c->plan + c->hdr->gfg_path_off, &pg->g);
+    return halo_k_open_store(c, &pg->g);
 }
 
 static void page_close(struct page *pg)

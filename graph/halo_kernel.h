@@ -146,6 +146,9 @@ void halo_k_round_layout(struct rank_ctx *c);
 strata_err halo_k_group_rounds(struct rank_ctx *c);
 
 /* halo_exec_cache.c: index arrays of the plans a chip ran lately. */
+/* Opens the rank's paged store, failing (as "the store changed") unless
+ * its files are the ones the plan was made from. */
+strata_err halo_k_open_store(const struct rank_ctx *c, strata_gfg **out);
 size_t halo_k_cache_cap(void);
 /* Fills c from the cache; false when its plan is not there. */
 bool halo_k_cache_take(struct rank_ctx *c);
