@@ -445,8 +445,22 @@ static void unlink_after_death(struct strata_global_domain *g)
 {
     const struct chip_backend_ops *ops = chip_backend_find("sim");
 
-    if (ops && ops->host_window_unlink)
-        gwin_unlink_all(ops, cluster_id(g->w), g->id, g->n, g->window_size);
+    if (!ops || !ops->host_window_unlink)
+        return;
+    gwin_unlink_all(ops, cluster_id(g->w), g->id, g->n, g->window_size);
+    /* Members that exchanged descriptors (STRATA_DOMAIN_EXCHANGE=1) made
+     * their own windows, named after their node's process. */
+    for (uint32_t r = 0; r < g->n; r++) {
+        struct chip_window_req req =
+            gwin_req(cluster_id(g->w), g->id, r, g->n, g->window_size);
+        int pid = gdomain_node_pid(g->w, (int)g->members[r].node_worker_id);
+
+        if (pid <= 0)
+            continue;
+        req.creator_pid = pid;
+        req.name_token = 0;
+        ops->host_window_unlink(&req);
+    }
 }
 
 /* After the ABORTs in g->ptrs[0 .. sent) were waited for: a dead node's

@@ -26,6 +26,15 @@ void gdomain_node_info(const strata_worker *w, int id, struct node_info *ni)
     }
 }
 
+int gdomain_node_pid(const strata_worker *w, int id)
+{
+    const struct worker_node *nd = &w->nodes[id];
+
+    if (nd->remote)
+        return (int)nd->remote->session_pid;
+    return w->eps ? (int)w->eps[id].pid : 0;
+}
+
 static bool has_chip(const struct node_info *ni, int chip)
 {
     for (size_t i = 0; i < ni->num_chips; i++)

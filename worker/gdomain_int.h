@@ -17,6 +17,10 @@ struct node_info {
 };
 
 void gdomain_node_info(const strata_worker *w, int id, struct node_info *ni);
+/* The pid of the process that runs node id's members' windows on this
+ * host: a forked node's, or a remote (loopback) node's session; 0 when
+ * unknown. */
+int gdomain_node_pid(const strata_worker *w, int id);
 /* Every check of spec before a message: members, nodes, chips, buffers,
  * attachments, profiles (STRATA_EINVAL naming what is wrong). */
 strata_err gdomain_validate(const strata_worker *w,

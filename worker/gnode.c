@@ -10,6 +10,7 @@
  * fails, naming the rank, otherwise. */
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/fault.h"
 #include "gview.h"
 #include "orch/control.h"
 
@@ -114,7 +115,7 @@ static strata_err fan_out(strata_worker *w, struct strata_global_view *v,
 
 static strata_err comm_init(strata_worker *w, const struct wire_comm_init *c)
 {
-    size_t n = orch_num_chips(w->sched);
+    size_t n = orch_num_chips(w->sched), live = 0;
     int *eps;
     strata_err err;
 
@@ -125,11 +126,15 @@ static strata_err comm_init(strata_worker *w, const struct wire_comm_init *c)
     eps = base_calloc(n ? n : 1, sizeof(*eps));
     if (!eps)
         return base_fail(STRATA_ENOMEM, "out of memory for COMM_INIT");
+    /* A dead chip can be no member: it must not fail every domain of the
+     * node (its own PREPARE says it died, if it is named). */
     for (size_t i = 0; i < n; i++)
-        eps[i] = (int)i;
+        if (orch_chip_check(w->sched, (int)i) == STRATA_OK)
+            eps[live++] = (int)i;
+    base_errmsg_clear();
     w->node_id = (int)c->node_rank;
     w->cluster_id = c->cluster_id;
-    err = orch_comm_init_chips(w->sched, NULL, eps, n);
+    err = orch_comm_init_chips(w->sched, NULL, eps, live);
     base_free(eps);
     return err;
 }
@@ -287,6 +292,9 @@ static strata_err import(strata_worker *w, const struct wire_domain_cmd *c)
     if (!v || v->state != VIEW_PREPARED || c->num_descriptors != v->n)
         return base_fail(STRATA_ESTATE, "IMPORT of domain %llu out of order",
                          (unsigned long long)c->domain_id);
+    /* In the node itself, either way the members map (tests). */
+    if (BASE_FAULT("gnode.import_any"))
+        return base_fail(STRATA_EIO, "fault point gnode.import_any");
     if (v->lazy) {
         err = gnode_lazy_import(w, v, c);
         if (!err)

@@ -374,6 +374,7 @@ static void on_reply(struct remote_node *r, const struct wire_hello_reply *h)
         return;
     }
     r->ready = true;
+    r->session_pid = h->pid;
     LOG_INFO("remote %s ready (session pid %u)", r->endpoint, h->pid);
     mbx_child_init_done(r->ep->mbx, STRATA_OK, "");
     ring_doorbell(r->w);

@@ -35,6 +35,7 @@ struct remote_node {
     uint64_t hb_seq;
     bool ready;
     bool lost;
+    uint32_t session_pid; /* from HELLO_REPLY (on this host with sim) */
     bool closed;
     char why[STRATA_ERRMSG_MAX];
     uint64_t deadline;

@@ -80,6 +80,13 @@ static strata_err arm_orch(strata_orch *o, const strata_args *args, void *user)
     strata_err e;
 
     (void)user;
+    if (strata_args_scalar(args, 4) == 2) {
+        /* In the node process, in either mode: it dies inside IMPORT,
+         * after its members made their windows. */
+        base_fault_arm("gnode.import_any", (long)strata_args_scalar(args, 3),
+                       (int)strata_args_scalar(args, 2));
+        return STRATA_OK;
+    }
     if (!exchange && strata_args_scalar(args, 4) == 0) {
         /* Here, in the node process, which answers the phases. */
         base_fault_arm(node_points[strata_args_scalar(args, 1) % 3],
@@ -125,6 +132,7 @@ struct fault {
     int node, chip;    /* the victim */
     int point;         /* 0 prepare, 1 import (ARM) */
     bool session_dies; /* FROM_ENV: the remote session process dies */
+    bool in_node;      /* ARM: in the node process, whatever the mode */
     int action;        /* BASE_FAULT_FAIL or BASE_FAULT_KILL (ARM) */
     pid_t victim;      /* the process to kill (KILL_*) */
     struct gd_spec doomed, next;
@@ -174,7 +182,7 @@ static strata_err fault_orch(strata_orch *o, const strata_args *args,
     gd_try(strata_global_domain_release(f->before_g));
     if (f->how == ARM) {
         uint64_t sc[5] = {(uint64_t)f->chip, (uint64_t)f->point,
-                          (uint64_t)f->action, 1, 0};
+                          (uint64_t)f->action, 1, f->in_node ? 2 : 0};
 
         gd_try(strata_orch_scope_begin(o));
         gd_try(gd_node_task(o, f->node, o_arm, NULL, 0, 0, STRATA_IN, sc, 5));
@@ -257,8 +265,8 @@ static void fault_case(struct fault *f, size_t forked, size_t chips,
     n = f->next.spec.num_members;
     gd_ok(strata_worker_create_buffer(w, n * COUNT * 4, &f->out));
     gd_ok(strata_worker_create_buffer(w, n * sizeof(struct gd_query), &f->q));
-    if (f->how == KILL_NODE ||
-        (f->how == ARM && f->action == BASE_FAULT_KILL && !exchange)) {
+    if (f->how == KILL_NODE || (f->how == ARM && f->action == BASE_FAULT_KILL &&
+                                (!exchange || f->in_node))) {
         f->victim = strata_worker_node_pid(w, f->node);
         dead.n = gd_descendants(f->victim, dead.pid, 63);
         dead.pid[dead.n++] = f->victim;
@@ -342,6 +350,53 @@ static void test_gd_faults_kill_chip_before_alloc_epeer(void **state)
     fault_case(&f, 2, 2, NULL, STRATA_EPEER, "node 0");
 }
 
+/* A chip that died before its node's first global domain, and is no
+ * member, blocks nothing: COMM_INIT leaves it out. */
+struct bystander {
+    struct gd_spec s;
+    strata_global_domain *g;
+    strata_buffer *out;
+};
+
+static strata_err bystander_orch(strata_orch *o, const strata_args *args,
+                                 void *user)
+{
+    struct bystander *b = user;
+
+    (void)args;
+    gd_try(strata_orch_allocate_global_domain(o, &b->s.spec, &b->g));
+    gd_try(strata_orch_scope_begin(o));
+    gd_try(gd_submit_allreduce(o, &b->s, strata_global_domain_id(b->g), b->out,
+                               COUNT, 17, 1));
+    return strata_orch_scope_end(o);
+}
+
+static void test_gd_faults_dead_non_member_chip_blocks_nothing(void **state)
+{
+    static struct bystander b;
+    testutil_snapshot before;
+    strata_worker *w = NULL;
+    pid_t kids[32];
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    memset(&b, 0, sizeof(b));
+    gd_ok(gd_l4_start(2, 2, NULL, 0, 0, &w));
+    assert_true(gd_descendants(strata_worker_node_pid(w, 1), kids, 32) >= 2);
+    assert_int_equal(kill(kids[1], SIGKILL), 0); /* chip 1 of node 1 */
+    assert_true(testutil_wait_until(victim_dead, &kids[1], 5.0));
+    gd_spec_init(&b.s, "bystander", WINDOW);
+    gd_spec_grid(&b.s, 0, 1, 2);
+    gd_spec_member(&b.s, 1, 0);
+    gd_ok(strata_worker_create_buffer(w, 3 * COUNT * 4, &b.out));
+    for (int i = 0; i < 2; i++) { /* and again, COMM_INIT done */
+        gd_ok(strata_worker_run(w, bystander_orch, NULL, &b));
+        assert_int_equal(gd_check_allreduce(b.out, 3, COUNT, 17), 0);
+    }
+    gd_destroy(w, STRATA_EPEER);
+    testutil_assert_clean_within(&before, 5.0);
+}
+
 /* ---- a chip killed or failing inside a phase, on either node ------------ */
 
 static void arm_case(int node, int point_, int action)
@@ -375,6 +430,27 @@ static void arm_case(int node, int point_, int action)
     fault_case(&f, 2, 2, NULL,
                action == BASE_FAULT_KILL ? STRATA_EPEER : STRATA_EIO,
                action == BASE_FAULT_KILL ? "node" : point(point_));
+}
+
+/* The node process itself dies inside IMPORT, after its members made
+ * their windows: with the exchange those are named after the node, and
+ * the L4 must drop them (no node is left to). */
+static void test_gd_faults_import_node_process_killed_epeer(void **state)
+{
+    static struct fault f;
+
+    (void)state;
+    memset(&f, 0, sizeof(f));
+    f.how = ARM;
+    f.in_node = true;
+    f.node = 1;
+    f.point = 1;
+    f.action = BASE_FAULT_KILL;
+    gd_spec_init(&f.doomed, "node-dies-in-import", WINDOW);
+    gd_spec_grid(&f.doomed, 0, 2, 2);
+    gd_spec_init(&f.next, "next", WINDOW);
+    gd_spec_grid(&f.next, 0, 1, 2);
+    fault_case(&f, 2, 2, NULL, STRATA_EPEER, "node");
 }
 
 /* ---- a failed ABORT poisons the worker ---------------------------------- */
@@ -752,6 +828,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         gd_test(test_gd_faults_kill_node_before_alloc_epeer),
         gd_test(test_gd_faults_kill_chip_before_alloc_epeer),
+        gd_test(test_gd_faults_dead_non_member_chip_blocks_nothing),
         gd_test(test_gd_faults_failed_abort_poisons_worker),
         gd_test(test_gd_faults_prepare_fail_node0_eio),
         gd_test(test_gd_faults_prepare_fail_node1_eio),
@@ -761,6 +838,7 @@ int main(void)
         gd_test(test_gd_faults_prepare_kill_node1_epeer),
         gd_test(test_gd_faults_import_kill_node0_epeer),
         gd_test(test_gd_faults_import_kill_node1_epeer),
+        gd_test(test_gd_faults_import_node_process_killed_epeer),
         gd_test(test_gd_faults_remote_prepare_fail_eio),
         gd_test(test_gd_faults_remote_import_fail_eio),
         gd_test(test_gd_faults_remote_import_kill_epeer),
