@@ -42,9 +42,14 @@ static void remember_name(const strata_callable *c, const char *name)
 
     if (chip_registry_find(c->digest) || known_name(c->digest))
         return;
-    i = __atomic_fetch_add(&known_claimed, 1, __ATOMIC_ACQ_REL);
-    if (i >= CHIP_REGISTRY_MAX)
-        return;
+    /* Claim a slot, never past the end (a counter that only grew would
+     * wrap after 2^32 misses and hand out slot 0 again). */
+    i = __atomic_load_n(&known_claimed, __ATOMIC_ACQUIRE);
+    do {
+        if (i >= CHIP_REGISTRY_MAX)
+            return;
+    } while (!__atomic_compare_exchange_n(&known_claimed, &i, i + 1, false,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     memcpy(known[i].digest, c->digest, 32);
     snprintf(known[i].name, sizeof(known[i].name), "%s", name);
     __atomic_store_n(&known[i].ready, 1, __ATOMIC_RELEASE);

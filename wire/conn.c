@@ -146,6 +146,9 @@ static bool connect_failed(struct wire_conn *c, int seen, int *errnum)
     if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, errnum, &elen) != 0 ||
         !*errnum)
         *errnum = seen;
+    /* Plaintext has nothing to refuse but the connect itself. */
+    if (!c->tls)
+        return true;
     switch (*errnum) {
     case ECONNREFUSED:
     case ETIMEDOUT:
@@ -183,7 +186,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
      * credentials. */
     if (connect_failed(c, seen, &errnum)) {
         snprintf(why, sizeof(why), "cannot connect to %s: %s", c->peer,
-                 evutil_socket_error_to_string(errnum));
+                 errnum ? evutil_socket_error_to_string(errnum)
+                        : "connection failed");
         fail(c, STRATA_EPEER, why);
         return;
     }

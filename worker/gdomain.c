@@ -445,17 +445,28 @@ static void unlink_after_death(struct strata_global_domain *g)
 {
     const struct chip_backend_ops *ops = chip_backend_find("sim");
 
-    if (!ops || !ops->host_window_unlink)
+    if (ops && ops->host_window_unlink)
+        gwin_unlink_all(ops, cluster_id(g->w), g->id, g->n, g->window_size);
+}
+
+/* Members that exchanged descriptors (STRATA_DOMAIN_EXCHANGE=1) made
+ * their own windows, named after their node's process, and unlink them
+ * at COMMIT or ABORT; those of a node that died before either stay. Only
+ * before COMMIT, and only the dead node's ranks, right after its death
+ * was seen: the names carry no token, so a pid reused much later must
+ * not lose a segment to this. */
+static void unlink_dead_exchange(struct strata_global_domain *g, uint32_t node)
+{
+    const struct chip_backend_ops *ops = chip_backend_find("sim");
+    int pid = gdomain_node_pid(g->w, (int)node);
+
+    if (!ops || !ops->host_window_unlink || pid <= 0)
         return;
-    gwin_unlink_all(ops, cluster_id(g->w), g->id, g->n, g->window_size);
-    /* Members that exchanged descriptors (STRATA_DOMAIN_EXCHANGE=1) made
-     * their own windows, named after their node's process. */
     for (uint32_t r = 0; r < g->n; r++) {
         struct chip_window_req req =
             gwin_req(cluster_id(g->w), g->id, r, g->n, g->window_size);
-        int pid = gdomain_node_pid(g->w, (int)g->members[r].node_worker_id);
 
-        if (pid <= 0)
+        if (g->members[r].node_worker_id != node)
             continue;
         req.creator_pid = pid;
         req.name_token = 0;
@@ -470,8 +481,13 @@ static strata_err aborts_settled(struct strata_global_domain *g, uint32_t sent)
 {
     strata_err err = STRATA_OK;
 
-    for (uint32_t k = 0; k < sent; k++)
-        g->node_died |= g->ptrs[k]->err == STRATA_EPEER;
+    for (uint32_t k = 0; k < sent; k++) {
+        bool died = g->ptrs[k]->err == STRATA_EPEER;
+
+        g->node_died |= died;
+        if (died && !g->committed)
+            unlink_dead_exchange(g, (uint32_t)g->nodes[g->ptrs[k] - g->ctls]);
+    }
     if (g->node_died)
         unlink_after_death(g);
     for (uint32_t k = 0; k < sent && !err; k++)

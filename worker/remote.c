@@ -373,6 +373,15 @@ static void on_reply(struct remote_node *r, const struct wire_hello_reply *h)
         lose(r, h->error, why);
         return;
     }
+    if (h->version < WIRE_PROTO_MIN || h->version > WIRE_PROTO_MAX) {
+        char why[96];
+
+        snprintf(why, sizeof(why),
+                 "the node chose protocol %u, outside the %u..%u offered",
+                 (unsigned)h->version, WIRE_PROTO_MIN, WIRE_PROTO_MAX);
+        lose(r, STRATA_EPROTO, why);
+        return;
+    }
     r->ready = true;
     r->session_pid = h->pid;
     LOG_INFO("remote %s ready (session pid %u)", r->endpoint, h->pid);
