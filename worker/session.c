@@ -7,6 +7,7 @@
  * shadow buffers, kept across tasks. */
 #include "worker/session.h"
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "chip/registry.h"
@@ -49,7 +50,8 @@ struct session {
     struct wire_conn *conn;
     strata_worker *w;
     bool hello_done;
-    uint16_t proto; /* the protocol version HELLO chose */
+    uint64_t start_ns; /* accepted: the HELLO deadline counts from here */
+    uint16_t proto;    /* the protocol version HELLO chose */
     uint32_t peer_pid;
     pthread_mutex_t mu; /* shadows */
     struct spool pool;  /* tasks and domain commands, off the loop */
@@ -89,7 +91,12 @@ static void abandon_work(struct session *s)
 
 static void stop(struct session *s, int status, const char *why)
 {
-    LOG_INFO("session ends: %s", why);
+    /* A refused or broken peer (bad key, bad frame, no HELLO) is worth a
+     * line at the default level; an orderly end is not. */
+    if (status != 0)
+        LOG_WARN("session ends: %s", why);
+    else
+        LOG_INFO("session ends: %s", why);
     s->status = status;
     /* Only an orderly GOODBYE lets running tasks finish. */
     if (status != 0) {
@@ -632,7 +639,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (!s->hello_done && wire_conn_idle_s(s->conn) > HELLO_TIMEOUT_S) {
+    /* From the accept, not the last byte: a client that trickles a
+     * HELLO in byte by byte does not hold a session either. */
+    if (!s->hello_done &&
+        (double)(base_now_ns() - s->start_ns) / 1e9 > HELLO_TIMEOUT_S) {
         stop(s, 1, "no HELLO in time");
         return;
     }
@@ -706,6 +716,7 @@ int worker_session_main(int fd, SSL_CTX *ctx, const char *peer)
     sigprocmask(SIG_BLOCK, &term, NULL);
     sfd = signalfd(-1, &term, SFD_CLOEXEC | SFD_NONBLOCK);
     memset(&s, 0, sizeof(s));
+    s.start_ns = base_now_ns();
     pthread_mutex_init(&s.mu, NULL);
     spool_init(&s.pool);
     base_log_set_role("session");

@@ -256,7 +256,29 @@ static void test_remote_faults_silent_and_burst_clients_harmless(void **state)
     rk_assert_serves(&psk);
     rk_assert_serves(&plain);
     /* And their sessions end at the HELLO deadline (10 s), TLS or not:
-     * a handshake that never comes does not hold a session either. */
+     * a handshake that never comes does not hold a session either, nor
+     * does a HELLO trickled in a byte a second (the deadline runs from
+     * the accept, not from the last byte). */
+    {
+        int drip = raw_connect(&plain);
+        uint8_t hdr[12];
+        double t0 = testutil_now();
+        bool closed = false;
+
+        header(hdr, WIRE_MSG_HELLO, 4000);
+        for (int i = 0; i < 12 && !closed; i++) {
+            if (send(drip, &hdr[i], 1, MSG_NOSIGNAL) != 1)
+                closed = true;
+            else
+                closed = peer_closes(drip, 1.0);
+        }
+        while (!closed && testutil_now() - t0 < 15.0)
+            closed =
+                peer_closes(drip, 1.0) || send(drip, "x", 1, MSG_NOSIGNAL) != 1;
+        assert_true(closed);
+        assert_true(testutil_now() - t0 < 15.0);
+        close(drip);
+    }
     assert_true(peer_closes(silent[0], 15.0));
     assert_true(peer_closes(silent[1], 15.0));
     assert_true(rk_node_log_has(&psk, "no HELLO in time", RK_WAIT_S));
