@@ -3,6 +3,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/proc.h"
 #include "chip/chip.h"
 #include "sim/sim.h"
 #include "worker_int.h"
@@ -123,9 +124,8 @@ strata_err strata_worker_init(strata_worker *w)
         return base_fail(STRATA_EINVAL, "strata_worker_init: worker is NULL");
     if (w->state != WORKER_CREATED)
         return base_fail(STRATA_ESTATE, "worker is already initialized");
-    if (getpid() != w->creator)
-        return base_fail(STRATA_ESTATE,
-                         "worker was created by another process");
+    if (worker_check_process(w, "strata_worker_init"))
+        return STRATA_ESTATE;
     if (w->owned)
         return base_fail(STRATA_ESTATE,
                          "worker belongs to a parent, which starts it");
@@ -179,7 +179,8 @@ strata_err worker_node_slot(strata_worker *w, struct worker_node **slot_out)
 
 strata_err worker_check_process(const strata_worker *w, const char *fn)
 {
-    if (w->creator != getpid())
+    /* Once per run: no system call (base_pid). */
+    if (w->creator != base_pid())
         return base_fail(STRATA_ESTATE,
                          "%s: the worker belongs to process %d; a process "
                          "forked from it has only a copy, which it cannot "
