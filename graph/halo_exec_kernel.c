@@ -388,12 +388,19 @@ static strata_err vjp_run(struct rank_ctx *c)
     return STRATA_OK;
 }
 
+static strata_err same_store(const struct rank_ctx *c);
+
 /* The rows and index arrays: from the cache, or built (then cached). */
 static strata_err index_rows(struct rank_ctx *c, bool *indexed)
 {
     strata_err err;
 
     if (halo_k_cache_take(c)) {
+        /* Rows from an earlier call: still the plan's store? (Reading
+         * them again checks the files it opens.) */
+        err = same_store(c);
+        if (err)
+            return err;
         c->ghost_row = base_malloc((c->rp->num_ghosts + 1) * sizeof(char *));
         if (!c->ghost_row)
             return base_fail(STRATA_ENOMEM,
@@ -409,8 +416,8 @@ static strata_err index_rows(struct rank_ctx *c, bool *indexed)
 }
 
 /* A paged plan holds only for the store it was made from: rows cached
- * from it, or read again, would belong to another graph. Checked by path
- * before anything else, and on the files a rank then opens. */
+ * from it, or read again, would belong to another graph. Checked on the
+ * files a rank opens, and by path before rows cached from it are used. */
 static strata_err store_changed(const struct rank_ctx *c)
 {
     return base_fail(STRATA_EINVAL,
@@ -461,8 +468,6 @@ static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
     if (!err && vjp && c.edge && !c.edge->vjp)
         err = base_fail(STRATA_ENOTSUP, "halo: edge kernel '%s' has no vjp",
                         c.edge->name);
-    if (!err)
-        err = same_store(&c);
     if (!err && halo_k_streams(&c)) {
         err = vjp ? halo_k_vjp_stream(&c) : halo_k_forward_stream(&c);
     } else {
