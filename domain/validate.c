@@ -127,7 +127,7 @@ strata_err domain_check_window(const char *kind, const char *name,
     if (window_size == 0)
         return base_fail(STRATA_EINVAL, "%s '%s': window_size is 0", kind,
                          name);
-    if (ranks && window_size > DOMAIN_MAP_MAX / ranks)
+    if (window_size > DOMAIN_MAP_MAX / ranks)
         return base_fail(STRATA_EINVAL,
                          "%s '%s': window_size %zu x %zu ranks is more than "
                          "the %llu TiB a member can map",
@@ -144,9 +144,7 @@ strata_err domain_validate(struct orch_sched *s, strata_run *run,
         strlen(spec->name) >= STRATA_DOMAIN_NAME_MAX)
         return base_fail(STRATA_EINVAL, "a domain needs a name of 1..%d bytes",
                          STRATA_DOMAIN_NAME_MAX - 1);
-    err = domain_check_window("domain", spec->name, spec->window_size, 0);
-    if (!err)
-        err = check_workers(s, spec);
+    err = check_workers(s, spec);
     if (!err)
         err = domain_check_window("domain", spec->name, spec->window_size,
                                   spec->num_workers);

@@ -253,7 +253,7 @@ static void ctl_for(struct orch_ctl *c, const struct wire_buf *cmd,
 }
 
 /* Sends one command per node in mask (NULL: all) and waits for all;
- * g->ptrs[0 .. *sent) are the ones posted. */
+ * g->ptrs[0 .. *sent) are the ones posted (sent may be NULL). */
 static strata_err fan_out(struct strata_global_domain *g, strata_orch *o,
                           uint8_t phase, const bool *mask, uint32_t *sent)
 {
@@ -279,7 +279,8 @@ static strata_err fan_out(struct strata_global_domain *g, strata_orch *o,
                 g->prepared[i] = true;
         }
     }
-    *sent = posted;
+    if (sent)
+        *sent = posted;
     {
         strata_err werr = orch_control_wait(s, g->ptrs, posted);
 
@@ -336,8 +337,7 @@ static strata_err check_reply(struct strata_global_domain *g, uint32_t i,
 static strata_err phase(struct strata_global_domain *g, strata_orch *o,
                         uint8_t ph)
 {
-    uint32_t sent;
-    strata_err err = fan_out(g, o, ph, NULL, &sent);
+    strata_err err = fan_out(g, o, ph, NULL, NULL);
 
     for (uint32_t i = 0; i < g->num_nodes && !err; i++)
         err = check_reply(g, i, ph);
@@ -747,11 +747,13 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
     const struct wire_domain_member *m;
     size_t base = 0;
     size_t limit;
+    strata_err err;
 
     if (!o || !g || !data)
         return base_fail(STRATA_EINVAL, "global window copy: NULL argument");
-    if (orch_usable(o, "global window copy"))
-        return STRATA_ESTATE;
+    err = orch_usable(o, "global window copy");
+    if (err)
+        return err;
     if (g->released || !g->committed)
         return base_fail(STRATA_ESTATE, "global domain '%s' is released",
                          g->name);

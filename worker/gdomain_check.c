@@ -145,7 +145,6 @@ strata_err gdomain_validate(const strata_worker *w,
     if (!s->members || s->num_members == 0)
         return base_fail(STRATA_EINVAL, "global domain '%s': no members",
                          s->name);
-    err = domain_check_window("global domain", s->name, s->window_size, 0);
     for (size_t i = 0; !err && i < s->num_members; i++)
         err = check_member(w, s, i);
     if (!err)

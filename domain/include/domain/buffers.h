@@ -21,7 +21,7 @@ strata_err domain_check_buffers(const char *kind, const char *name,
 #define DOMAIN_MAP_MAX (1ull << 46)
 
 /* STRATA_EINVAL, as "<kind> '<name>': ...", when window_size is 0 or
- * ranks windows of it are more than DOMAIN_MAP_MAX bytes. */
+ * ranks (> 0) windows of it are more than DOMAIN_MAP_MAX bytes. */
 strata_err domain_check_window(const char *kind, const char *name,
                                size_t window_size, size_t ranks);
 
