@@ -33,6 +33,11 @@ struct wire_conn {
     bool connecting;   /* ours (wire_conn_connect), not accepted */
     bool closing;      /* we sent GOODBYE: close once flushed */
     uint64_t last_rx_ns;
+    /* Back-pressure (wire_conn_set_flow): reads stop while held(arg) or
+     * while more than high_water bytes wait to go out. */
+    bool (*held)(void *arg);
+    size_t high_water;
+    bool paused; /* EV_READ disabled by the flow check */
 };
 
 const char *wire_conn_peer(const struct wire_conn *c)
@@ -42,6 +47,9 @@ const char *wire_conn_peer(const struct wire_conn *c)
 
 double wire_conn_idle_s(const struct wire_conn *c)
 {
+    /* Not reading, we cannot tell a silent peer from a waiting one. */
+    if (__atomic_load_n(&c->paused, __ATOMIC_RELAXED))
+        return 0.0;
     return (double)(base_now_ns() - c->last_rx_ns) / 1e9;
 }
 
@@ -55,6 +63,38 @@ static void fail(struct wire_conn *c, strata_err err, const char *why)
         c->cbs.on_state(c, err, why, c->cbs.arg);
 }
 
+static bool flow_blocked(struct wire_conn *c)
+{
+    if (c->held && c->held(c->cbs.arg))
+        return true;
+    return c->high_water &&
+           evbuffer_get_length(bufferevent_get_output(c->bev)) > c->high_water;
+}
+
+/* Pauses or resumes reading as the flow check says (bufferevent locked).
+ * Frames read before a pause wait in the input buffer; a resume delivers
+ * them from the loop. */
+static void flow_update(struct wire_conn *c)
+{
+    bool blocked;
+
+    if (c->failed || (!c->held && !c->high_water))
+        return;
+    blocked = flow_blocked(c);
+    if (blocked && !c->paused) {
+        __atomic_store_n(&c->paused, true, __ATOMIC_RELAXED);
+        bufferevent_disable(c->bev, EV_READ);
+    } else if (!blocked && c->paused) {
+        __atomic_store_n(&c->paused, false, __ATOMIC_RELAXED);
+        c->last_rx_ns = base_now_ns();
+        bufferevent_enable(c->bev, EV_READ);
+        if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+            bufferevent_trigger(c->bev, EV_READ,
+                                BEV_TRIG_IGNORE_WATERMARKS |
+                                    BEV_TRIG_DEFER_CALLBACKS);
+    }
+}
+
 /* Delivers every whole frame in the input buffer. */
 static void on_read(struct bufferevent *bev, void *arg)
 {
@@ -66,6 +106,9 @@ static void on_read(struct bufferevent *bev, void *arg)
 
     c->last_rx_ns = base_now_ns();
     while (!c->failed && evbuffer_get_length(in) >= WIRE_FRAME_HEADER_SIZE) {
+        flow_update(c);
+        if (c->paused)
+            return;
         evbuffer_copyout(in, head, sizeof(head));
         if (wire_frame_header_unpack(head, sizeof(head), &h) != STRATA_OK) {
             snprintf(why, sizeof(why), "bad frame from %s: %s", c->peer,
@@ -97,6 +140,8 @@ static void on_write(struct bufferevent *bev, void *arg)
      * its GOODBYE): close only once they are out. */
     if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         fail(c, STRATA_OK, "closed");
+    else
+        flow_update(c);
 }
 
 /* Writes why the connection failed; true when TLS said so. */
@@ -388,4 +433,23 @@ void wire_conn_free(struct wire_conn *c)
     if (c->bev)
         bufferevent_free(c->bev);
     base_free(c);
+}
+
+void wire_conn_set_flow(struct wire_conn *c, bool (*held)(void *arg),
+                        size_t high_water)
+{
+    bufferevent_lock(c->bev);
+    c->held = held;
+    c->high_water = high_water;
+    /* on_write runs once the output has drained to half the mark. */
+    bufferevent_setwatermark(c->bev, EV_WRITE, high_water / 2, 0);
+    flow_update(c);
+    bufferevent_unlock(c->bev);
+}
+
+void wire_conn_recheck(struct wire_conn *c)
+{
+    bufferevent_lock(c->bev);
+    flow_update(c);
+    bufferevent_unlock(c->bev);
 }

@@ -50,7 +50,15 @@ void wire_conn_block_sigpipe(void);
 void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg);
 void wire_conn_free(struct wire_conn *c);
 const char *wire_conn_peer(const struct wire_conn *c);
-/* Seconds since the last byte arrived. */
+/* Back-pressure: the connection reads no more frames while held(arg)
+ * returns true (held may be NULL) or while more than high_water bytes (0 =
+ * no mark) wait to go out; the frames already read wait. Reading resumes
+ * when the output drains to half the mark, or when wire_conn_recheck (any
+ * thread) finds held false. held runs with the connection locked. */
+void wire_conn_set_flow(struct wire_conn *c, bool (*held)(void *arg),
+                        size_t high_water);
+void wire_conn_recheck(struct wire_conn *c);
+/* Seconds since the last byte arrived (0 while reading is paused). */
 double wire_conn_idle_s(const struct wire_conn *c);
 
 #endif
