@@ -33,7 +33,7 @@ static void arm_locked(const char *point, long nth, int action)
     num_armed++;
 }
 
-/* STRATA_FAULT="point:nth[:kill]". */
+/* STRATA_FAULT="point:nth[:kill|:stop]". */
 static void read_env_locked(void)
 {
     const char *env = getenv("STRATA_FAULT");
@@ -45,7 +45,9 @@ static void read_env_locked(void)
     if (!env || sscanf(env, "%47[^:]:%ld:%7s", point, &nth, action) < 1)
         return;
     arm_locked(point, nth,
-               strcmp(action, "kill") == 0 ? BASE_FAULT_KILL : BASE_FAULT_FAIL);
+               strcmp(action, "kill") == 0   ? BASE_FAULT_KILL
+               : strcmp(action, "stop") == 0 ? BASE_FAULT_STOP
+                                             : BASE_FAULT_FAIL);
 }
 
 void base_fault_arm(const char *point, long nth, int action)
@@ -87,6 +89,10 @@ bool base_fault_hit(const char *point)
     pthread_mutex_unlock(&lock);
     if (fire && action == BASE_FAULT_KILL)
         raise(SIGKILL);
+    if (fire && action == BASE_FAULT_STOP) {
+        raise(SIGSTOP); /* the point passes once resumed */
+        fire = false;
+    }
     return fire;
 }
 #else

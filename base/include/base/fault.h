@@ -8,6 +8,7 @@
 enum base_fault_action {
     BASE_FAULT_FAIL = 0, /* the point reports failure */
     BASE_FAULT_KILL = 1, /* the process SIGKILLs itself at the point */
+    BASE_FAULT_STOP = 2, /* the process SIGSTOPs itself: a test resumes it */
 };
 
 /* The n-th strata allocation from now fails (1 = the next); 0 disarms. */
@@ -23,7 +24,7 @@ void base_fault_after_fork(void);
 
 #ifdef STRATA_TESTING
 /* True when point is armed and this is the chosen hit. Also armed from the
- * environment: STRATA_FAULT="point:nth[:kill]". */
+ * environment: STRATA_FAULT="point:nth[:kill|:stop]". */
 bool base_fault_hit(const char *point);
 #define BASE_FAULT(point) base_fault_hit(point)
 #else
