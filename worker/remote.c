@@ -112,6 +112,7 @@ static void send_hello(struct remote_node *r)
     h->startup_budget_ms =
         r->deadline > now ? (r->deadline - now) / 1000000 + 1 : 1;
     send_msg(r, &m);
+    r->hello_sent = true;
 }
 
 static bool sends_input(uint8_t tag)
@@ -435,8 +436,12 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
         complete(r, m.u.completion.request_id, m.u.completion.error,
                  m.u.completion.message, m.u.completion.not_run);
     else if (type == WIRE_MSG_CONTROL_REPLY) {
-        /* A staged COMM_INIT reply carries its outcome itself. */
-        if (stage_reply(r, m.u.control_reply.request_id, type, body, len))
+        /* A staged COMM_INIT reply carries its outcome itself. A release
+         * goes to every node, and one that never saw the buffer says
+         * so: nothing to undo. */
+        if (stage_reply(r, m.u.control_reply.request_id, type, body, len) ||
+            (m.u.control_reply.op == WIRE_CTRL_BUFFER_RELEASE &&
+             m.u.control_reply.error == STRATA_ENOENT))
             complete(r, m.u.control_reply.request_id, STRATA_OK, "", false);
         else
             complete(r, m.u.control_reply.request_id, m.u.control_reply.error,
@@ -487,6 +492,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
                  "deadline");
             continue;
         }
+        /* No frame may precede HELLO: while TCP and TLS are still coming
+         * up (a busy or stalled node), only the start-up deadline runs.
+         * From HELLO on, the node heartbeats while its chips start. */
+        if (!r->hello_sent)
+            continue;
         if (wire_conn_idle_s(r->conn) > PEER_SILENT_S) {
             lose(r, STRATA_EPEER, "silent for 10 s (no heartbeat)");
             continue;

@@ -33,6 +33,7 @@ struct remote_node {
     strata_args *args[MBX_RING]; /* decoded args per ring position */
     uint64_t next_req;
     uint64_t hb_seq;
+    bool hello_sent; /* nothing else goes out before it */
     bool ready;
     bool lost;
     uint32_t session_pid; /* from HELLO_REPLY (on this host with sim) */
