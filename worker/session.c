@@ -1,10 +1,15 @@
 /* The session process. Nothing is parsed before TLS has authenticated the
- * peer; the first message must be HELLO, which sizes the L3 worker. Each
- * TASK waits for its input bytes (DATA_CHUNK), then runs on its own thread
- * as a run of the L3 worker; its output bytes and COMPLETION go back on
- * the same connection, so several tasks are in flight at once and control
- * messages never wait behind them. The parent's buffers live here as
- * shadow buffers, kept across tasks. */
+ * peer; the first message must be HELLO, which sizes the L3 worker. The
+ * worker starts on a pool thread while the loop goes on answering
+ * heartbeats; HELLO_REPLY goes out once it is up. Each TASK waits for its
+ * input bytes (DATA_CHUNK, accounted exactly as docs/wire.md says), then
+ * runs on a pool thread as a run of the L3 worker; its output bytes and
+ * COMPLETION go back on the same connection, so several tasks are in
+ * flight at once and control messages never wait behind them. The
+ * parent's buffers live here as shadow buffers, kept across tasks and
+ * pinned while a task names them. What one session may hold is capped
+ * (struct worker_session_limits): past the job or reply marks it stops
+ * reading the socket until work drains. */
 #include "worker/session.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -33,30 +38,47 @@ struct shadow {
     uint64_t id;
     strata_buffer *buf;
     bool resident; /* a remote buffer of the parent: its bytes stay here */
+    uint32_t pins; /* tasks in flight that name it: release refused */
 };
 
 struct stask {
     struct spool_job job; /* first: the pool hands it back */
     struct wire_task task;
     strata_args *args; /* decoded tensors, for shapes and tags */
-    uint32_t waiting;  /* data tensors whose last chunk is missing */
-    bool resident[STRATA_MAX_TENSORS]; /* tensor i's bytes stay here */
+    /* The input in flight: task.data_tensors[cur] receives its chunk at
+     * next_off. A refused task's chunks are read and dropped. */
+    uint32_t cur;
+    uint64_t next_off;
+    bool refused;
+    bool resident[STRATA_MAX_TENSORS];   /* tensor i's bytes stay here */
+    uint64_t pinned[STRATA_MAX_TENSORS]; /* peer ids of the pinned shadows */
+    uint32_t num_pinned;
     struct session *s;
     struct stask *next;
+};
+
+enum session_state {
+    S_WAIT_HELLO, /* only HELLO may come */
+    S_STARTING,   /* the worker starts off the loop: heartbeats only */
+    S_READY,
 };
 
 struct session {
     struct event_base *base;
     struct wire_conn *conn;
     strata_worker *w;
-    bool hello_done;
+    enum session_state state; /* (loop) */
+    struct event *started;    /* the start job is done (event_active) */
+    struct sstart *start;     /* that job, until the loop takes its result */
     uint64_t start_ns; /* accepted: the HELLO deadline counts from here */
     uint16_t proto;    /* the protocol version HELLO chose */
     uint32_t peer_pid;
     pthread_mutex_t mu; /* shadows */
     struct spool pool;  /* tasks and domain commands, off the loop */
     struct spool_loop loop;
-    uint32_t work; /* tasks and commands started, not finished (atomic) */
+    uint32_t work;  /* tasks and commands started, not finished (atomic) */
+    uint32_t tasks; /* tasks received, not yet completed (atomic) */
+    uint64_t shadow_bytes; /* under mu */
     struct shadow *shadows;
     size_t num_shadows;
     size_t cap_shadows;
@@ -65,6 +87,7 @@ struct session {
     uint64_t hb_seq;
     int status;
     bool abandon; /* the parent is gone or we are told to stop: kill work */
+    struct worker_session_limits lim;
 };
 
 static void send_msg(struct session *s, const struct wire_msg *m)
@@ -130,6 +153,14 @@ static strata_buffer *shadow_get(struct session *s, uint64_t id, size_t size,
         *err = base_fail(STRATA_EPROTO, "buffer %llu changed size",
                          (unsigned long long)id);
         b = NULL;
+    } else if (!b && size > s->lim.max_buffer_bytes - s->shadow_bytes) {
+        *err = base_fail(STRATA_ENOMEM,
+                         "buffer %llu of %zu bytes: this session holds %llu "
+                         "bytes of buffers, and strata-node allows %llu "
+                         "(--max-buffer-bytes)",
+                         (unsigned long long)id, size,
+                         (unsigned long long)s->shadow_bytes,
+                         (unsigned long long)s->lim.max_buffer_bytes);
     } else if (!b) {
         if (s->num_shadows == s->cap_shadows) {
             size_t cap = s->cap_shadows ? 2 * s->cap_shadows : 8;
@@ -147,7 +178,9 @@ static strata_buffer *shadow_get(struct session *s, uint64_t id, size_t size,
             s->shadows[s->num_shadows].id = id;
             s->shadows[s->num_shadows].buf = b;
             s->shadows[s->num_shadows].resident = create;
+            s->shadows[s->num_shadows].pins = 0;
             s->num_shadows++;
+            s->shadow_bytes += size;
             *resident = create;
         }
     }
@@ -156,21 +189,65 @@ out:
     return b;
 }
 
+static struct shadow *shadow_find(struct session *s, uint64_t id)
+{
+    for (size_t i = 0; i < s->num_shadows; i++)
+        if (s->shadows[i].id == id)
+            return &s->shadows[i];
+    return NULL;
+}
+
+/* A task in flight names the shadow: BUFFER_RELEASE waits for it. */
+static void shadow_pin(struct session *s, struct stask *t, uint64_t id)
+{
+    struct shadow *sh;
+
+    pthread_mutex_lock(&s->mu);
+    sh = shadow_find(s, id);
+    if (sh) {
+        sh->pins++;
+        t->pinned[t->num_pinned++] = id;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void shadow_unpin_all(struct session *s, struct stask *t)
+{
+    pthread_mutex_lock(&s->mu);
+    for (uint32_t i = 0; i < t->num_pinned; i++) {
+        struct shadow *sh = shadow_find(s, t->pinned[i]);
+
+        if (sh && sh->pins > 0)
+            sh->pins--;
+    }
+    t->num_pinned = 0;
+    pthread_mutex_unlock(&s->mu);
+}
+
 static strata_err shadow_release(struct session *s, uint64_t id)
 {
     strata_err err = STRATA_OK;
+    struct shadow *sh;
 
-    /* A run past its deadline may still use it: it stays until the
-     * session ends. */
-    if (s->w && worker_bounded_late_running(s->w))
-        return STRATA_OK;
     pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->num_shadows; i++) {
-        if (s->shadows[i].id == id) {
-            err = strata_buffer_release(s->shadows[i].buf);
-            if (!err)
-                s->shadows[i] = s->shadows[--s->num_shadows];
-            break;
+    sh = shadow_find(s, id);
+    if (!sh) {
+        err = base_fail(STRATA_ENOENT, "no buffer %llu on this node",
+                        (unsigned long long)id);
+    } else if (sh->pins) {
+        err = base_fail(STRATA_ESTATE,
+                        "buffer %llu is named by %u task(s) in flight",
+                        (unsigned long long)id, sh->pins);
+    } else if (s->w && worker_bounded_late_running(s->w)) {
+        /* A run past its deadline may still use it: it stays until the
+         * session ends. */
+    } else {
+        size_t size = strata_buffer_size(sh->buf);
+
+        err = strata_buffer_release(sh->buf);
+        if (!err) {
+            s->shadow_bytes -= size;
+            *sh = s->shadows[--s->num_shadows];
         }
     }
     pthread_mutex_unlock(&s->mu);
@@ -212,6 +289,32 @@ static void send_outputs(struct session *s, struct stask *t)
     }
 }
 
+/* The connection's flow check: no more frames while the jobs are at
+ * their cap (called with the connection locked). */
+static bool jobs_full(void *arg)
+{
+    struct session *s = arg;
+
+    return __atomic_load_n(&s->work, __ATOMIC_ACQUIRE) >= s->lim.max_threads;
+}
+
+static void job_done(struct session *s)
+{
+    if (__atomic_sub_fetch(&s->work, 1, __ATOMIC_ACQ_REL) + 1 >=
+        s->lim.max_threads)
+        wire_conn_recheck(s->conn);
+}
+
+/* The task is over: its shadows may go, and it no longer counts. */
+static void task_free(struct session *s, struct stask *t)
+{
+    shadow_unpin_all(s, t);
+    wire_task_free(&t->task);
+    strata_args_destroy(t->args);
+    base_free(t);
+    __atomic_sub_fetch(&s->tasks, 1, __ATOMIC_RELEASE);
+}
+
 static void task_job(struct spool_job *job)
 {
     struct stask *t = (struct stask *)job;
@@ -245,30 +348,34 @@ static void task_job(struct spool_job *job)
             if (tag_returns(t->args->tensors[i].tag) && !t->resident[i])
                 outs[nout++] = i;
     }
+    /* Before the COMPLETION: the parent may release the buffers as soon
+     * as it has it. */
+    shadow_unpin_all(s, t);
     m.u.completion.request_id = t->task.request_id;
     m.u.completion.error = err;
     m.u.completion.message = err ? strata_errmsg() : "";
     m.u.completion.data_tensors = outs;
     m.u.completion.num_data_tensors = nout;
     send_msg(s, &m);
-    wire_task_free(&t->task);
-    strata_args_destroy(t->args);
-    base_free(t);
-    __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
+    task_free(s, t);
+    job_done(s);
 }
 
 /* A job (a task, a domain command) runs on the thread that read it when
  * it can (the loop moves to a pool thread), else on a pool thread. false:
- * it cannot run at all; the session stops and the caller frees the job. */
+ * it cannot run at all; the session stops and the caller frees the job.
+ * At max_threads jobs the connection stops reading (jobs_full) until one
+ * ends, so threads stay bounded and the peer feels the back-pressure. */
 static bool start_job(struct session *s, struct spool_job *job)
 {
-    __atomic_add_fetch(&s->work, 1, __ATOMIC_RELEASE);
+    if (__atomic_add_fetch(&s->work, 1, __ATOMIC_ACQ_REL) >= s->lim.max_threads)
+        wire_conn_recheck(s->conn);
     if (spool_loop_offer(&s->loop, job))
         return true;
     if (spool_submit(&s->pool, job) == STRATA_OK)
         return true;
     LOG_ERROR("cannot run a job: %s", strata_errmsg());
-    __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
+    job_done(s);
     stop(s, 1, "out of threads");
     return false;
 }
@@ -276,11 +383,8 @@ static bool start_job(struct session *s, struct spool_job *job)
 static void start_task(struct session *s, struct stask *t)
 {
     t->job.fn = task_job;
-    if (start_job(s, &t->job))
-        return;
-    wire_task_free(&t->task);
-    strata_args_destroy(t->args);
-    base_free(t);
+    if (!start_job(s, &t->job))
+        task_free(s, t);
 }
 
 /* Maps the task's tensors onto shadow buffers. */
@@ -300,6 +404,7 @@ static strata_err bind_args(struct session *s, struct stask *t)
 
         if (!b)
             break;
+        shadow_pin(s, t, x->buffer_id);
         x->buffer_id = b->id;
         x->creator = b->creator;
         t->args->buffers[i] = b;
@@ -319,60 +424,138 @@ static void fail_request(struct session *s, uint64_t id, strata_err err,
     send_msg(s, &m);
 }
 
+static bool request_open(const struct session *s, uint64_t id)
+{
+    for (const struct stask *t = s->waiting; t; t = t->next)
+        if (t->task.request_id == id)
+            return true;
+    return false;
+}
+
 static void on_task(struct session *s, struct wire_msg *m)
 {
-    struct stask *t = base_calloc(1, sizeof(*t));
+    struct stask *t;
     strata_err err;
 
-    if (!t) {
-        fail_request(s, m->u.task.request_id, STRATA_ENOMEM, "out of memory");
+    /* A parent keeps at most a ring of requests out (8 today): more is a
+     * peer that ignores completions. */
+    if (__atomic_load_n(&s->tasks, __ATOMIC_ACQUIRE) >= s->lim.max_tasks) {
+        char why[128];
+
+        snprintf(why, sizeof(why),
+                 "the parent has more than %u tasks in flight "
+                 "(strata-node --max-tasks)",
+                 s->lim.max_tasks);
         wire_msg_free(m);
+        stop(s, 1, why);
         return;
     }
+    if (request_open(s, m->u.task.request_id)) {
+        wire_msg_free(m);
+        stop(s, 1, "a TASK reuses the request id of one still receiving");
+        return;
+    }
+    t = base_calloc(1, sizeof(*t));
+    if (!t) {
+        wire_msg_free(m);
+        stop(s, 1, "out of memory for a task");
+        return;
+    }
+    __atomic_add_fetch(&s->tasks, 1, __ATOMIC_ACQ_REL);
     t->task = m->u.task; /* takes the decoded memory */
     t->s = s;
-    t->waiting = (uint32_t)t->task.num_data_tensors;
     err = bind_args(s, t);
-    if (err) {
-        fail_request(s, t->task.request_id, err, strata_errmsg());
-        wire_task_free(&t->task);
-        strata_args_destroy(t->args);
-        base_free(t);
-        return;
+    if (!err) {
+        for (size_t k = 0; k < t->task.num_data_tensors; k++) {
+            if (t->task.data_tensors[k] >= t->args->num_tensors) {
+                err = base_fail(STRATA_EPROTO,
+                                "TASK announces data for tensor %u of %u",
+                                t->task.data_tensors[k], t->args->num_tensors);
+                break;
+            }
+        }
     }
-    if (t->waiting == 0) {
-        start_task(s, t);
+    if (err) {
+        /* Answered now; the data it announced is still on its way and
+         * is read and dropped. */
+        fail_request(s, t->task.request_id, err, strata_errmsg());
+        shadow_unpin_all(s, t);
+        t->refused = true;
+    }
+    if (t->task.num_data_tensors == 0) {
+        if (t->refused)
+            task_free(s, t);
+        else
+            start_task(s, t);
         return;
     }
     t->next = s->waiting;
     s->waiting = t;
 }
 
+/* Checks one chunk against the sequence docs/wire.md prescribes: for
+ * each announced tensor in turn, chunks from offset 0 on without a gap,
+ * the last one flagged and ending at the tensor's end. NULL when it
+ * fits, else why not. */
+static const char *chunk_misfit(const struct stask *t,
+                                const struct wire_data_chunk *c)
+{
+    uint32_t want = t->task.data_tensors[t->cur];
+    size_t n;
+
+    if (c->tensor != want)
+        return "data chunk for a tensor out of turn";
+    if (c->offset != t->next_off)
+        return "data chunk out of order";
+    if (c->len == 0 && !c->last)
+        return "empty data chunk that is not the last";
+    if (t->refused)
+        return NULL; /* its sizes may be unknown: the last flag ends it */
+    n = strata_args_tensor_nbytes(t->args, want);
+    if (c->offset > n || c->len > n - c->offset)
+        return "data chunk outside its tensor";
+    if (c->last != (c->offset + c->len == n))
+        return c->last ? "data chunk flagged last before its tensor's end"
+                       : "data chunk reaches its tensor's end unflagged";
+    return NULL;
+}
+
 static void on_chunk(struct session *s, const struct wire_data_chunk *c)
 {
     struct stask **pp = &s->waiting;
     struct stask *t;
-    uint8_t *dst;
-    size_t n;
+    const char *why;
 
     while (*pp && (*pp)->task.request_id != c->request_id)
         pp = &(*pp)->next;
     t = *pp;
-    if (!t || c->tensor >= t->args->num_tensors) {
-        stop(s, 1, "data chunk for an unknown request or tensor");
+    if (!t) {
+        stop(s, 1, "data chunk for a request that announced none");
         return;
     }
-    dst = strata_args_tensor_data(t->args, c->tensor);
-    n = strata_args_tensor_nbytes(t->args, c->tensor);
-    if (c->offset > n || c->len > n - c->offset) {
-        stop(s, 1, "data chunk outside its tensor");
+    why = chunk_misfit(t, c);
+    if (why) {
+        LOG_WARN("request %llu tensor %u offset %llu: %s",
+                 (unsigned long long)c->request_id, c->tensor,
+                 (unsigned long long)c->offset, why);
+        stop(s, 1, why);
         return;
     }
-    memcpy(dst + c->offset, c->data, c->len);
-    if (c->last && --t->waiting == 0) {
-        *pp = t->next;
+    if (!t->refused)
+        memcpy((uint8_t *)strata_args_tensor_data(t->args, c->tensor) +
+                   c->offset,
+               c->data, c->len);
+    t->next_off += c->len;
+    if (!c->last)
+        return;
+    t->next_off = 0;
+    if (++t->cur < t->task.num_data_tensors)
+        return;
+    *pp = t->next;
+    if (t->refused)
+        task_free(s, t);
+    else
         start_task(s, t);
-    }
 }
 
 /* BUFFER_WRITE / BUFFER_READ on a shadow; the parent makes sure no task
@@ -481,7 +664,7 @@ static void cmd_job(struct spool_job *job)
         LOG_WARN("domain command: %s", strata_errmsg());
     wire_buf_fini(&reply);
     base_free(c);
-    __atomic_sub_fetch(&s->work, 1, __ATOMIC_RELEASE);
+    job_done(s);
 }
 
 static void on_domain(struct session *s, unsigned type, const uint8_t *body,
@@ -506,7 +689,20 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
 
 /* ---- HELLO ---------------------------------------------------------- */
 
-static strata_err start_worker(struct session *s, const struct wire_hello *h)
+/* The worker HELLO asked for, started on a pool thread: forking and
+ * starting 1024 chips takes seconds, and the loop answers heartbeats
+ * meanwhile. The loop takes the result in on_started. */
+struct sstart {
+    struct spool_job job; /* first: the pool hands it back */
+    struct session *s;
+    struct wire_msg m; /* the HELLO, owned */
+    uint16_t version;
+    strata_err err;
+    char msg[STRATA_ERRMSG_MAX];
+    strata_worker *w;
+};
+
+static strata_err start_worker(const struct wire_hello *h, strata_worker **w)
 {
     strata_worker_config cfg;
     int *ids = base_calloc(h->num_chips ? h->num_chips : 1, sizeof(int));
@@ -525,42 +721,48 @@ static strata_err start_worker(struct session *s, const struct wire_hello *h)
     /* The tree's remaining start-up budget, not a fresh one. */
     if (h->startup_budget_ms)
         cfg.startup_timeout_s = (double)h->startup_budget_ms / 1e3;
-    err = strata_worker_create(&cfg, &s->w);
+    err = strata_worker_create(&cfg, w);
     base_free(ids);
     if (!err) {
-        err = strata_worker_init(s->w);
+        err = strata_worker_init(*w);
         if (err) {
             char msg[STRATA_ERRMSG_MAX];
 
             snprintf(msg, sizeof(msg), "%s", strata_errmsg());
-            if (strata_worker_destroy(s->w) != STRATA_OK)
+            if (strata_worker_destroy(*w) != STRATA_OK)
                 LOG_WARN("destroy after a failed init: %s", strata_errmsg());
-            s->w = NULL;
+            *w = NULL;
             err = base_fail(err, "%s", msg);
         }
     }
     return err;
 }
 
-static void on_hello(struct session *s, const struct wire_hello *h)
+static void start_job_fn(struct spool_job *job)
+{
+    struct sstart *st = (struct sstart *)job;
+
+    st->err = start_worker(&st->m.u.hello, &st->w);
+    if (st->err)
+        snprintf(st->msg, sizeof(st->msg), "%s", strata_errmsg());
+    /* The loop may have ended: finish() then takes st->w. */
+    event_active(st->s->started, 0, 0);
+}
+
+static void send_hello_reply(struct session *s, const struct wire_hello *h,
+                             uint16_t version, strata_err err, const char *msg)
 {
     struct wire_msg m = {.type = WIRE_MSG_HELLO_REPLY};
     struct wire_hello_reply *r = &m.u.hello_reply;
     char host[WIRE_NAME_MAX + 1];
-    uint16_t version = 0;
-    strata_err err;
 
-    err = wire_proto_choose(WIRE_PROTO_MIN, WIRE_PROTO_MAX, h->proto_min,
-                            h->proto_max, &version);
-    if (!err)
-        err = start_worker(s, h);
     if (gethostname(host, sizeof(host)) != 0)
         snprintf(host, sizeof(host), "strata-node");
     host[sizeof(host) - 1] = '\0';
     r->version = err ? 0 : version;
     s->proto = r->version;
     r->error = err;
-    r->message = err ? strata_errmsg() : "";
+    r->message = err ? msg : "";
     r->capabilities =
         err ? 0
             : h->capabilities &
@@ -570,14 +772,71 @@ static void on_hello(struct session *s, const struct wire_hello *h)
     r->pid = (uint32_t)getpid();
     send_msg(s, &m);
     if (err) {
-        LOG_WARN("refused HELLO: %s", strata_errmsg());
+        LOG_WARN("refused HELLO: %s", msg);
         wire_conn_close(s->conn, (uint32_t)err, "HELLO refused");
+    }
+}
+
+/* The start job is done (loop thread). */
+static void on_started(evutil_socket_t fd, short what, void *arg)
+{
+    struct session *s = arg;
+    struct sstart *st = s->start;
+    const struct wire_hello *h = &st->m.u.hello;
+
+    (void)fd;
+    (void)what;
+    s->start = NULL;
+    s->w = st->w;
+    send_hello_reply(s, h, st->version, st->err, st->msg);
+    if (!st->err) {
+        s->state = S_READY;
+        s->peer_pid = h->pid;
+        LOG_INFO("session for %s (pid %u): %zu chips, %u sub workers",
+                 h->node_name, h->pid, h->num_chips, h->num_sub_workers);
+    }
+    wire_msg_free(&st->m);
+    base_free(st);
+}
+
+/* Takes m's memory. */
+static void on_hello(struct session *s, struct wire_msg *m)
+{
+    const struct wire_hello *h = &m->u.hello;
+    struct sstart *st;
+    uint16_t version = 0;
+    strata_err err;
+
+    err = wire_proto_choose(WIRE_PROTO_MIN, WIRE_PROTO_MAX, h->proto_min,
+                            h->proto_max, &version);
+    if (!err && h->num_chips + h->num_sub_workers > s->lim.max_procs)
+        err = base_fail(STRATA_EINVAL,
+                        "HELLO asks for %zu chips and %u sub workers: this "
+                        "node allows %u processes per session "
+                        "(strata-node --max-procs)",
+                        h->num_chips, h->num_sub_workers, s->lim.max_procs);
+    st = err ? NULL : base_calloc(1, sizeof(*st));
+    if (!err && !st)
+        err = base_fail(STRATA_ENOMEM, "out of memory");
+    if (err || !st) {
+        send_hello_reply(s, h, 0, err, strata_errmsg());
+        wire_msg_free(m);
         return;
     }
-    s->hello_done = true;
-    s->peer_pid = h->pid;
-    LOG_INFO("session for %s (pid %u): %zu chips, %u sub workers", h->node_name,
-             h->pid, h->num_chips, h->num_sub_workers);
+    st->job.fn = start_job_fn;
+    st->s = s;
+    st->m = *m;
+    st->version = version;
+    s->start = st;
+    s->state = S_STARTING;
+    /* Not counted in work: abandon_work must not reach the worker while
+     * the job is making it. */
+    if (spool_submit(&s->pool, &st->job) != STRATA_OK) {
+        s->start = NULL;
+        send_hello_reply(s, h, 0, STRATA_ESYS, strata_errmsg());
+        wire_msg_free(&st->m);
+        base_free(st);
+    }
 }
 
 /* ---- the connection ------------------------------------------------- */
@@ -594,13 +853,18 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
         stop(s, 1, "malformed message");
         return;
     }
-    if (!s->hello_done && type != WIRE_MSG_HELLO) {
+    if (s->state == S_WAIT_HELLO && type != WIRE_MSG_HELLO) {
         stop(s, 1, "a message before HELLO");
     } else if (type == WIRE_MSG_HELLO) {
-        if (s->hello_done)
+        if (s->state != S_WAIT_HELLO) {
             stop(s, 1, "a second HELLO");
-        else
-            on_hello(s, &m.u.hello);
+        } else {
+            on_hello(s, &m); /* takes the message's memory */
+            return;
+        }
+    } else if (s->state == S_STARTING && type != WIRE_MSG_HEARTBEAT &&
+               type != WIRE_MSG_GOODBYE) {
+        stop(s, 1, "a message before HELLO_REPLY");
     } else if (type == WIRE_MSG_TASK) {
         on_task(s, &m); /* takes the message's memory */
         return;
@@ -641,7 +905,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     (void)what;
     /* From the accept, not the last byte: a client that trickles a
      * HELLO in byte by byte does not hold a session either. */
-    if (!s->hello_done &&
+    if (s->state == S_WAIT_HELLO &&
         (double)(base_now_ns() - s->start_ns) / 1e9 > HELLO_TIMEOUT_S) {
         stop(s, 1, "no HELLO in time");
         return;
@@ -650,7 +914,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         stop(s, 1, "the parent went silent");
         return;
     }
-    if (!s->hello_done)
+    /* From HELLO on, so that a node that takes long to start is not
+     * taken for dead. */
+    if (s->state == S_WAIT_HELLO)
         return;
     m.u.heartbeat.seq = ++s->hb_seq;
     m.u.heartbeat.time_ns = 0;
@@ -683,13 +949,17 @@ static void finish(struct session *s)
 {
     abandon_work(s);
     spool_wait_idle(&s->pool);
+    if (s->start) { /* the loop ended before it took the result */
+        s->w = s->start->w;
+        wire_msg_free(&s->start->m);
+        base_free(s->start);
+        s->start = NULL;
+    }
     while (s->waiting) {
         struct stask *t = s->waiting;
 
         s->waiting = t->next;
-        wire_task_free(&t->task);
-        strata_args_destroy(t->args);
-        base_free(t);
+        task_free(s, t);
     }
     if (s->w && !worker_bounded_settle(s->w, 5.0)) {
         LOG_WARN("a task past its deadline does not end; leaving without "
@@ -701,7 +971,17 @@ static void finish(struct session *s)
     base_free(s->shadows);
 }
 
-int worker_session_main(int fd, SSL_CTX *ctx, const char *peer)
+void worker_session_limits_default(struct worker_session_limits *l)
+{
+    l->max_tasks = 256;
+    l->max_threads = 64;
+    l->max_buffer_bytes = (uint64_t)16 << 30;
+    l->max_procs = 512;
+    l->reply_high_water = (size_t)64 << 20;
+}
+
+int worker_session_main(int fd, SSL_CTX *ctx, const char *peer,
+                        const struct worker_session_limits *lim)
 {
     static const struct timeval tick = {HEARTBEAT_S, 0};
     struct session s;
@@ -716,6 +996,10 @@ int worker_session_main(int fd, SSL_CTX *ctx, const char *peer)
     sigprocmask(SIG_BLOCK, &term, NULL);
     sfd = signalfd(-1, &term, SFD_CLOEXEC | SFD_NONBLOCK);
     memset(&s, 0, sizeof(s));
+    if (lim)
+        s.lim = *lim;
+    else
+        worker_session_limits_default(&s.lim);
     s.start_ns = base_now_ns();
     pthread_mutex_init(&s.mu, NULL);
     spool_init(&s.pool);
@@ -725,11 +1009,13 @@ int worker_session_main(int fd, SSL_CTX *ctx, const char *peer)
     if (!s.base ||
         wire_conn_accept(s.base, ctx, fd, peer, &cbs, &s.conn) != STRATA_OK)
         return 1;
+    wire_conn_set_flow(s.conn, jobs_full, s.lim.reply_high_water);
     s.timer = event_new(s.base, -1, EV_PERSIST, on_timer, &s);
+    s.started = event_new(s.base, -1, 0, on_started, &s);
     sig = sfd >= 0
               ? event_new(s.base, sfd, EV_READ | EV_PERSIST, on_sigterm, &s)
               : NULL;
-    if (!s.timer || !sig || event_add(s.timer, &tick) != 0 ||
+    if (!s.timer || !s.started || !sig || event_add(s.timer, &tick) != 0 ||
         event_add(sig, NULL) != 0)
         return 1;
     s.status = 1;
@@ -741,6 +1027,7 @@ int worker_session_main(int fd, SSL_CTX *ctx, const char *peer)
     spool_loop_fini(&s.loop);
     spool_fini(&s.pool);
     event_free(s.timer);
+    event_free(s.started);
     event_free(sig);
     if (sfd >= 0)
         close(sfd);

@@ -258,7 +258,7 @@ static void start_session(int lfd, int sfd, SSL_CTX *ctx)
         sigprocmask(SIG_SETMASK, &none, NULL);
         /* A session does not outlive its daemon. */
         prctl(PR_SET_PDEATHSIG, SIGTERM);
-        exit(worker_session_main(fd, ctx, peer));
+        exit(worker_session_main(fd, ctx, peer, NULL));
     }
     close(fd);
     sessions[num_sessions++] = pid;

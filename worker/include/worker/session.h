@@ -4,10 +4,28 @@
 #define WORKER_SESSION_H
 
 #include <openssl/ssl.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <strata/strata.h>
 
+/* What one session may hold at once (strata-node's --max-* options; the
+ * defaults are in docs/deployment.md). A request past a cap is refused
+ * with an error naming it; the session goes on. */
+struct worker_session_limits {
+    uint32_t max_tasks;        /* tasks received and not yet completed */
+    uint32_t max_threads;      /* job threads running tasks and commands */
+    uint64_t max_buffer_bytes; /* shadow buffers, all together */
+    uint32_t max_procs;        /* chips + sub workers HELLO may ask for */
+    size_t reply_high_water;   /* bytes queued for the peer before the
+                                  session stops reading it */
+};
+
+void worker_session_limits_default(struct worker_session_limits *l);
+
 /* Serves the accepted socket fd until the parent says GOODBYE or fails;
- * returns the process exit status. ctx NULL = plaintext (loopback only). */
-int worker_session_main(int fd, SSL_CTX *ctx, const char *peer);
+ * returns the process exit status. ctx NULL = plaintext (loopback only).
+ * lim NULL = the defaults. */
+int worker_session_main(int fd, SSL_CTX *ctx, const char *peer,
+                        const struct worker_session_limits *lim);
 
 #endif

@@ -1,0 +1,743 @@
+/*
+ * A session's protocol rules and limits, driven by a raw plaintext peer
+ * that speaks frames to a real strata-node (--insecure on loopback), and
+ * by real L4s against a PSK node that is stalled or slow to start:
+ * - a buffer named by a task still receiving its input is pinned, and a
+ *   release of an unknown buffer is an error;
+ * - DATA_CHUNKs follow docs/wire.md exactly (one sequence per announced
+ *   tensor, in order, the last flag where it belongs), else the session
+ *   ends with the rule it broke in the log;
+ * - a refused TASK's announced bytes are read and dropped;
+ * - no frame precedes HELLO, and a node whose chips take longer than the
+ *   heartbeat limit to start is not taken for dead;
+ * - job threads, tasks in flight, queued replies and processes per
+ *   session are bounded.
+ */
+#include "remote_kit.h"
+
+#include "wire/args.h"
+#include "wire/frame.h"
+#include "wire/msg.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct rk_node plain, psk;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (rk_register() != 0 || rk_node_start(&plain, RK_INSECURE, NULL) != 0 ||
+        rk_node_start(&psk, RK_PSK, NULL) != 0)
+        return -1;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    int rc = rk_node_stop(&plain);
+    rc |= rk_node_stop(&psk);
+    return rc;
+}
+
+/* ---- a raw peer ---------------------------------------------------------- */
+
+struct peer {
+    int fd;
+    uint8_t *buf; /* one frame body */
+    size_t cap;
+};
+
+static void peer_send(struct peer *p, const struct wire_msg *m)
+{
+    struct wire_buf b;
+
+    wire_buf_init(&b);
+    assert_int_equal(wire_msg_pack(m, &b), STRATA_OK);
+    assert_true(testutil_write_full(p->fd, b.data, b.len));
+    wire_buf_fini(&b);
+}
+
+static bool read_full(int fd, void *dst, size_t n, double deadline)
+{
+    uint8_t *d = dst;
+
+    while (n > 0) {
+        struct pollfd q = {fd, POLLIN, 0};
+        double left = deadline - testutil_now();
+        ssize_t r;
+
+        if (left <= 0 || poll(&q, 1, (int)(left * 1000) + 1) < 0)
+            return false;
+        if (!(q.revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        r = read(fd, d, n);
+        if (r <= 0 && !(r < 0 && errno == EINTR))
+            return false;
+        if (r > 0) {
+            d += r;
+            n -= (size_t)r;
+        }
+    }
+    return true;
+}
+
+/* The next frame other than a HEARTBEAT, decoded into m; false when the
+ * session closed or nothing came within RK_WAIT_S. */
+static bool peer_recv(struct peer *p, struct wire_msg *m)
+{
+    double deadline = testutil_now() + RK_WAIT_S;
+
+    for (;;) {
+        uint8_t head[WIRE_FRAME_HEADER_SIZE];
+        struct wire_frame_header h;
+
+        if (!read_full(p->fd, head, sizeof(head), deadline))
+            return false;
+        assert_int_equal(wire_frame_header_unpack(head, sizeof(head), &h),
+                         STRATA_OK);
+        if (h.body_len > p->cap) {
+            p->buf = realloc(p->buf, h.body_len);
+            assert_non_null(p->buf);
+            p->cap = h.body_len;
+        }
+        if (!read_full(p->fd, p->buf, h.body_len, deadline))
+            return false;
+        if (h.type == WIRE_MSG_HEARTBEAT)
+            continue;
+        assert_int_equal(wire_msg_unpack(h.type, p->buf, h.body_len, m),
+                         STRATA_OK);
+        return true;
+    }
+}
+
+static void peer_connect(struct peer *p, const struct rk_node *n)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)n->port)};
+
+    memset(p, 0, sizeof(*p));
+    p->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(p->fd >= 0);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(p->fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+        fail_msg("connect to %s: %s", n->endpoint, strerror(errno));
+}
+
+/* HELLO for chips 0..nchips-1 and subs sub workers; returns the reply's
+ * error (its message in *why when not NULL). */
+static strata_err peer_hello(struct peer *p, size_t nchips, uint32_t subs,
+                             char *why, size_t cap)
+{
+    static const uint32_t ids[4] = {0, 1, 2, 3};
+    struct wire_msg m = {.type = WIRE_MSG_HELLO};
+    struct wire_msg r;
+    strata_err err;
+
+    m.u.hello.proto_min = WIRE_PROTO_MIN;
+    m.u.hello.proto_max = WIRE_PROTO_MAX;
+    m.u.hello.capabilities = WIRE_CAP_DATA_CHUNKS | WIRE_CAP_REMOTE_BUFFERS;
+    m.u.hello.node_name = "raw-peer";
+    m.u.hello.pid = (uint32_t)getpid();
+    m.u.hello.platform = "sim";
+    m.u.hello.chip_ids = ids;
+    m.u.hello.num_chips = nchips;
+    m.u.hello.num_sub_workers = subs;
+    m.u.hello.comm_profile = "sim";
+    peer_send(p, &m);
+    assert_true(peer_recv(p, &r));
+    assert_int_equal(r.type, WIRE_MSG_HELLO_REPLY);
+    err = r.u.hello_reply.error;
+    if (why)
+        snprintf(why, cap, "%s", r.u.hello_reply.message);
+    wire_msg_free(&r);
+    return err;
+}
+
+static void peer_close(struct peer *p)
+{
+    struct wire_msg m = {.type = WIRE_MSG_GOODBYE};
+
+    m.u.goodbye.message = "done";
+    peer_send(p, &m);
+    close(p->fd);
+    free(p->buf);
+    p->fd = -1;
+}
+
+/* True once the session hung up on us within RK_WAIT_S. */
+static bool peer_dropped(struct peer *p)
+{
+    struct wire_msg m;
+
+    while (peer_recv(p, &m))
+        wire_msg_free(&m);
+    close(p->fd);
+    free(p->buf);
+    p->fd = -1;
+    return true;
+}
+
+/* Args of tensors in buffers ids[i] of sizes[i] bytes, each tensor the
+ * first nbytes[i] bytes, tag tags[i]; scalars after. */
+struct targs {
+    uint8_t blob[WIRE_ARGS_MAX];
+    size_t len;
+};
+
+static void targs_make(struct targs *a, size_t n, const uint64_t *ids,
+                       const uint64_t *sizes, const uint64_t *nbytes,
+                       const uint8_t *tags, size_t nscalars,
+                       const uint64_t *scalars)
+{
+    struct wire_args_header h = {(uint32_t)n, (uint32_t)nscalars};
+    struct wire_tensor t[4];
+
+    memset(t, 0, sizeof(t));
+    for (size_t k = 0; k < n; k++) {
+        t[k].buffer_id = ids[k];
+        t[k].buffer_size = sizes[k];
+        t[k].nbytes = nbytes[k];
+        t[k].shape[0] = nbytes[k];
+        t[k].dtype = STRATA_U8;
+        t[k].ndims = 1;
+        t[k].tag = tags[k];
+        t[k].creator = 1;
+    }
+    memcpy(a->blob, &h, sizeof(h));
+    memcpy(a->blob + sizeof(h), t, n * sizeof(t[0]));
+    memcpy(a->blob + sizeof(h) + n * sizeof(t[0]), scalars,
+           nscalars * sizeof(uint64_t));
+    a->len = sizeof(h) + n * sizeof(t[0]) + nscalars * sizeof(uint64_t);
+}
+
+static void send_task(struct peer *p, uint64_t req, const strata_callable *c,
+                      const struct targs *a, const uint32_t *data, size_t ndata)
+{
+    struct wire_msg m = {.type = WIRE_MSG_TASK};
+
+    m.u.task.request_id = req;
+    memcpy(m.u.task.digest, c->digest, sizeof(m.u.task.digest));
+    m.u.task.args = a->blob;
+    m.u.task.args_len = a->len;
+    m.u.task.target = WIRE_TARGET_WORKER;
+    m.u.task.data_tensors = data;
+    m.u.task.num_data_tensors = ndata;
+    peer_send(p, &m);
+}
+
+static void send_chunk(struct peer *p, uint64_t req, uint32_t tensor,
+                       uint64_t off, size_t len, bool last)
+{
+    static const uint8_t bytes[256];
+    struct wire_msg m = {.type = WIRE_MSG_DATA_CHUNK};
+
+    assert_true(len <= sizeof(bytes));
+    m.u.data_chunk.request_id = req;
+    m.u.data_chunk.tensor = tensor;
+    m.u.data_chunk.offset = off;
+    m.u.data_chunk.data = bytes;
+    m.u.data_chunk.len = len;
+    m.u.data_chunk.last = last;
+    peer_send(p, &m);
+}
+
+static void send_control(struct peer *p, uint64_t req, unsigned op,
+                         uint64_t buffer_id, uint64_t offset, uint64_t nbytes)
+{
+    struct wire_msg m = {.type = WIRE_MSG_CONTROL};
+
+    m.u.control.request_id = req;
+    m.u.control.op = op;
+    if (op != WIRE_CTRL_PING) {
+        m.u.control.operands.present = WIRE_OPND_BIT(WIRE_OPND_BUFFER_ID);
+        m.u.control.operands.buffer_id = buffer_id;
+    }
+    if (op == WIRE_CTRL_BUFFER_CREATE || op == WIRE_CTRL_BUFFER_READ) {
+        m.u.control.operands.present |= WIRE_OPND_BIT(WIRE_OPND_NBYTES);
+        m.u.control.operands.nbytes = nbytes;
+    }
+    if (op == WIRE_CTRL_BUFFER_READ) {
+        m.u.control.operands.present |= WIRE_OPND_BIT(WIRE_OPND_OFFSET);
+        m.u.control.operands.offset = offset;
+    }
+    peer_send(p, &m);
+}
+
+/* The reply to request req: its error (message into why). */
+static strata_err expect_reply(struct peer *p, uint64_t req, char *why,
+                               size_t cap)
+{
+    struct wire_msg m;
+    strata_err err = STRATA_OK;
+    uint64_t got = 0;
+
+    if (!peer_recv(p, &m))
+        fail_msg("no reply to request %llu", (unsigned long long)req);
+    if (m.type == WIRE_MSG_CONTROL_REPLY) {
+        got = m.u.control_reply.request_id;
+        err = m.u.control_reply.error;
+        if (why)
+            snprintf(why, cap, "%s", m.u.control_reply.message);
+    } else if (m.type == WIRE_MSG_COMPLETION) {
+        got = m.u.completion.request_id;
+        err = m.u.completion.error;
+        if (why)
+            snprintf(why, cap, "%s", m.u.completion.message);
+    } else {
+        fail_msg("unexpected %s", wire_msg_name(m.type));
+    }
+    wire_msg_free(&m);
+    assert_int_equal(got, req);
+    return err;
+}
+
+static void idle_after(struct rk_node *n, const testutil_snapshot *before)
+{
+    assert_true(rk_node_alive(n));
+    if (!rk_node_wait_sessions(n, 0, RK_WAIT_S))
+        fail_msg("sessions of %s still running", n->endpoint);
+    testutil_assert_clean(before);
+}
+
+/* ---- pinning and releases ------------------------------------------------ */
+
+/* The reported use-after-free: TASK naming buffer 7 with its bytes to
+ * come, BUFFER_RELEASE 7, then the bytes. The release is refused while
+ * the task waits; the task runs on its buffer; then the release works
+ * once, and a second one names the unknown buffer. */
+static void test_session_release_pinned_by_waiting_task(void **state)
+{
+    static const uint64_t id[1] = {7}, size[1] = {4096}, nb[1] = {64};
+    static const uint8_t tag[1] = {STRATA_IN};
+    static const uint32_t data[1] = {0};
+    testutil_snapshot before;
+    struct targs a;
+    struct peer p;
+    char why[STRATA_ERRMSG_MAX];
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    targs_make(&a, 1, id, size, nb, tag, 0, NULL);
+    send_task(&p, 1, &rk_o_noop, &a, data, 1);
+    send_control(&p, 2, WIRE_CTRL_BUFFER_RELEASE, 7, 0, 0);
+    assert_int_equal(expect_reply(&p, 2, why, sizeof(why)), STRATA_ESTATE);
+    rk_assert_contains(why, "in flight");
+    send_chunk(&p, 1, 0, 0, 64, true);
+    assert_int_equal(expect_reply(&p, 1, why, sizeof(why)), STRATA_OK);
+    send_control(&p, 3, WIRE_CTRL_BUFFER_RELEASE, 7, 0, 0);
+    assert_int_equal(expect_reply(&p, 3, NULL, 0), STRATA_OK);
+    send_control(&p, 4, WIRE_CTRL_BUFFER_RELEASE, 7, 0, 0);
+    assert_int_equal(expect_reply(&p, 4, why, sizeof(why)), STRATA_ENOENT);
+    rk_assert_contains(why, "no buffer 7");
+    peer_close(&p);
+    idle_after(&plain, &before);
+}
+
+/* A TASK refused at receipt (its buffer changed size) is answered at once;
+ * the bytes it announced are read and dropped, and the session goes on. */
+static void test_session_refused_task_bytes_dropped(void **state)
+{
+    static const uint64_t id[1] = {7}, small[1] = {4096}, big[1] = {8192};
+    static const uint64_t nb[1] = {64};
+    static const uint8_t tag[1] = {STRATA_IN};
+    static const uint32_t data[1] = {0};
+    testutil_snapshot before;
+    struct targs a;
+    struct peer p;
+    char why[STRATA_ERRMSG_MAX];
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    targs_make(&a, 1, id, small, nb, tag, 0, NULL);
+    send_task(&p, 1, &rk_o_noop, &a, data, 1);
+    send_chunk(&p, 1, 0, 0, 64, true);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    targs_make(&a, 1, id, big, nb, tag, 0, NULL);
+    send_task(&p, 2, &rk_o_noop, &a, data, 1);
+    assert_int_equal(expect_reply(&p, 2, why, sizeof(why)), STRATA_EPROTO);
+    rk_assert_contains(why, "changed size");
+    send_chunk(&p, 2, 0, 0, 32, false);
+    send_chunk(&p, 2, 0, 32, 32, true);
+    send_control(&p, 3, WIRE_CTRL_PING, 0, 0, 0);
+    assert_int_equal(expect_reply(&p, 3, NULL, 0), STRATA_OK);
+    peer_close(&p);
+    idle_after(&plain, &before);
+}
+
+/* ---- chunk accounting ---------------------------------------------------- */
+
+struct chunk_case {
+    const char *name;
+    size_t ntensors; /* announced: tensors 0..ntensors-1, 64 bytes each */
+    struct {
+        uint64_t req;
+        uint32_t tensor;
+        uint64_t off;
+        size_t len;
+        bool last;
+    } chunks[3];
+    size_t nchunks;
+    const char *log; /* the rule, as the session logs it */
+};
+
+static const struct chunk_case chunk_cases[] = {
+    {"unannounced request", 1, {{9, 0, 0, 64, true}}, 1, "announced none"},
+    {"tensor out of turn", 2, {{1, 1, 0, 64, true}}, 1, "out of turn"},
+    {"gap", 1, {{1, 0, 8, 56, true}}, 1, "out of order"},
+    {"overlap",
+     1,
+     {{1, 0, 0, 32, false}, {1, 0, 16, 48, true}},
+     2,
+     "out of order"},
+    {"last too early", 1, {{1, 0, 0, 32, true}}, 1, "before its tensor's end"},
+    {"end unflagged", 1, {{1, 0, 0, 64, false}}, 1, "unflagged"},
+    {"past the end", 1, {{1, 0, 0, 128, true}}, 1, "outside its tensor"},
+    {"after the last",
+     1,
+     {{1, 0, 0, 64, true}, {1, 0, 64, 0, true}},
+     2,
+     "announced none"},
+};
+
+static void test_session_chunk_rules(void **state)
+{
+    static const uint64_t id[2] = {7, 8}, size[2] = {4096, 4096};
+    static const uint64_t nb[2] = {64, 64};
+    static const uint8_t tag[2] = {STRATA_IN, STRATA_IN};
+    static const uint32_t data[2] = {0, 1};
+    testutil_snapshot before;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    for (size_t i = 0; i < sizeof(chunk_cases) / sizeof(chunk_cases[0]); i++) {
+        const struct chunk_case *c = &chunk_cases[i];
+        struct targs a;
+        struct peer p;
+
+        print_message("  %s\n", c->name);
+        peer_connect(&p, &plain);
+        assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+        /* A long task keeps "after the last" from racing the run. */
+        targs_make(&a, c->ntensors, id, size, nb, tag, 0, NULL);
+        send_task(&p, 1, &rk_o_noop, &a, data, c->ntensors);
+        for (size_t k = 0; k < c->nchunks; k++)
+            send_chunk(&p, c->chunks[k].req, c->chunks[k].tensor,
+                       c->chunks[k].off, c->chunks[k].len, c->chunks[k].last);
+        assert_true(peer_dropped(&p));
+        if (!rk_node_log_has(&plain, c->log, RK_WAIT_S)) {
+            rk_node_print_log(&plain);
+            fail_msg("%s: no \"%s\" in the log", c->name, c->log);
+        }
+        assert_true(rk_node_wait_sessions(&plain, 0, RK_WAIT_S));
+    }
+    idle_after(&plain, &before);
+}
+
+/* ---- limits -------------------------------------------------------------- */
+
+static pid_t only_session(const struct rk_node *n)
+{
+    pid_t s[2];
+
+    assert_int_equal(rk_node_sessions(n, s, 2), 1);
+    return s[0];
+}
+
+static long proc_status(pid_t pid, const char *key)
+{
+    char path[64], line[256];
+    size_t klen = strlen(key);
+    long v = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, klen) == 0 && line[klen] == ':')
+            v = strtol(line + klen + 1, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+/* 120 tasks that each hold a run (they queue on one chip): the session
+ * stops reading at its job cap (64 by default), so it never has more than
+ * about that many threads; every task still completes. */
+static void test_session_threads_bounded(void **state)
+{
+    enum { N = 120 };
+    static const uint64_t id[1] = {7}, size[1] = {4096};
+    static const uint64_t nb[1] = {sizeof(struct rt_span)};
+    static const uint8_t tag[1] = {STRATA_OUT};
+    static const uint64_t sc[2] = {20, 0}; /* 20 ms on chip 0 */
+    testutil_snapshot before;
+    struct targs a;
+    struct peer p;
+    long peak = 0;
+    pid_t sess;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    sess = only_session(&plain);
+    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, 4096);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    targs_make(&a, 1, id, size, nb, tag, 2, sc);
+    for (uint64_t r = 0; r < N; r++)
+        send_task(&p, 100 + r, &rk_o_span, &a, NULL, 0);
+    for (int done = 0; done < N; done++) {
+        struct wire_msg m;
+        long t = proc_status(sess, "Threads");
+
+        peak = t > peak ? t : peak;
+        assert_true(peer_recv(&p, &m));
+        assert_int_equal(m.type, WIRE_MSG_COMPLETION);
+        assert_int_equal(m.u.completion.error, STRATA_OK);
+        wire_msg_free(&m);
+    }
+    print_message("  peak threads in the session: %ld\n", peak);
+    assert_true(peak > 0 && peak <= 64 + 8);
+    peer_close(&p);
+    idle_after(&plain, &before);
+}
+
+/* TASKs that announce bytes and never send them: past --max-tasks (256 by
+ * default) the session ends and says why. */
+static void test_session_tasks_bounded(void **state)
+{
+    static const uint64_t id[1] = {7}, size[1] = {4096}, nb[1] = {64};
+    static const uint8_t tag[1] = {STRATA_IN};
+    static const uint32_t data[1] = {0};
+    testutil_snapshot before;
+    struct targs a;
+    struct peer p;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    targs_make(&a, 1, id, size, nb, tag, 0, NULL);
+    for (uint64_t r = 1; r <= 300; r++)
+        send_task(&p, r, &rk_o_noop, &a, data, 1);
+    assert_true(peer_dropped(&p));
+    if (!rk_node_log_has(&plain, "--max-tasks", RK_WAIT_S)) {
+        rk_node_print_log(&plain);
+        fail_msg("no --max-tasks in the log");
+    }
+    idle_after(&plain, &before);
+}
+
+/* 300 reads of 1 MiB that the peer does not read: the session stops
+ * reading requests once 64 MiB of replies are queued, so its memory stays
+ * near that mark; then every reply arrives. */
+static void test_session_replies_bounded(void **state)
+{
+    enum { N = 300 };
+    testutil_snapshot before;
+    struct peer p;
+    long rss0, rss;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, WIRE_INLINE_MAX);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    rss0 = proc_status(only_session(&plain), "VmRSS");
+    for (uint64_t r = 0; r < N; r++)
+        send_control(&p, 10 + r, WIRE_CTRL_BUFFER_READ, 7, 0, WIRE_INLINE_MAX);
+    /* Give it time to read all it will: until its memory stops growing. */
+    for (long last = -1, i = 0; i < 50; i++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+
+        rss = proc_status(only_session(&plain), "VmRSS");
+        if (rss == last)
+            break;
+        last = rss;
+        nanosleep(&ts, NULL);
+    }
+    print_message("  session RSS %ld KiB, %ld KiB before\n", rss, rss0);
+    /* Unbounded, 300 MiB of replies would be queued. */
+    assert_true(rss - rss0 < 160 * 1024);
+    for (uint64_t r = 0; r < N; r++)
+        assert_int_equal(expect_reply(&p, 10 + r, NULL, 0), STRATA_OK);
+    peer_close(&p);
+    idle_after(&plain, &before);
+}
+
+static void test_session_procs_bounded(void **state)
+{
+    testutil_snapshot before;
+    struct peer p;
+    char why[STRATA_ERRMSG_MAX];
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 2, 1000, why, sizeof(why)), STRATA_EINVAL);
+    rk_assert_contains(why, "--max-procs");
+    assert_true(peer_dropped(&p));
+    idle_after(&plain, &before);
+}
+
+/* ---- start-up ------------------------------------------------------------ */
+
+struct resume {
+    pid_t pid;      /* resumed with SIGCONT after delay_s */
+    bool tree;      /* every stopped descendant of pid instead */
+    double delay_s; /* the stall the test is about: a sleep by design */
+    pthread_t t;
+};
+
+static void cont_stopped_below(pid_t pid)
+{
+    char path[96], line[512];
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+
+    assert_non_null(d);
+    while ((e = readdir(d))) {
+        int child = atoi(e->d_name);
+        pid_t up = child;
+        FILE *f;
+        char st = 0;
+
+        if (child <= 0)
+            continue;
+        /* Walk up the parents: a descendant of pid? */
+        for (int hops = 0; up > 1 && up != pid && hops < 16; hops++) {
+            int ppid = 0;
+
+            snprintf(path, sizeof(path), "/proc/%d/stat", (int)up);
+            f = fopen(path, "r");
+            if (!f || !fgets(line, sizeof(line), f)) {
+                if (f)
+                    fclose(f);
+                up = 0;
+                break;
+            }
+            fclose(f);
+            if (up == child)
+                sscanf(strrchr(line, ')') + 2, "%c", &st);
+            sscanf(strrchr(line, ')') + 2, "%*c %d", &ppid);
+            up = ppid;
+        }
+        if (up == pid && child != pid && st == 'T')
+            kill(child, SIGCONT);
+    }
+    closedir(d);
+}
+
+static void *resume_main(void *arg)
+{
+    struct resume *r = arg;
+    struct timespec ts = {(time_t)r->delay_s,
+                          (long)((r->delay_s - (time_t)r->delay_s) * 1e9)};
+
+    nanosleep(&ts, NULL);
+    if (r->tree)
+        cont_stopped_below(r->pid);
+    else
+        kill(r->pid, SIGCONT);
+    return NULL;
+}
+
+/* The daemon stalled (SIGSTOP) for 2 s while an L4 connects: the TLS
+ * handshake waits, and the L4's heartbeat timer must not send anything
+ * ahead of HELLO (the session would drop the connection as "a message
+ * before HELLO"). */
+static void test_session_no_frame_before_hello(void **state)
+{
+    testutil_snapshot before;
+    strata_remote_spec spec;
+    struct resume r = {.pid = psk.pid, .delay_s = 2.0};
+    strata_worker *w = NULL;
+    strata_err err;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    rk_spec(&spec, &psk, 2);
+    assert_int_equal(kill(psk.pid, SIGSTOP), 0);
+    assert_int_equal(pthread_create(&r.t, NULL, resume_main, &r), 0);
+    err = rk_l4_start(0, &spec, 1, &w);
+    pthread_join(r.t, NULL);
+    if (err)
+        fail_msg("init across a stalled daemon: %s", strata_errmsg());
+    assert_int_equal(rk_add_run(w, (const int[]){0}, 1, 64, 5), STRATA_OK);
+    rk_destroy(w, STRATA_OK);
+    idle_after(&psk, &before);
+}
+
+/* Every chip of the node stops itself at start-up for 12 s, longer than
+ * the 10 s without a heartbeat after which either side gives up: the
+ * session heartbeats while its worker starts, and init succeeds. */
+static void test_session_slow_start_not_dead(void **state)
+{
+    struct rk_node slow;
+    testutil_snapshot before;
+    strata_remote_spec spec;
+    struct resume r = {.tree = true, .delay_s = 12.0};
+    strata_worker *w = NULL;
+    double t0;
+    strata_err err;
+
+    (void)state;
+    assert_int_equal(setenv("STRATA_FAULT", "chip.init:1:stop", 1), 0);
+    assert_int_equal(rk_node_start(&slow, RK_PSK, NULL), 0);
+    unsetenv("STRATA_FAULT");
+    testutil_snapshot_take(&before);
+    r.pid = slow.pid;
+    rk_spec(&spec, &slow, 2);
+    assert_int_equal(pthread_create(&r.t, NULL, resume_main, &r), 0);
+    t0 = testutil_now();
+    err = rk_l4_start(0, &spec, 1, &w);
+    pthread_join(r.t, NULL);
+    if (err) {
+        rk_node_print_log(&slow);
+        fail_msg("init of a slow node: %s", strata_errmsg());
+    }
+    print_message("  init took %.1f s\n", testutil_now() - t0);
+    assert_true(testutil_now() - t0 >= 11.0);
+    assert_int_equal(rk_add_run(w, (const int[]){0}, 1, 64, 5), STRATA_OK);
+    rk_destroy(w, STRATA_OK);
+    assert_true(rk_node_wait_sessions(&slow, 0, RK_WAIT_S));
+    assert_int_equal(rk_node_stop(&slow), 0);
+    testutil_assert_clean(&before);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_session_release_pinned_by_waiting_task),
+        cmocka_unit_test(test_session_refused_task_bytes_dropped),
+        cmocka_unit_test(test_session_chunk_rules),
+        cmocka_unit_test(test_session_threads_bounded),
+        cmocka_unit_test(test_session_tasks_bounded),
+        cmocka_unit_test(test_session_replies_bounded),
+        cmocka_unit_test(test_session_procs_bounded),
+        cmocka_unit_test(test_session_no_frame_before_hello),
+        cmocka_unit_test(test_session_slow_start_not_dead),
+    };
+
+    rk_filter_from_env();
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
