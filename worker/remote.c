@@ -99,7 +99,8 @@ static void send_hello(struct remote_node *r)
     h->proto_min = WIRE_PROTO_MIN;
     h->proto_max = WIRE_PROTO_MAX;
     h->capabilities = WIRE_CAP_DATA_CHUNKS | WIRE_CAP_REMOTE_BUFFERS |
-                      WIRE_CAP_GLOBAL_DOMAINS | WIRE_CAP_DEADLINES;
+                      WIRE_CAP_GLOBAL_DOMAINS | WIRE_CAP_DEADLINES |
+                      WIRE_CAP_STARTUP_HEARTBEATS;
     h->node_name = host;
     h->pid = (uint32_t)getpid();
     h->platform = r->platform;
@@ -426,7 +427,9 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
         lose(r, STRATA_EPROTO, strata_errmsg());
         return;
     }
-    if (!r->ready && type != WIRE_MSG_HELLO_REPLY && type != WIRE_MSG_GOODBYE)
+    /* A node heartbeats while its chips start (STARTUP_HEARTBEATS). */
+    if (!r->ready && type != WIRE_MSG_HELLO_REPLY && type != WIRE_MSG_GOODBYE &&
+        type != WIRE_MSG_HEARTBEAT)
         lose(r, STRATA_EPROTO, "a message before HELLO_REPLY");
     else if (type == WIRE_MSG_HELLO_REPLY)
         on_reply(r, &m.u.hello_reply);

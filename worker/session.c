@@ -68,6 +68,7 @@ struct session {
     struct wire_conn *conn;
     strata_worker *w;
     enum session_state state; /* (loop) */
+    bool startup_heartbeats;  /* (loop) the parent takes them */
     struct event *started;    /* the start job is done (event_active) */
     struct sstart *start;     /* that job, until the loop takes its result */
     uint64_t start_ns; /* accepted: the HELLO deadline counts from here */
@@ -767,7 +768,8 @@ static void send_hello_reply(struct session *s, const struct wire_hello *h,
         err ? 0
             : h->capabilities &
                   (WIRE_CAP_DATA_CHUNKS | WIRE_CAP_REMOTE_BUFFERS |
-                   WIRE_CAP_GLOBAL_DOMAINS | WIRE_CAP_DEADLINES);
+                   WIRE_CAP_GLOBAL_DOMAINS | WIRE_CAP_DEADLINES |
+                   WIRE_CAP_STARTUP_HEARTBEATS);
     r->node_name = host;
     r->pid = (uint32_t)getpid();
     send_msg(s, &m);
@@ -829,6 +831,7 @@ static void on_hello(struct session *s, struct wire_msg *m)
     st->version = version;
     s->start = st;
     s->state = S_STARTING;
+    s->startup_heartbeats = h->capabilities & WIRE_CAP_STARTUP_HEARTBEATS;
     /* Not counted in work: abandon_work must not reach the worker while
      * the job is making it. */
     if (spool_submit(&s->pool, &st->job) != STRATA_OK) {
@@ -916,7 +919,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     }
     /* From HELLO on, so that a node that takes long to start is not
      * taken for dead. */
-    if (s->state == S_WAIT_HELLO)
+    if (s->state == S_WAIT_HELLO ||
+        (s->state == S_STARTING && !s->startup_heartbeats))
         return;
     m.u.heartbeat.seq = ++s->hb_seq;
     m.u.heartbeat.time_ns = 0;

@@ -177,11 +177,18 @@ static void node_argv(const struct rk_node *n, const char **argv,
 int rk_node_start(struct rk_node *n, enum rk_auth auth,
                   const struct rk_certs *certs)
 {
+    return rk_node_start_fault(n, auth, certs, NULL);
+}
+
+int rk_node_start_fault(struct rk_node *n, enum rk_auth auth,
+                        const struct rk_certs *certs, const char *fault)
+{
     char port_file[RK_PATH_MAX];
     const char *argv[16];
     struct testutil_node_launch l = {.argv = argv,
                                      .port_file = port_file,
                                      .log_level = "info",
+                                     .fault = fault,
                                      .wait_s = RK_WAIT_S};
 
     memset(n, 0, sizeof(*n));

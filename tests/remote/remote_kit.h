@@ -80,6 +80,10 @@ struct rk_node {
  * most) for its port file. 0, or -1 with the reason and its log printed. */
 int rk_node_start(struct rk_node *n, enum rk_auth auth,
                   const struct rk_certs *certs);
+/* The same with STRATA_FAULT=fault in the daemon's environment (its
+ * sessions and their chips inherit it); NULL = none. */
+int rk_node_start_fault(struct rk_node *n, enum rk_auth auth,
+                        const struct rk_certs *certs, const char *fault);
 /* SIGTERM, waits for it (SIGKILL after RK_WAIT_S), removes its directory.
  * 0 when it was alive and exited with status 0; -1 otherwise (log
  * printed). Idempotent. */

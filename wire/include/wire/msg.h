@@ -51,6 +51,9 @@ struct wire_arena {
 #define WIRE_CAP_REMOTE_BUFFERS (1ull << 1) /* CONTROL buffer ops */
 #define WIRE_CAP_GLOBAL_DOMAINS (1ull << 2) /* COMM_INIT, DOMAIN_CMD */
 #define WIRE_CAP_DEADLINES (1ull << 3)      /* TASK deadline_ms honoured */
+/* The parent takes HEARTBEATs before HELLO_REPLY: the node sends them
+ * while its chips start. */
+#define WIRE_CAP_STARTUP_HEARTBEATS (1ull << 4)
 
 /* The parent's opening message: who it is and the L3 it asks for. */
 struct wire_hello {
