@@ -1,0 +1,172 @@
+/* A worker with platform = "cuda" on a machine without a usable CUDA
+ * device: strata_worker_init fails fast with an error naming the chip and
+ * the reason, leaves no process, shm segment or fd behind, and the worker
+ * process itself never loads the plug-in or libcuda (only chip processes
+ * do, after the fork). Runs without a GPU: the driver is made absent, or
+ * is the toolkit's stub libcuda, by STRATA_CUDA_DRIVER.
+ *
+ * Linked with the shared libstrata, so that the loader's default search
+ * (beside libstrata.so) is what finds the plug-in. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <strata/cuda.h>
+#include <strata/strata.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+/* Generous: a chip that fails its init answers in milliseconds. */
+#define FAIL_FAST_S 30.0
+
+struct expect {
+    strata_err err;
+    const char *has[4]; /* substrings of the message, NULL-terminated */
+};
+
+/* Whether this process has a CUDA library or the plug-in mapped. */
+static bool maps_cuda(char *which, size_t cap)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024];
+    bool found = false;
+
+    assert_non_null(f);
+    while (!found && fgets(line, sizeof(line), f))
+        if (strstr(line, "libcuda") || strstr(line, "libstrata-cuda") ||
+            strstr(line, "libnccl")) {
+            snprintf(which, cap, "%s", line);
+            found = true;
+        }
+    fclose(f);
+    return found;
+}
+
+static void init_fails(size_t num_chips, size_t num_subs,
+                       const struct expect *want)
+{
+    static const int ids[] = {0, 1, 2, 3};
+    testutil_snapshot before;
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+    char msg[STRATA_ERRMSG_MAX], which[1024];
+    double t0;
+
+    testutil_snapshot_take(&before);
+    strata_worker_config_init(&cfg, 3);
+    cfg.platform = "cuda";
+    cfg.chip_ids = ids;
+    cfg.num_chips = num_chips;
+    cfg.num_sub_workers = num_subs;
+    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_OK);
+    t0 = testutil_now();
+    assert_int_equal(strata_worker_init(w), want->err);
+    snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+    print_message("strata_worker_init: %s\n", msg);
+    assert_true(testutil_now() - t0 < FAIL_FAST_S);
+    assert_non_null(strstr(msg, "chip "));
+    assert_non_null(strstr(msg, " failed to start: "));
+    for (int i = 0; want->has[i]; i++)
+        if (!strstr(msg, want->has[i]))
+            fail_msg("'%s' lacks '%s'", msg, want->has[i]);
+    assert_int_equal(strata_worker_destroy(w), STRATA_OK);
+    testutil_assert_clean(&before);
+    if (maps_cuda(which, sizeof(which)))
+        fail_msg("the worker process mapped %s", which);
+}
+
+static int set_env(void **state)
+{
+    (void)state;
+    unsetenv("STRATA_CUDA_PLUGIN");
+    unsetenv("STRATA_CUDA_DRIVER");
+    unsetenv("STRATA_CUDA_DEVICES");
+    return 0;
+}
+
+/* No libcuda.so.1 at all (a machine without the NVIDIA driver). */
+static void test_cuda_init_no_driver_enotsup(void **state)
+{
+    const struct expect want = {
+        STRATA_ENOTSUP,
+        {"CUDA driver not available",
+         "/nonexistent/libcuda.so.1: cannot open shared object file", NULL}};
+
+    (void)state;
+    if (!STRATA_CUDA_PLUGIN_BUILT)
+        skip(); /* STRATA_CUDA=AUTO found no toolkit: no plug-in */
+    setenv("STRATA_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    init_fails(1, 0, &want);
+    init_fails(3, 1, &want); /* several chips and a sub: all rolled back */
+}
+
+/* The toolkit's stub libcuda (what links, on a machine with no driver):
+ * cuInit answers CUDA_ERROR_STUB_LIBRARY. */
+static void test_cuda_init_stub_driver_enotsup(void **state)
+{
+    const struct expect want = {
+        STRATA_ENOTSUP,
+        {"cuInit failed", "CUDA_ERROR_STUB_LIBRARY (34)", "stub"}};
+
+    (void)state;
+    /* No plug-in, or no stub here (a bundle run elsewhere). */
+    if (!STRATA_CUDA_PLUGIN_BUILT || access(STRATA_CUDA_STUB, R_OK) != 0)
+        skip();
+    setenv("STRATA_CUDA_DRIVER", STRATA_CUDA_STUB, 1);
+    init_fails(2, 0, &want);
+}
+
+/* The plug-in itself is missing (a build with STRATA_CUDA=OFF). */
+static void test_cuda_init_no_plugin_enotsup(void **state)
+{
+    const struct expect want = {STRATA_ENOTSUP,
+                                {"CUDA backend plug-in cannot be loaded",
+                                 "STRATA_CUDA_PLUGIN",
+                                 "/nonexistent/libstrata-cuda.so"}};
+
+    (void)state;
+    setenv("STRATA_CUDA_PLUGIN", "/nonexistent/libstrata-cuda.so", 1);
+    init_fails(1, 0, &want);
+}
+
+/* A malformed chip-to-device map is refused before the driver is asked. */
+static void test_cuda_init_bad_device_map_einval(void **state)
+{
+    const struct expect want = {STRATA_EINVAL,
+                                {"STRATA_CUDA_DEVICES", "'1=gpu0'", NULL}};
+
+    (void)state;
+    if (!STRATA_CUDA_PLUGIN_BUILT)
+        skip();
+    setenv("STRATA_CUDA_DEVICES", "0=0,1=gpu0", 1);
+    setenv("STRATA_CUDA_DRIVER",
+           STRATA_CUDA_STUB[0] ? STRATA_CUDA_STUB : "/nonexistent/x.so", 1);
+    init_fails(2, 0, &want);
+}
+
+/* The accessors answer "not a cuda chip" outside a cuda chip process. */
+static void test_cuda_init_accessors_null_outside_chip(void **state)
+{
+    (void)state;
+    assert_null(strata_chip_cuda_stream(NULL));
+    assert_int_equal(strata_chip_cuda_device(NULL), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_cuda_init_no_driver_enotsup, set_env),
+        cmocka_unit_test_setup(test_cuda_init_stub_driver_enotsup, set_env),
+        cmocka_unit_test_setup(test_cuda_init_no_plugin_enotsup, set_env),
+        cmocka_unit_test_setup(test_cuda_init_bad_device_map_einval, set_env),
+        cmocka_unit_test(test_cuda_init_accessors_null_outside_chip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
