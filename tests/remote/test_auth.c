@@ -405,9 +405,9 @@ static void test_remote_auth_refused_hello_reason_reaches_parent(void **state)
     for (int i = 0; i < 2; i++) {
         testutil_snapshot_take(&before);
         rk_spec(&s, nodes[i], 2);
-        s.platform = "cuda"; /* no such backend on the node */
+        s.platform = "tpu"; /* no such backend on the node */
         init_fails(&s, STRATA_EINVAL, msg, sizeof(msg));
-        rk_assert_contains(msg, "platform 'cuda' has no backend");
+        rk_assert_contains(msg, "platform 'tpu' has no backend");
         still_serves(nodes[i], &before);
     }
 }
