@@ -133,6 +133,7 @@ static strata_err cuda_init(strata_chip *chip, void **state_out)
         free(c);
         return err;
     }
+    cuda_driver_started();
     *state_out = c;
     return STRATA_OK;
 }

@@ -44,10 +44,21 @@ void cuda_driver_describe(const struct cuda_driver *d, CUresult r, char *out,
 strata_err cuda_fail(const struct cuda_plugin_host *host,
                      const struct cuda_driver *d, CUresult r, const char *what)
 {
+    bool fork_hint = d && d->inherited && d->starting;
     char desc[256];
 
     cuda_driver_describe(d, r, desc, sizeof(desc));
-    return host->fail(cuda_result_errcode((int)r), "%s: %s", what, desc);
+    return host->fail(cuda_result_errcode((int)r), "%s: %s%s", what, desc,
+                      fork_hint ? " (libcuda was loaded in the worker process "
+                                  "before it forked this chip, and CUDA does "
+                                  "not survive fork: make no CUDA call in "
+                                  "that process before strata_worker_init)"
+                                : "");
+}
+
+void cuda_driver_started(void)
+{
+    driver.starting = false;
 }
 
 static strata_err resolve(const struct cuda_plugin_host *host, const char *path)
@@ -72,9 +83,15 @@ static strata_err load(const struct cuda_plugin_host *host)
 {
     const char *env = getenv("STRATA_CUDA_DRIVER");
     const char *path = env && env[0] ? env : "libcuda.so.1";
+    void *pre = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
     strata_err err;
     CUresult r;
 
+    if (pre) {
+        driver.inherited = true;
+        dlclose(pre);
+    }
+    driver.starting = true;
     driver.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!driver.lib)
         return host->fail(STRATA_ENOTSUP, "CUDA driver not available: %s",

@@ -7,6 +7,7 @@
 #include "cuda/cuda_plugin.h"
 
 #include <cuda.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Every driver function the plug-in calls. The names go through cuda.h's
@@ -39,6 +40,10 @@
 struct cuda_driver {
     void *lib;
     int version; /* cuDriverGetVersion: 1000 * major + 10 * minor */
+    /* libcuda was in this process before the plug-in loaded it: the
+     * worker process had it when it forked this chip. */
+    bool inherited;
+    bool starting; /* until cuda_driver_started: failures get the hint */
 #define CUDA_DRIVER_FIELD(fn) __typeof__(fn) *fn;
     CUDA_DRIVER_FNS(CUDA_DRIVER_FIELD)
 #undef CUDA_DRIVER_FIELD
@@ -51,12 +56,16 @@ struct cuda_driver {
 strata_err cuda_driver_load(const struct cuda_plugin_host *host,
                             const struct cuda_driver **out);
 
+/* The chip has started: later failures are not the fork's. */
+void cuda_driver_started(void);
+
 /* Writes "NAME (code): text" for r into out. */
 void cuda_driver_describe(const struct cuda_driver *d, CUresult r, char *out,
                           size_t cap);
 
 /* Records "what: NAME (code): text" as the error and returns the strata
- * code r maps to (ENOMEM, EINVAL, ENOTSUP, else EIO). */
+ * code r maps to (ENOMEM, EINVAL, ENOTSUP, else EIO). While the chip
+ * starts with an inherited libcuda, says that CUDA does not survive fork. */
 strata_err cuda_fail(const struct cuda_plugin_host *host,
                      const struct cuda_driver *d, CUresult r, const char *what);
 

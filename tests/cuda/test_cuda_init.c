@@ -9,6 +9,7 @@
  * (beside libstrata.so) is what finds the plug-in. */
 #include "testutil.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strata/cuda.h>
@@ -29,6 +30,8 @@
 struct expect {
     strata_err err;
     const char *has[4]; /* substrings of the message, NULL-terminated */
+    const char *lacks;  /* not in the message (NULL: no check) */
+    bool parent_maps;   /* the test itself loaded libcuda in this process */
 };
 
 /* Whether this process has a CUDA library or the plug-in mapped. */
@@ -76,9 +79,11 @@ static void init_fails(size_t num_chips, size_t num_subs,
     for (int i = 0; want->has[i]; i++)
         if (!strstr(msg, want->has[i]))
             fail_msg("'%s' lacks '%s'", msg, want->has[i]);
+    if (want->lacks && strstr(msg, want->lacks))
+        fail_msg("'%s' has '%s'", msg, want->lacks);
     assert_int_equal(strata_worker_destroy(w), STRATA_OK);
     testutil_assert_clean(&before);
-    if (maps_cuda(which, sizeof(which)))
+    if (!want->parent_maps && maps_cuda(which, sizeof(which)))
         fail_msg("the worker process mapped %s", which);
 }
 
@@ -95,9 +100,10 @@ static int set_env(void **state)
 static void test_cuda_init_no_driver_enotsup(void **state)
 {
     const struct expect want = {
-        STRATA_ENOTSUP,
-        {"CUDA driver not available",
-         "/nonexistent/libcuda.so.1: cannot open shared object file", NULL}};
+        .err = STRATA_ENOTSUP,
+        .has = {"CUDA driver not available",
+                "/nonexistent/libcuda.so.1: cannot open shared object file",
+                NULL}};
 
     (void)state;
     if (!STRATA_CUDA_PLUGIN_BUILT)
@@ -112,8 +118,9 @@ static void test_cuda_init_no_driver_enotsup(void **state)
 static void test_cuda_init_stub_driver_enotsup(void **state)
 {
     const struct expect want = {
-        STRATA_ENOTSUP,
-        {"cuInit failed", "CUDA_ERROR_STUB_LIBRARY (34)", "stub"}};
+        .err = STRATA_ENOTSUP,
+        .has = {"cuInit failed", "CUDA_ERROR_STUB_LIBRARY (34)", "stub"},
+        .lacks = "fork"}; /* this process never loaded libcuda */
 
     (void)state;
     /* No plug-in, or no stub here (a bundle run elsewhere). */
@@ -126,10 +133,10 @@ static void test_cuda_init_stub_driver_enotsup(void **state)
 /* The plug-in itself is missing (a build with STRATA_CUDA=OFF). */
 static void test_cuda_init_no_plugin_enotsup(void **state)
 {
-    const struct expect want = {STRATA_ENOTSUP,
-                                {"CUDA backend plug-in cannot be loaded",
-                                 "STRATA_CUDA_PLUGIN",
-                                 "/nonexistent/libstrata-cuda.so"}};
+    const struct expect want = {.err = STRATA_ENOTSUP,
+                                .has = {"CUDA backend plug-in cannot be loaded",
+                                        "STRATA_CUDA_PLUGIN",
+                                        "/nonexistent/libstrata-cuda.so"}};
 
     (void)state;
     setenv("STRATA_CUDA_PLUGIN", "/nonexistent/libstrata-cuda.so", 1);
@@ -139,16 +146,37 @@ static void test_cuda_init_no_plugin_enotsup(void **state)
 /* A malformed chip-to-device map is refused before the driver is asked. */
 static void test_cuda_init_bad_device_map_einval(void **state)
 {
-    const struct expect want = {STRATA_EINVAL,
-                                {"STRATA_CUDA_DEVICES", "'1=gpu0'", NULL}};
+    const struct expect want = {
+        .err = STRATA_EINVAL, .has = {"STRATA_CUDA_DEVICES", "'1=gpu0'", NULL}};
 
     (void)state;
     if (!STRATA_CUDA_PLUGIN_BUILT)
         skip();
     setenv("STRATA_CUDA_DEVICES", "0=0,1=gpu0", 1);
-    setenv("STRATA_CUDA_DRIVER",
-           STRATA_CUDA_STUB[0] ? STRATA_CUDA_STUB : "/nonexistent/x.so", 1);
+    setenv("STRATA_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
     init_fails(2, 0, &want);
+}
+
+/* A worker process that loaded libcuda before it forked its chips: the
+ * chips' failure says that CUDA does not survive fork. Last: the stub
+ * stays mapped in this process. */
+static void test_cuda_init_driver_loaded_before_fork_says_so(void **state)
+{
+    const struct expect want = {.err = STRATA_ENOTSUP,
+                                .has = {"cuInit failed",
+                                        "CUDA does not survive fork",
+                                        "before strata_worker_init"},
+                                .parent_maps = true};
+    void *stub;
+
+    (void)state;
+    if (!STRATA_CUDA_PLUGIN_BUILT || access(STRATA_CUDA_STUB, R_OK) != 0)
+        skip();
+    stub = dlopen(STRATA_CUDA_STUB, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(stub);
+    setenv("STRATA_CUDA_DRIVER", STRATA_CUDA_STUB, 1);
+    init_fails(1, 0, &want);
+    dlclose(stub);
 }
 
 /* The accessors answer "not a cuda chip" outside a cuda chip process. */
@@ -167,6 +195,8 @@ int main(void)
         cmocka_unit_test_setup(test_cuda_init_no_plugin_enotsup, set_env),
         cmocka_unit_test_setup(test_cuda_init_bad_device_map_einval, set_env),
         cmocka_unit_test(test_cuda_init_accessors_null_outside_chip),
+        cmocka_unit_test_setup(test_cuda_init_driver_loaded_before_fork_says_so,
+                               set_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
