@@ -257,7 +257,20 @@ void orch_endpoint_died(struct orch_sched *s, struct orch_endpoint *ep)
         ep->ordered_queued -= t->ctl && t->ctl->ordered;
         orch_complete(s, t, STRATA_EPEER, why);
     }
+    /* After its own tasks failed, so that a run reports the death itself
+     * first, not a survivor that the listeners wake (domains). */
+    for (uint32_t i = 0; i < s->num_on_death; i++)
+        s->on_death[i].fn(s, (int)(ep - s->eps), why, s->on_death[i].arg);
+    orch_marks_died_locked(s, (int)(ep - s->eps), why);
     orch_dispatch(s);
+}
+
+bool orch_child_dead_locked(struct orch_sched *s, int ep, char *why, size_t cap)
+{
+    if (!s->eps[ep].dead)
+        return false;
+    describe_death(&s->eps[ep], why, cap);
+    return true;
 }
 
 strata_err orch_chip_check(struct orch_sched *s, int ep)

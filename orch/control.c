@@ -333,6 +333,27 @@ strata_err orch_sched_adopt(struct orch_sched *s, void *obj,
     return err;
 }
 
+strata_err orch_on_death(struct orch_sched *s, orch_death_fn fn, void *arg)
+{
+    strata_err err = STRATA_OK;
+    uint32_t i;
+
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; i < s->num_on_death; i++)
+        if (s->on_death[i].fn == fn && s->on_death[i].arg == arg)
+            break;
+    if (i == s->num_on_death && i == ORCH_DEATH_MAX) {
+        err = base_fail(STRATA_ENOMEM, "more than %d death listeners",
+                        ORCH_DEATH_MAX);
+    } else if (i == s->num_on_death) {
+        s->on_death[i].fn = fn;
+        s->on_death[i].arg = arg;
+        s->num_on_death++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
 bool orch_comm_ready(const struct orch_sched *s, int ep)
 {
     return s->eps[ep].comm_ready;

@@ -5,6 +5,7 @@
 
 #include "orch/control.h"
 #include "orch/orch.h"
+#include "wire/chip_backend.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -126,6 +127,15 @@ struct va_pool {
     uint32_t num, cap;
 };
 
+/* A control page to mark when child ep dies (orch_mark_on_death). */
+struct orch_mark {
+    int ep;
+    uint32_t rank;
+    uint64_t key;
+    char name[CHIP_WINDOW_HANDLE_MAX];
+    char label[64];
+};
+
 struct orch_sched {
     pthread_mutex_t mu;
     strata_worker *worker;
@@ -167,6 +177,16 @@ struct orch_sched {
     struct adopted *adopted;
     uint32_t num_adopted;
     uint32_t cap_adopted;
+    /* called at every child's death (orch_on_death) */
+    struct {
+        orch_death_fn fn;
+        void *arg;
+    } on_death[ORCH_DEATH_MAX];
+    uint32_t num_on_death;
+    /* control pages to mark at a child's death (lost.c) */
+    struct orch_mark *marks;
+    uint32_t num_marks;
+    uint32_t cap_marks;
     /* windows: the backend, and the reserved address range (varange.c) */
     const struct chip_backend_ops *ops;
     struct va_pool va[2]; /* by enum orch_va_kind */
@@ -180,6 +200,9 @@ struct orch_sched {
 /* dispatch.c: wakes every child holding frames posted quietly (before a
  * wait that may need them done). Under the lock. */
 void orch_ring_quiet_locked(struct orch_sched *s);
+
+/* lost.c: marks the control pages registered for child ep. */
+void orch_marks_died_locked(struct orch_sched *s, int ep, const char *why);
 
 /* varange.c */
 strata_err orch_va_init(struct orch_sched *s, uint64_t base, uint64_t size);

@@ -257,6 +257,7 @@ void orch_sched_destroy(struct orch_sched *s)
     for (uint32_t i = s->num_adopted; i-- > 0;)
         s->adopted[i].free_fn(s->adopted[i].obj);
     base_free(s->adopted);
+    base_free(s->marks);
     free_slots(s);
     base_free(s->work);
     base_free(s->pfd);

@@ -73,6 +73,35 @@ bool orch_control_withdraw_locked(struct orch_sched *s, int ep,
 /* STRATA_EPEER, saying how, when chip index ep has died (a death the
  * scheduler thread has not noticed yet included); STRATA_OK otherwise. */
 strata_err orch_chip_check(struct orch_sched *s, int ep);
+/* Called under the scheduler lock once child ep (an endpoint index: a
+ * chip, sub worker or node) is known dead, after its tasks have failed;
+ * why says how ("chip 1 (pid 4242) died: killed by signal 9"). It must
+ * not take the scheduler lock, nor wait. */
+typedef void (*orch_death_fn)(struct orch_sched *s, int ep, const char *why,
+                              void *arg);
+#define ORCH_DEATH_MAX 4
+/* Calls fn(s, ep, why, arg) at every later death of a child of s (domains
+ * wake the members that wait on the dead one). Registering a pair twice
+ * is a no-op; STRATA_ENOMEM past ORCH_DEATH_MAX pairs. Any thread. */
+strata_err orch_on_death(struct orch_sched *s, orch_death_fn fn, void *arg);
+/* Under the lock: true when child ep is known dead, with how in why. */
+bool orch_child_dead_locked(struct orch_sched *s, int ep, char *why,
+                            size_t cap);
+
+/* Marks the control page called name (chip/peer.h) with rank, naming the
+ * death ("<label>: chip 1 (pid 4242) died: ..."), once child ep is known
+ * dead: at once if it is already, else from the scheduler when it dies
+ * (a page nobody made by then is left alone: no member maps the windows).
+ * key (a domain id) groups such entries for orch_mark_forget. A node
+ * registers each of its members of a global domain, an L4 each node with
+ * members; local domains mark their own (domain/lost.c). STRATA_EINVAL
+ * for a name or label too long (CHIP_WINDOW_HANDLE_MAX, 64 bytes),
+ * STRATA_ENOMEM. Any thread not holding the scheduler lock. */
+strata_err orch_mark_on_death(struct orch_sched *s, int ep, const char *name,
+                              const char *label, uint32_t rank, uint64_t key);
+/* Forgets every entry of key (before the page's name goes). */
+void orch_mark_forget(struct orch_sched *s, uint64_t key);
+
 /* Waits until every one of cs is done. Returns the first error, its
  * detail in strata_errmsg(). */
 strata_err orch_control_wait(struct orch_sched *s, struct orch_ctl *const *cs,
