@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "chip/registry.h"
 #include "chip_int.h"
+#include "watch.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -172,6 +173,7 @@ _Noreturn void chip_child_main(const struct chip_child_cfg *cfg)
     }
     LOG_DEBUG("ready");
     serve(&chip);
+    chip_watch_remove_all();
     if (!cfg->is_sub && cfg->ops->fini)
         cfg->ops->fini(&chip, chip.state);
     bufmap_fini(&chip.map);

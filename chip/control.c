@@ -1,8 +1,10 @@
 /* Control frames in the chip process: buffers, the base communicator,
  * windows and window copies. They share the ring with tasks, so each runs
  * after every task posted before it. */
+#include "base/alloc.h"
 #include "base/err.h"
 #include "chip_int.h"
+#include "watch.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +41,54 @@ static strata_err prepare(strata_chip *chip, struct mbx_frame *f)
     return STRATA_OK;
 }
 
+/* Releases the windows of alloc_id after err, keeping err's message. */
+static strata_err undo(strata_chip *chip, uint64_t alloc_id, strata_err err)
+{
+    char msg[STRATA_ERRMSG_MAX];
+
+    snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+    if (chip->cfg->ops->window_release(chip->state, alloc_id) != STRATA_OK)
+        snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+                 " (and the windows could not be released)");
+    return base_fail(err, "%s", msg);
+}
+
+/* Watches the domain's control page over the n windows just imported,
+ * if the worker made one (domain/domain.c; a node's exchange makes none):
+ * a wait on them then ends when a member is lost. On failure the windows
+ * are released again. */
+static strata_err watch_imported(strata_chip *chip, uint64_t alloc_id,
+                                 uint32_t n, uint64_t device_ctx)
+{
+    const struct chip_backend_ops *ops = chip->cfg->ops;
+    struct chip_window_req req = {.alloc_id = alloc_id,
+                                  .rank_count = n,
+                                  .creator_pid = chip->cfg->parent};
+    const strata_comm_context *cc =
+        ops->comm_context ? ops->comm_context(chip->state, device_ctx) : NULL;
+    char name[CHIP_WINDOW_HANDLE_MAX];
+    struct chip_domain_ctl *ctl = NULL;
+    uintptr_t *bases;
+    strata_err err;
+
+    if (!cc || !chip_domain_ctl_name(ops, &req, name, sizeof(name)))
+        return STRATA_OK;
+    err = chip_domain_ctl_map(name, false, &ctl);
+    if (err == STRATA_ENOENT)
+        return STRATA_OK;
+    bases = err ? NULL : base_calloc(n, sizeof(*bases));
+    if (!err && !bases) {
+        chip_domain_ctl_unmap(ctl);
+        err = base_fail(STRATA_ENOMEM, "out of memory watching %u windows", n);
+    }
+    for (uint32_t r = 0; !err && r < n; r++)
+        bases[r] = (uintptr_t)cc->window_base[r];
+    if (!err)
+        err = chip_watch_add(alloc_id, ctl, bases, n, cc->window_size);
+    base_free(bases);
+    return err ? undo(chip, alloc_id, err) : STRATA_OK;
+}
+
 static strata_err import(strata_chip *chip, struct mbx_frame *f)
 {
     const struct chip_backend_ops *ops = chip->cfg->ops;
@@ -57,6 +107,8 @@ static strata_err import(strata_chip *chip, struct mbx_frame *f)
         chip->state, f->arg[0],
         (const struct chip_window_desc *)(const void *)chip->cfg->mbx->staging,
         n, &out);
+    if (!err)
+        err = watch_imported(chip, f->arg[0], n, out.device_ctx);
     if (err)
         return err;
     f->arg[0] = out.device_ctx;
@@ -125,6 +177,33 @@ static strata_err staged_copy(strata_chip *chip, struct mbx_frame *f,
     return STRATA_OK;
 }
 
+/* Maps the control page of the domain whose windows were just adopted
+ * at [base, + rank_count x map) and watches it. A local domain's page is
+ * created by whichever member maps first, as its windows are (its worker
+ * unlinks it with them: domain/adopt.c); a global domain's (local false)
+ * only exists where its node made it. On failure the windows are
+ * released again. */
+static strata_err watch_adopted(strata_chip *chip,
+                                const struct chip_window_req *req, bool local,
+                                uint64_t base, uint64_t map)
+{
+    const struct chip_backend_ops *ops = chip->cfg->ops;
+    char name[CHIP_WINDOW_HANDLE_MAX];
+    struct chip_domain_ctl *ctl = NULL;
+    uintptr_t at = (uintptr_t)base;
+    strata_err err;
+
+    if (!chip_domain_ctl_name(ops, req, name, sizeof(name)))
+        return STRATA_OK;
+    err = chip_domain_ctl_map(name, local, &ctl);
+    if (err == STRATA_ENOENT)
+        return STRATA_OK;
+    if (!err)
+        err = chip_watch_add(req->alloc_id, ctl, &at, 1,
+                             (uintptr_t)(map * req->rank_count));
+    return err ? undo(chip, req->alloc_id, err) : STRATA_OK;
+}
+
 /* Maps every rank's window, named by the worker, at the addresses it
  * chose inside the range this process inherited. */
 static strata_err adopt(strata_chip *chip, struct mbx_frame *f)
@@ -156,7 +235,8 @@ static strata_err adopt(strata_chip *chip, struct mbx_frame *f)
                          "outside the reserved range",
                          req.rank_count, (unsigned long long)map,
                          (unsigned long long)base);
-    return ops->window_adopt(chip->state, &req, base, map);
+    err = ops->window_adopt(chip->state, &req, base, map);
+    return err ? err : watch_adopted(chip, &req, creator == 0, base, map);
 }
 
 strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)
@@ -185,6 +265,7 @@ strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)
     case MBX_CTL_WINDOW_ADOPT:
         return adopt(chip, f);
     case MBX_CTL_WINDOW_RELEASE:
+        chip_watch_remove(f->arg[0]);
         err = need(chip, ops->window_release != NULL, "windows");
         return err ? err : ops->window_release(chip->state, f->arg[0]);
     case MBX_CTL_COPY_TO_WINDOW:
