@@ -52,7 +52,8 @@ static struct chip_window_req window_req(const struct strata_domain *d,
                                     .name_token = d->name_token};
 }
 
-/* Drops the names of ranks 0..n-1 (made, or not: ENOENT is fine). */
+/* Drops the names of ranks 0..n-1 (made, or not: ENOENT is fine), and
+ * the control page's (lost.c). */
 static void unlink_ranks(struct strata_domain *d, uint32_t n)
 {
     const struct chip_backend_ops *ops = orch_backend_ops(d->sched);
@@ -62,6 +63,19 @@ static void unlink_ranks(struct strata_domain *d, uint32_t n)
 
         ops->host_window_unlink(&req);
     }
+    if (n)
+        domain_ctl_unlink(d);
+}
+
+/* No member maps the windows from now on, and at least one has: the
+ * worker keeps the control page, then the names go. Under the scheduler
+ * lock. */
+static void names_done(struct strata_domain *d)
+{
+    if (domain_ctl_keep(d) != STRATA_OK)
+        LOG_WARN("domain '%s': a member's loss will not wake the others: %s",
+                 d->name, strata_errmsg());
+    unlink_ranks(d, d->n);
 }
 
 /* Under the scheduler lock. */
@@ -83,7 +97,7 @@ static void adopt_done(struct orch_ctl *c, void *arg)
         orch_run_fail_locked(d->sched, d->run_id, c->err, msg);
     }
     if (--d->adopt_pending == 0 && d->adopt_ran)
-        unlink_ranks(d, d->n);
+        names_done(d);
 }
 
 uint64_t domain_adopt_mapping(const struct chip_backend_ops *ops,
@@ -111,7 +125,7 @@ bool domain_adopt_withdraw_locked(struct strata_domain *d, uint32_t r)
         return false;
     /* Members create the segments: none exists if no ADOPT ran. */
     if (--d->adopt_pending == 0 && d->adopt_ran)
-        unlink_ranks(d, d->n);
+        names_done(d);
     return true;
 }
 

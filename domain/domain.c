@@ -24,6 +24,7 @@ static void domain_free(void *obj)
     struct strata_domain *d = obj;
 
     domain_live_remove(d);
+    domain_ctl_drop(d);
     base_free(d->chips);
     base_free(d->eps);
     base_free(d->device_ctx);
@@ -120,10 +121,12 @@ static strata_err phase(struct strata_domain *d, strata_orch *o, uint32_t op,
     }
 }
 
+/* Every rank's name, and the control page's. */
 static void unlink_names(const struct strata_domain *d)
 {
     char name[CHIP_WINDOW_HANDLE_MAX];
 
+    domain_ctl_unlink(d);
     for (uint32_t r = 0; r < d->n; r++) {
         sim_window_name(name, sizeof(name), d->creator, d->alloc_id, r, 0);
         shm_unlink(name); /* ENOENT: never created, or already gone */
@@ -214,6 +217,9 @@ static strata_err build(struct strata_domain *d, strata_orch *o)
     if (used)
         return err;
     err = phase(d, o, MBX_CTL_WINDOW_PREPARE, NULL, 0);
+    /* Before IMPORT: members map the control page with the windows. */
+    if (!err)
+        err = domain_ctl_keep(d);
     if (!err)
         err = exchange(d, o);
     /* Every peer has mapped (or given up): the names are not needed. */
@@ -221,6 +227,7 @@ static strata_err build(struct strata_domain *d, strata_orch *o)
     if (!err)
         return STRATA_OK;
     snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+    domain_ctl_drop(d);
     if (phase(d, o, MBX_CTL_WINDOW_RELEASE, NULL, 0) != STRATA_OK)
         LOG_DEBUG("domain '%s': cleanup after a failed allocation: %s", d->name,
                   strata_errmsg());
@@ -241,6 +248,7 @@ static void release_done(struct orch_ctl *c, void *arg)
     if (--d->release_pending == 0) {
         if (d->va_len)
             orch_va_free_locked(d->sched, d->va_start, d->va_len);
+        domain_ctl_drop(d);
         __atomic_store_n(&d->freed, true, __ATOMIC_RELEASE);
         domain_live_remove(d);
     }
@@ -326,6 +334,9 @@ strata_err strata_orch_allocate_domain(strata_orch *o,
     d->allocated = true;
     orch_unlock(s);
     domain_live_add(d);
+    err = domain_watch_deaths(d);
+    if (err)
+        return err; /* live: the run's fence frees it */
     *out = d;
     return STRATA_OK;
 }

@@ -39,6 +39,9 @@ struct strata_domain {
     uint32_t adopt_pending;
     uint32_t adopt_ran;  /* ADOPTs members ran (and created segments in) */
     uint32_t name_token; /* in the segments' names */
+    /* The control page (lost.c), mapped here from before the names go
+     * until the domain is freed; under the scheduler lock once live. */
+    struct chip_domain_ctl *ctl;
     struct strata_domain *next_live;
 };
 
@@ -49,6 +52,10 @@ strata_err domain_validate(struct orch_sched *s, strata_run *run,
 bool domain_name_live(strata_run *run, const char *name);
 void domain_live_add(struct strata_domain *d);
 void domain_live_remove(struct strata_domain *d);
+/* Calls fn(d, arg) for every live domain of the process (under the
+ * registry's lock: fn must not add or remove). */
+void domain_live_each(void (*fn)(struct strata_domain *d, void *arg),
+                      void *arg);
 /* adopt.c: builds d without a round trip when the backend makes windows
  * in the worker and the reserved range has room; *used says whether it
  * did (else nothing happened and the exchange of descriptors follows). */
@@ -56,6 +63,16 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used);
 /* Under the scheduler lock: withdraws member r's ADOPT if the chip has not
  * begun it (it never maps the windows then, and needs no RELEASE). */
 bool domain_adopt_withdraw_locked(struct strata_domain *d, uint32_t r);
+/* lost.c: maps d's control page here (creating it if no member has),
+ * unless it is mapped or the backend makes none. */
+strata_err domain_ctl_keep(struct strata_domain *d);
+/* Unmaps it (none: no-op). */
+void domain_ctl_drop(struct strata_domain *d);
+/* Drops its name (ENOENT: never made, or gone). */
+void domain_ctl_unlink(const struct strata_domain *d);
+/* Once d is live: its members' deaths, past and future, mark its control
+ * page. */
+strata_err domain_watch_deaths(struct strata_domain *d);
 /* domain.c, under the scheduler lock: RELEASE to members 0..n-1 as work
  * of run (NULL: of none), except to members whose ADOPT is withdrawn in
  * time; the domain is freed (and a worker-made window's addresses given

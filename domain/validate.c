@@ -30,6 +30,14 @@ void domain_live_remove(struct strata_domain *d)
     pthread_mutex_unlock(&live_mu);
 }
 
+void domain_live_each(void (*fn)(struct strata_domain *d, void *arg), void *arg)
+{
+    pthread_mutex_lock(&live_mu);
+    for (struct strata_domain *d = live; d; d = d->next_live)
+        fn(d, arg);
+    pthread_mutex_unlock(&live_mu);
+}
+
 bool domain_name_live(strata_run *run, const char *name)
 {
     bool found = false;
