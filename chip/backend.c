@@ -75,21 +75,31 @@ static const struct cuda_plugin_host cuda_host = {
     .fail = base_fail,
 };
 
-/* "<dir>/libstrata-cuda.so" for the directory of the object this code is
- * linked into (libstrata.so, or a program linked with libstrata.a); false
- * when that directory is unknown. */
+/* The plug-in's path beside the object this code is linked into
+ * (libstrata.so, or a program linked with libstrata.a such as
+ * strata-node): in its directory, or in ../lib or ../lib64 of it (an
+ * installed bin/strata-node). False when none is there. */
 static bool path_beside_self(char *out, size_t cap)
 {
+    static const char *const rel[] = {"", "/../lib", "/../lib64"};
     Dl_info info;
     const char *slash;
+    int dir_len;
 
     if (!dladdr((const void *)&cuda_plugin, &info) || !info.dli_fname)
         return false;
     slash = strrchr(info.dli_fname, '/');
     if (!slash)
         return false;
-    return snprintf(out, cap, "%.*s/%s", (int)(slash - info.dli_fname),
-                    info.dli_fname, CUDA_PLUGIN_FILE) < (int)cap;
+    dir_len = (int)(slash - info.dli_fname);
+    for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+        int n = snprintf(out, cap, "%.*s%s/%s", dir_len, info.dli_fname, rel[i],
+                         CUDA_PLUGIN_FILE);
+
+        if (n > 0 && (size_t)n < cap && access(out, F_OK) == 0)
+            return true;
+    }
+    return false;
 }
 
 /* dlopen()s the plug-in: $STRATA_CUDA_PLUGIN when set (only there), else
@@ -103,7 +113,7 @@ static strata_err open_library(void **handle_out, char *path, size_t cap)
     if (env && env[0]) {
         snprintf(path, cap, "%s", env);
         how = "from STRATA_CUDA_PLUGIN";
-    } else if (path_beside_self(path, cap) && access(path, F_OK) == 0) {
+    } else if (path_beside_self(path, cap)) {
         how = "beside libstrata";
     } else {
         snprintf(path, cap, "%s", CUDA_PLUGIN_FILE);
