@@ -47,6 +47,7 @@ static int device_count; /* from the probe */
     X(cuMemFree)                                                               \
     X(cuMemsetD32Async)                                                        \
     X(cuMemcpyDtoHAsync)                                                       \
+    X(cuMemHostRegister)                                                       \
     X(cuModuleLoadData)                                                        \
     X(cuModuleGetFunction)                                                     \
     X(cuLaunchKernel)
@@ -169,16 +170,25 @@ static strata_err k_spin(strata_chip *chip, const strata_args *args)
 }
 
 /* Spins, then fills tensor 0 like k_fill: the copy lands only after the
- * spin, so a task that completed before its stream would leave zeros. */
+ * spin, so a task that completed before its stream would leave zeros.
+ * The tensor is pinned first: a copy to pageable memory would make the
+ * kernel itself wait, and hide a chip that does not. */
 static strata_err k_spin_fill(strata_chip *chip, const strata_args *args)
 {
     uint64_t ns = SPIN_NS / 4;
     void *params[] = {&ns};
     CUstream s;
+    CUresult r;
     strata_err err = chip_prepare(chip, &s);
 
-    if (!err)
-        err = launch("strata_spin", params, s);
+    if (err)
+        return err;
+    r = cu.cuMemHostRegister(strata_args_tensor_data(args, 0),
+                             strata_args_tensor_nbytes(args, 0), 0);
+    if (r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED &&
+        cu_check(r, "cuMemHostRegister"))
+        return STRATA_EIO;
+    err = launch("strata_spin", params, s);
     return err ? err : k_fill(chip, args);
 }
 
@@ -414,6 +424,38 @@ static void test_cuda_gpu_ordinal_out_of_range_einval(void **state)
     testutil_assert_clean(&before);
 }
 
+/* CUDA_VISIBLE_DEVICES is honoured: with none visible, no chip starts. */
+static void test_cuda_gpu_no_visible_device_enotsup(void **state)
+{
+    static const int ids[] = {0};
+    testutil_snapshot before;
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+    const char *msg, *was = getenv("CUDA_VISIBLE_DEVICES");
+    char saved[256];
+
+    (void)state;
+    snprintf(saved, sizeof(saved), "%s", was ? was : "");
+    testutil_snapshot_take(&before);
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    strata_worker_config_init(&cfg, 3);
+    cfg.platform = "cuda";
+    cfg.chip_ids = ids;
+    cfg.num_chips = 1;
+    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_OK);
+    assert_int_equal(strata_worker_init(w), STRATA_ENOTSUP);
+    msg = strata_errmsg();
+    print_message("none visible: %s\n", msg);
+    assert_true(strstr(msg, "CUDA_ERROR_NO_DEVICE") ||
+                strstr(msg, "no CUDA device is visible"));
+    assert_int_equal(strata_worker_destroy(w), STRATA_OK);
+    if (was)
+        setenv("CUDA_VISIBLE_DEVICES", saved, 1);
+    else
+        unsetenv("CUDA_VISIBLE_DEVICES");
+    testutil_assert_clean(&before);
+}
+
 /* In a child, so this process never initializes CUDA: the number of
  * devices, or -1 with why. */
 static int probe_devices(char *why, size_t cap)
@@ -464,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_cuda_gpu_device_fault_fails_task_with_cuda_error),
         cmocka_unit_test(test_cuda_gpu_two_chips_share_device),
         cmocka_unit_test(test_cuda_gpu_ordinal_out_of_range_einval),
+        cmocka_unit_test(test_cuda_gpu_no_visible_device_enotsup),
     };
     char why[256];
 
