@@ -63,6 +63,10 @@ static void lose(struct remote_node *r, strata_err err, const char *why)
         return;
     r->lost = true;
     snprintf(r->why, sizeof(r->why), "remote %s: %s", r->endpoint, why);
+    /* An MPI rank missing at start-up: say who was turned away, if any. */
+    if (r->group && !r->ready && mpigroup_refused(r->group)[0])
+        snprintf(r->why + strlen(r->why), sizeof(r->why) - strlen(r->why),
+                 "; %s", mpigroup_refused(r->group));
     LOG_WARN("%s", r->why);
     if (!r->ready) {
         mbx_child_init_done(r->ep->mbx, err ? err : STRATA_EPEER, r->why);
@@ -477,6 +481,29 @@ static void on_state(struct wire_conn *c, strata_err err, const char *why,
     lose(r, err ? err : STRATA_EPEER, why);
 }
 
+strata_err remote_attach(struct remote_node *r, struct event_base *base,
+                         SSL *ssl, int fd, const char *peer)
+{
+    struct wire_conn_cbs cbs = {on_msg, on_state, r};
+    strata_err err = wire_conn_open(base, ssl, fd, peer, &cbs, &r->conn);
+
+    if (err)
+        return err;
+    r->notify_ev =
+        event_new(base, r->ep->notify_fd, EV_READ | EV_PERSIST, on_notify, r);
+    if (!r->notify_ev || event_add(r->notify_ev, NULL) != 0) {
+        lose(r, STRATA_ENOMEM, "cannot watch its ring");
+        return STRATA_OK; /* the connection is r's now */
+    }
+    send_hello(r);
+    return STRATA_OK;
+}
+
+void remote_lose(struct remote_node *r, strata_err err, const char *why)
+{
+    lose(r, err, why);
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     strata_worker *w = arg;
@@ -683,8 +710,11 @@ strata_err remote_start(strata_worker *w, uint64_t deadline)
         if (!r)
             continue;
         r->deadline = deadline;
-        err = connect_node(net, r);
+        if (!r->group) /* an MPI rank dials back instead */
+            err = connect_node(net, r);
     }
+    if (!err)
+        err = mpigroup_start(w, net->base, deadline);
     if (err)
         return err;
     if (pthread_create(&net->thread, NULL, net_main, net) != 0)
@@ -732,6 +762,8 @@ void remote_stop(strata_worker *w)
         wire_conn_free(r->conn);
         r->conn = NULL;
     }
+    /* The ranks have their GOODBYE: mpirun ends once they have left. */
+    mpigroup_stop(w);
     if (net->timer)
         event_free(net->timer);
     if (net->base)

@@ -40,6 +40,9 @@ struct remote_node {
     bool closed;
     char why[STRATA_ERRMSG_MAX];
     uint64_t deadline;
+    /* an MPI rank (mpigroup.c): its connection is accepted, not dialed */
+    struct mpi_group *group; /* NULL for a strata-node */
+    uint32_t rank;
 };
 
 struct net {
@@ -48,5 +51,24 @@ struct net {
     struct event *timer;
     bool started;
 };
+
+/* remote.c, for MPI ranks: serves the accepted, authenticated connection
+ * (fd, its TLS) of r on the connection thread's loop and sends HELLO.
+ * fd and ssl belong to r on STRATA_OK. On the connection thread. */
+strata_err remote_attach(struct remote_node *r, struct event_base *base,
+                         SSL *ssl, int fd, const char *peer);
+/* Reports r lost (or failed to start) with why. On the connection thread. */
+void remote_lose(struct remote_node *r, strata_err err, const char *why);
+
+/* mpigroup.c: the groups of w (found through their ranks' nodes). */
+/* Draws the key, opens the listener and starts mpirun for every group,
+ * with the listener and mpirun watched on base. Before the loop runs. */
+strata_err mpigroup_start(strata_worker *w, struct event_base *base,
+                          uint64_t deadline);
+/* After the loop ended: frees the groups' events, waits for mpirun (then
+ * ends its process group), removes the key. Idempotent. */
+void mpigroup_stop(strata_worker *w);
+/* Why the group last turned a connection away ("" when it never did). */
+const char *mpigroup_refused(const struct mpi_group *g);
 
 #endif

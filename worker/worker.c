@@ -236,6 +236,7 @@ strata_err strata_worker_run(strata_worker *w, strata_orch_fn fn,
 
 void worker_free(strata_worker *w)
 {
+    mpigroup_free_all(w);
     for (size_t i = 0; i < w->num_nodes; i++) {
         if (w->nodes[i].local)
             worker_free(w->nodes[i].local);

@@ -129,6 +129,8 @@ strata_err remote_endpoint_init(strata_worker *w, size_t index);
 strata_err remote_start(strata_worker *w, uint64_t deadline);
 /* Says GOODBYE to every remote node and stops the thread. Idempotent. */
 void remote_stop(strata_worker *w);
+/* mpigroup.c: frees w's MPI groups (at worker free), mpirun ended. */
+void mpigroup_free_all(strata_worker *w);
 /* teardown.c: stops and reaps every child by deadline; frees mailboxes. */
 void worker_teardown_children(strata_worker *w);
 /* SIGKILLs every chip and sub of w (and their groups), so work running on

@@ -338,6 +338,52 @@ typedef struct strata_remote_spec {
  * no or two authentication modes, a bad endpoint). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_add_remote_worker(
     strata_worker *parent, const strata_remote_spec *spec, int *worker_id_out);
+/* An Open MPI group of L3 nodes: mpirun starts `ranks` copies of the rank
+ * program (strata-rank), each an L3 node of the parent with the same chips
+ * and sub workers. Every rank dials back to the parent over TLS 1.3 with a
+ * one-time key the parent draws at init (a mode-600 file in key_dir whose
+ * path, not the key, is on the rank's command line). docs/mpi.md. */
+typedef struct strata_mpi_group_spec {
+    size_t ranks;                   /* MPI ranks, one node each; >= 1 */
+    const char *hostfile;           /* mpirun --hostfile; or hosts, or */
+    const char *const *hosts;       /* neither: every rank on this host */
+    size_t num_hosts;               /* entries of hosts */
+    size_t slots_per_host;          /* with hosts: slots each; 0 = 1 */
+    const int *chip_ids;            /* every rank's chips */
+    size_t num_chips;               /* entries of chip_ids */
+    size_t num_sub_workers;         /* per rank */
+    const char *mpirun_path;        /* NULL: "mpirun" from PATH */
+    const char *const *mpirun_args; /* extra arguments, before -np */
+    size_t num_mpirun_args;         /* entries of mpirun_args */
+    const char *comm_profile;       /* "sim" when NULL */
+    const char *platform;           /* "sim" when NULL */
+    const char *rank_program;       /* NULL: the installed strata-rank */
+    const char *const *modules;     /* callable modules every rank loads
+                                       (strata-node's --module), by path */
+    size_t num_modules;             /* entries of modules */
+    const char *callback_host;      /* address the ranks dial back to
+                                       (bound here); NULL: 127.0.0.1 */
+    int callback_port;              /* 0: any free port */
+    const char *key_dir;            /* for the key file; must be seen by
+                                       every host. NULL: $TMPDIR or /tmp */
+} strata_mpi_group_spec;
+
+/* Adds an Open MPI group of spec->ranks L3 nodes under parent (level 4+,
+ * not started); spec is copied. ids_out[0..ranks) receive the nodes' ids
+ * (rank r is ids_out[r]); n is ids_out's capacity. At strata_worker_init
+ * the parent starts mpirun in a process group of its own; the ids become
+ * usable only when every rank has dialed back and reported ready within
+ * the tree's start-up deadline, otherwise init fails naming the ranks
+ * that did not and rolls the tree back, mpirun included. A lost rank (or
+ * mpirun exiting) fails the group's work with STRATA_EPEER naming the rank
+ * and its host. strata_worker_destroy ends mpirun and removes the key.
+ * STRATA_EINVAL for a bad spec (no ranks, n < ranks, a hostfile and hosts
+ * both, too few slots, a bad host name or chip list, an mpirun or rank
+ * program that cannot be run); STRATA_ESTATE after init. Nothing is added
+ * unless STRATA_OK. Call from the thread that created parent. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_worker_add_mpirun_worker_group(
+    strata_worker *parent, const strata_mpi_group_spec *spec, int *ids_out,
+    size_t n);
 /* Creates nbytes (> 0) of zeroed memory that lives on remote node node_id
  * of w (level 4+, after strata_worker_init) and nowhere else: tasks sent to
  * that node name it like any buffer, and no bytes move with them. Fill and

@@ -24,7 +24,7 @@ static const char *const known_bugs[] = {
  * CHAOS_KNOWN_BUGS=1. */
 static const struct known_result {
     enum chaos_kind kind;
-    const char *step; /* "init", "run 1", ... */
+    const char *step; /* "init", "run 1", ...; "names": /dev/shm leaked */
     strata_err err;
     const char *bug;
 } known_results[] = {
@@ -36,6 +36,19 @@ static const struct known_result {
     {CHAOS_KILL_DAEMON, "init", STRATA_EAUTH,
      "the same, when the daemon dies with the session during the "
      "handshake"},
+    /* wire/conn.c (defect 2's node-full work): a bare close before the
+     * node answers the ClientHello is taken for a full node. */
+    {CHAOS_KILL_DAEMON, "init", STRATA_EBUSY,
+     "a daemon killed before it answers the TLS handshake makes init "
+     "fail with STRATA_EBUSY (\"busy with other connections\"), not "
+     "STRATA_EPEER: a dead node reads as a full one"},
+    {CHAOS_KILL_SESSION, "init", STRATA_EBUSY,
+     "the same, for a session killed before it answers the handshake"},
+    /* Issue 14 defect 7, fixed in the working tree, not yet committed:
+     * remove this entry when worker/daemon's sweep is in. */
+    {CHAOS_KILL_SESSION, "names", STRATA_OK,
+     "a killed session's buffers stay in /dev/shm (issue 14, defect 7: "
+     "the daemon must remove the names of the sessions it reaps)"},
 };
 
 /* Relative weights of the kinds and phases a plan draws, and the span
@@ -193,7 +206,7 @@ bool chaos_known_result(enum chaos_kind kind, const char *step, int e)
 
         if (r->kind == kind && strcmp(r->step, step) == 0 && (int)r->err == e) {
             printf("chaos:     KNOWN BUG (tolerated; CHAOS_KNOWN_BUGS=1 "
-                   "fails it): %s returned %s: %s\n",
+                   "fails it): %s: %s: %s\n",
                    step, strata_errname(r->err), r->bug);
             chaos_known_hits++;
             return true;

@@ -136,24 +136,41 @@ size_t chaos_shm_new(const struct chaos_names *before,
     return k;
 }
 
-size_t chaos_tmp_left(const char *prefix, char *msg, size_t cap)
+size_t chaos_shm_remove_new(const struct chaos_names *before,
+                            const struct chaos_pids *seen)
 {
-    DIR *d = opendir("/tmp");
-    struct dirent *e;
+    static struct chaos_names now; /* the main thread's only */
     size_t k = 0;
 
-    if (!d)
-        return 0;
-    while ((e = readdir(d)) != NULL) {
-        char line[300];
+    chaos_shm_list(&now);
+    for (size_t i = 0; i < now.n; i++) {
+        char path[CHAOS_NAME_MAX + 16];
+        unsigned uid;
+        int pid;
 
-        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+        if (listed(before, now.name[i]) ||
+            (sscanf(now.name[i], "strata-%u-%d-", &uid, &pid) == 2 &&
+             !chaos_pids_has(seen, (pid_t)pid)))
             continue;
-        snprintf(line, sizeof(line), " /tmp/%s", e->d_name);
+        snprintf(path, sizeof(path), "/dev/shm/%s", now.name[i]);
+        k += unlink(path) == 0;
+    }
+    return k;
+}
+
+size_t chaos_paths_left(const struct chaos_names *list, char *msg, size_t cap)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < list->n; i++) {
+        char line[CHAOS_NAME_MAX + 2];
+
+        if (access(list->name[i], F_OK) != 0)
+            continue;
+        snprintf(line, sizeof(line), " %s", list->name[i]);
         append(msg, cap, line);
         k++;
     }
-    closedir(d);
     return k;
 }
 

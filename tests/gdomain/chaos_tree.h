@@ -46,9 +46,13 @@ void chaos_shm_list(struct chaos_names *out);
 size_t chaos_shm_new(const struct chaos_names *before,
                      const struct chaos_names *now,
                      const struct chaos_pids *seen, char *msg, size_t cap);
-/* Entries of /tmp whose names start with prefix, appended to msg;
- * returns how many. */
-size_t chaos_tmp_left(const char *prefix, char *msg, size_t cap);
+/* Unlinks those same entries (what a run leaked, so that the next
+ * iterations start clean); returns how many. */
+size_t chaos_shm_remove_new(const struct chaos_names *before,
+                            const struct chaos_pids *seen);
+/* The paths of list that still exist, appended to msg; returns how
+ * many. */
+size_t chaos_paths_left(const struct chaos_names *list, char *msg, size_t cap);
 
 /* One line per process below root: pid, parent, state, command (for a
  * hang report), on stderr. */

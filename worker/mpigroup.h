@@ -1,0 +1,81 @@
+/* Open MPI groups of an L4 (private to worker/): the spec copied at add
+ * (mpigroup.c), the launch of mpirun with its one-time key and listener and
+ * its end (mpilaunch.c), and the dial-back of the ranks (mpiaccept.c).
+ * Every rank is a remote_node whose connection is accepted rather than
+ * dialed; after the handshake remote.c serves it like any remote node. */
+#ifndef WORKER_MPIGROUP_H
+#define WORKER_MPIGROUP_H
+
+#include "remote.h"
+
+#include <limits.h>
+#include <sys/types.h>
+
+/* What a rank sends first over its TLS connection, NUL-padded:
+ * "STRATA-RANK 1 <rank> <size> <pid> <host>". */
+#define MPI_IDENT_LEN 320
+#define MPI_IDENT_MAGIC "STRATA-RANK 1"
+
+struct mpi_pending; /* a connection that has not said who it is yet */
+
+struct mpi_group {
+    strata_worker *w;
+    size_t first; /* node ids first .. first + n - 1, rank order */
+    size_t n;
+    /* the spec, copied */
+    char *mpirun_path;
+    char **mpirun_args;
+    size_t num_mpirun_args;
+    char *hostfile;
+    char *hosts; /* "h1:slots,h2:slots" for --host, or NULL */
+    char *rank_program;
+    char **modules;
+    size_t num_modules;
+    char *callback_host;
+    int callback_port;
+    char *key_dir;
+    /* the launch (the connection thread's once the loop runs) */
+    char dir_path[PATH_MAX - 16]; /* mode 700, holds the key; "" when gone */
+    char key_path[PATH_MAX];
+    char dial[300]; /* host:port the ranks dial */
+    SSL_CTX *ctx;
+    int lfd;
+    struct event_base *base;
+    struct event *listen_ev;
+    struct event *exit_ev;
+    struct event *deadline_ev;
+    struct mpi_pending *pending;
+    size_t joined;
+    pid_t mpirun; /* 0: not started */
+    int pidfd;
+    bool reaped;
+    int status; /* mpirun's wait status, once reaped */
+    uint64_t deadline;
+    char refused[200]; /* why the last stranger was refused, or "" */
+};
+
+static inline struct remote_node *mpigroup_node(struct mpi_group *g,
+                                                size_t rank)
+{
+    return g->w->nodes[g->first + rank].remote;
+}
+
+/* mpilaunch.c */
+strata_err mpilaunch_start(struct mpi_group *g, struct event_base *base,
+                           uint64_t deadline);
+void mpilaunch_stop(struct mpi_group *g);
+/* Removes the key file and its folder (idempotent). */
+void mpilaunch_forget_key(struct mpi_group *g);
+/* Reaps mpirun if it has exited; true when it has. */
+bool mpilaunch_reap(struct mpi_group *g);
+
+/* mpiaccept.c: the events of a started group on base. */
+strata_err mpiaccept_watch(struct mpi_group *g);
+/* After mpirun started: its exit loses every rank still up. */
+strata_err mpiaccept_watch_exit(struct mpi_group *g);
+/* Frees the events and the connections still being checked. */
+void mpiaccept_unwatch(struct mpi_group *g);
+/* Stops taking connections (all ranks are in, or the group is ending). */
+void mpiaccept_close_listener(struct mpi_group *g);
+
+#endif

@@ -1,0 +1,313 @@
+/* The launch of an MPI group and its end: a one-time key in a mode-700
+ * folder (the ranks get its path, never the key), a listener the ranks
+ * dial back to, and mpirun in a process group of its own. At the end the
+ * ranks have their GOODBYE; mpirun is given time to see them leave, then
+ * SIGTERM (it ends its ranks itself, stopped ones included), then SIGKILL
+ * of its process group; it is always reaped. */
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "mpigroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define KEY_BYTES 32
+#define LEAVE_GRACE_S 10.0 /* ranks tear their chips down, then finalize */
+#define TERM_GRACE_S 5.0
+
+static strata_err write_key(struct mpi_group *g)
+{
+    const char *dir = g->key_dir ? g->key_dir : getenv("TMPDIR");
+    unsigned char raw[KEY_BYTES];
+    char hex[2 * KEY_BYTES + 2];
+    int fd;
+    ssize_t wr;
+
+    if (!dir || !dir[0])
+        dir = "/tmp";
+    if (snprintf(g->dir_path, sizeof(g->dir_path), "%s/strata-mpi-%d-XXXXXX",
+                 dir, (int)getpid()) >= (int)sizeof(g->dir_path) ||
+        !mkdtemp(g->dir_path)) {
+        g->dir_path[0] = '\0';
+        return base_fail_errno(
+            errno, "MPI group: cannot make a key folder in %s", dir);
+    }
+    snprintf(g->key_path, sizeof(g->key_path), "%s/key", g->dir_path);
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        return base_fail_errno(errno, "MPI group: cannot draw a key");
+    for (size_t i = 0; i < KEY_BYTES; i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    hex[2 * KEY_BYTES] = '\n';
+    fd = open(g->key_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return base_fail_errno(errno, "MPI group: cannot create %s",
+                               g->key_path);
+    wr = write(fd, hex, 2 * KEY_BYTES + 1);
+    close(fd);
+    explicit_bzero(raw, sizeof(raw));
+    explicit_bzero(hex, sizeof(hex));
+    if (wr != 2 * KEY_BYTES + 1)
+        return base_fail_errno(errno, "MPI group: cannot write %s",
+                               g->key_path);
+    return STRATA_OK;
+}
+
+void mpilaunch_forget_key(struct mpi_group *g)
+{
+    if (!g->dir_path[0])
+        return;
+    if (unlink(g->key_path) != 0 && errno != ENOENT)
+        LOG_WARN("MPI group: cannot remove %s: %s", g->key_path,
+                 strerror(errno));
+    if (rmdir(g->dir_path) != 0 && errno != ENOENT)
+        LOG_WARN("MPI group: cannot remove %s: %s", g->dir_path,
+                 strerror(errno));
+    g->dir_path[0] = '\0';
+}
+
+static strata_err dial_text(struct mpi_group *g, const struct sockaddr *sa,
+                            socklen_t len)
+{
+    char host[NI_MAXHOST], port[NI_MAXSERV];
+    int rc = getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
+                         NI_NUMERICHOST | NI_NUMERICSERV);
+
+    if (rc != 0)
+        return base_fail(STRATA_ESYS, "MPI group: listener address: %s",
+                         gai_strerror(rc));
+    snprintf(g->dial, sizeof(g->dial),
+             sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+    return STRATA_OK;
+}
+
+static strata_err bind_listener(struct mpi_group *g)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE};
+    struct addrinfo *res = NULL;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char port[16];
+    int one = 1, rc;
+
+    snprintf(port, sizeof(port), "%d", g->callback_port);
+    rc = getaddrinfo(g->callback_host, port, &hints, &res);
+    if (rc != 0 || !res)
+        return base_fail(STRATA_EINVAL,
+                         "MPI group: cannot resolve callback host %s: %s",
+                         g->callback_host, rc ? gai_strerror(rc) : "none");
+    g->lfd =
+        socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (g->lfd >= 0)
+        setsockopt(g->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (g->lfd < 0 || bind(g->lfd, res->ai_addr, res->ai_addrlen) != 0 ||
+        listen(g->lfd, 128) != 0 ||
+        getsockname(g->lfd, (struct sockaddr *)&ss, &len) != 0) {
+        int e = errno;
+
+        freeaddrinfo(res);
+        return base_fail_errno(e, "MPI group: cannot listen on %s:%d",
+                               g->callback_host, g->callback_port);
+    }
+    freeaddrinfo(res);
+    return dial_text(g, (struct sockaddr *)&ss, len);
+}
+
+/* mpirun [args] -np N [--hostfile F | --host H] prog --connect A
+ * --key-file K --ranks N [--module M]... */
+static char **build_argv(struct mpi_group *g, char *np)
+{
+    static char o_np[] = "-np", o_hostfile[] = "--hostfile",
+                o_host[] = "--host", o_connect[] = "--connect",
+                o_key[] = "--key-file", o_ranks[] = "--ranks",
+                o_module[] = "--module";
+    char **argv =
+        calloc(g->num_mpirun_args + 2 * g->num_modules + 16, sizeof(char *));
+    size_t k = 0;
+
+    if (!argv)
+        return NULL;
+    argv[k++] = g->mpirun_path;
+    for (size_t i = 0; i < g->num_mpirun_args; i++)
+        argv[k++] = g->mpirun_args[i];
+    argv[k++] = o_np;
+    argv[k++] = np;
+    if (g->hostfile) {
+        argv[k++] = o_hostfile;
+        argv[k++] = g->hostfile;
+    } else if (g->hosts) {
+        argv[k++] = o_host;
+        argv[k++] = g->hosts;
+    }
+    argv[k++] = g->rank_program;
+    argv[k++] = o_connect;
+    argv[k++] = g->dial;
+    argv[k++] = o_key;
+    argv[k++] = g->key_path;
+    argv[k++] = o_ranks;
+    argv[k++] = np;
+    for (size_t i = 0; i < g->num_modules; i++) {
+        argv[k++] = o_module;
+        argv[k++] = g->modules[i];
+    }
+    return argv;
+}
+
+static strata_err spawn_mpirun(struct mpi_group *g)
+{
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t fa;
+    sigset_t none, dfl;
+    char np[24];
+    char **argv;
+    int rc;
+
+    snprintf(np, sizeof(np), "%zu", g->n);
+    argv = build_argv(g, np);
+    if (!argv)
+        return base_fail(STRATA_ENOMEM, "out of memory for mpirun's arguments");
+    sigemptyset(&none);
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGPIPE);
+    sigaddset(&dfl, SIGTERM);
+    sigaddset(&dfl, SIGINT);
+    posix_spawnattr_init(&attr);
+    /* A group of its own: the caller's terminal signals do not reach it,
+     * and the teardown can end it as a whole. */
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &dfl);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
+                                        POSIX_SPAWN_SETSIGMASK |
+                                        POSIX_SPAWN_SETSIGDEF);
+    posix_spawn_file_actions_init(&fa);
+    /* mpirun forwards its stdin to rank 0: give it nothing to forward. */
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    fflush(NULL);
+    rc = posix_spawnp(&g->mpirun, g->mpirun_path, &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    free(argv);
+    if (rc != 0) {
+        g->mpirun = 0;
+        return base_fail_errno(rc, "MPI group: cannot start %s",
+                               g->mpirun_path);
+    }
+#ifdef SYS_pidfd_open
+    g->pidfd = (int)syscall(SYS_pidfd_open, g->mpirun, 0);
+#endif
+    LOG_INFO("MPI group: mpirun pid %d, %zu ranks dial %s", (int)g->mpirun,
+             g->n, g->dial);
+    return STRATA_OK;
+}
+
+strata_err mpilaunch_start(struct mpi_group *g, struct event_base *base,
+                           uint64_t deadline)
+{
+    struct wire_tls_cfg tls = {.secret_file = g->key_path};
+    strata_err err;
+
+    g->base = base;
+    g->deadline = deadline;
+    err = write_key(g);
+    if (!err)
+        err = wire_tls_ctx_create(&tls, true, &g->ctx);
+    if (!err)
+        err = bind_listener(g);
+    if (!err)
+        err = mpiaccept_watch(g);
+    if (!err)
+        err = spawn_mpirun(g);
+    if (!err)
+        err = mpiaccept_watch_exit(g);
+    return err;
+}
+
+bool mpilaunch_reap(struct mpi_group *g)
+{
+    pid_t p;
+
+    if (g->mpirun <= 0 || g->reaped)
+        return true;
+    do
+        p = waitpid(g->mpirun, &g->status, WNOHANG);
+    while (p < 0 && errno == EINTR);
+    if (p == g->mpirun || (p < 0 && errno == ECHILD))
+        g->reaped = true;
+    return g->reaped;
+}
+
+static bool wait_mpirun(struct mpi_group *g, double seconds)
+{
+    uint64_t deadline = base_deadline_after(seconds);
+
+    while (!mpilaunch_reap(g)) {
+        int ms = base_deadline_poll_ms(deadline);
+        struct pollfd pfd = {g->pidfd, POLLIN, 0};
+
+        if (ms == 0)
+            return false;
+        if (g->pidfd < 0 || ms < 0 || ms > 20)
+            ms = g->pidfd < 0 ? 20 : ms;
+        if (poll(&pfd, g->pidfd >= 0, ms) < 0 && errno != EINTR)
+            return false;
+    }
+    return true;
+}
+
+static bool all_ready(struct mpi_group *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (!mpigroup_node(g, i)->ready)
+            return false;
+    return true;
+}
+
+void mpilaunch_stop(struct mpi_group *g)
+{
+    mpiaccept_unwatch(g);
+    mpiaccept_close_listener(g);
+    if (g->mpirun > 0 && !g->reaped) {
+        /* A group that never came up all the way has ranks that will
+         * not leave by themselves. */
+        double grace = all_ready(g) ? LEAVE_GRACE_S : 0.0;
+
+        if (!wait_mpirun(g, grace)) {
+            LOG_WARN("MPI group: ending mpirun (pid %d)", (int)g->mpirun);
+            kill(g->mpirun, SIGTERM);
+            if (!wait_mpirun(g, TERM_GRACE_S)) {
+                LOG_WARN("MPI group: mpirun ignores SIGTERM: SIGKILL");
+                kill(-g->mpirun, SIGKILL);
+                kill(g->mpirun, SIGKILL);
+                while (waitpid(g->mpirun, &g->status, 0) < 0 && errno == EINTR)
+                    ;
+                g->reaped = true;
+            }
+        }
+    }
+    if (g->pidfd >= 0)
+        close(g->pidfd);
+    g->pidfd = -1;
+    mpilaunch_forget_key(g);
+    /* mpirun has reaped its ranks here: the /dev/shm names of one that
+     * was killed (its buffers, its chips') have no owner left. */
+    if (g->mpirun > 0 && g->reaped)
+        worker_reclaim_stale_segments();
+    g->mpirun = 0;
+}

@@ -1,0 +1,218 @@
+/* strata-rank: one rank of an Open MPI group (docs/mpi.md). mpirun starts
+ * it as
+ *   strata-rank --connect HOST:PORT --key-file PATH --ranks N
+ *               [--module PATH]...
+ * It joins MPI, dials back to the L4 that launched the group, proves it
+ * holds the launch's one-time key (TLS 1.3, PSK), says which rank it is,
+ * and then serves the connection as a strata-node session does: an L3
+ * worker with the chips the L4's HELLO asks for. It leaves when the L4
+ * says GOODBYE (MPI_Finalize) or is lost (MPI_Abort: the whole job ends). */
+#include "base/err.h"
+#include "base/fault.h"
+#include "base/log.h"
+#include "wire/endpoint.h"
+#include "wire/tls.h"
+#include "worker/session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <mpi.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define IDENT_LEN 320 /* worker/mpigroup.h's MPI_IDENT_LEN */
+#define DIAL_TIMEOUT_S 30
+
+struct opts {
+    const char *connect;
+    const char *key_file;
+    long ranks;
+    const char *modules[32];
+    int num_modules;
+};
+
+static int usage(const char *why)
+{
+    fprintf(stderr,
+            "strata-rank: %s\n"
+            "usage: strata-rank --connect HOST:PORT --key-file PATH "
+            "--ranks N [--module PATH]...\n"
+            "(started by mpirun for strata_worker_add_mpirun_worker_group)\n",
+            why);
+    return 2;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (!v)
+            return usage("an option lacks its value");
+        if (strcmp(argv[i], "--connect") == 0)
+            o->connect = v;
+        else if (strcmp(argv[i], "--key-file") == 0)
+            o->key_file = v;
+        else if (strcmp(argv[i], "--ranks") == 0)
+            o->ranks = strtol(v, NULL, 10);
+        else if (strcmp(argv[i], "--module") == 0 && o->num_modules < 32)
+            o->modules[o->num_modules++] = v;
+        else
+            return usage("unknown option");
+        i++;
+    }
+    if (!o->connect || !o->key_file || o->ranks < 1)
+        return usage("--connect, --key-file and --ranks are needed");
+    return 0;
+}
+
+/* A blocking connect, bounded so that an unreachable L4 ends the rank. */
+static int dial(const char *endpoint)
+{
+    char host[256], port[16];
+    int p = 0, fd = -1;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    struct timeval tv = {DIAL_TIMEOUT_S, 0};
+
+    if (wire_endpoint_split("--connect", endpoint, host, sizeof(host), 1, &p) !=
+        STRATA_OK) {
+        fprintf(stderr, "strata-rank: %s\n", strata_errmsg());
+        return -1;
+    }
+    snprintf(port, sizeof(port), "%d", p);
+    if (getaddrinfo(host, port, &hints, &res) != 0 || !res) {
+        fprintf(stderr, "strata-rank: cannot resolve %s\n", host);
+        return -1;
+    }
+    fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    }
+    if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+        fprintf(stderr, "strata-rank: cannot reach %s: %s\n", endpoint,
+                strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+#ifdef STRATA_TESTING
+/* Test hook (fault point mpirank.key.<rank>): a key of the rank's own,
+ * which the L4 must refuse. The file is gone before the handshake. */
+static SSL_CTX *wrong_key_ctx(void)
+{
+    char path[] = "/tmp/strata-rank-wrongkey-XXXXXX";
+    struct wire_tls_cfg cfg = {.secret_file = path};
+    SSL_CTX *ctx = NULL;
+    int fd = mkstemp(path);
+
+    if (fd < 0)
+        return NULL;
+    if (write(fd, "not-the-launch-key-0123456789\n", 30) == 30 &&
+        wire_tls_ctx_create(&cfg, false, &ctx) != STRATA_OK)
+        ctx = NULL;
+    close(fd);
+    unlink(path);
+    return ctx;
+}
+#endif
+
+static SSL_CTX *make_ctx(const char *key_file, int rank)
+{
+    struct wire_tls_cfg cfg = {.secret_file = key_file};
+    SSL_CTX *ctx = NULL;
+    char point[48];
+
+    snprintf(point, sizeof(point), "mpirank.key.%d", rank);
+#ifdef STRATA_TESTING
+    if (BASE_FAULT(point))
+        return wrong_key_ctx();
+#endif
+    if (wire_tls_ctx_create(&cfg, false, &ctx) != STRATA_OK) {
+        fprintf(stderr, "strata-rank %d: %s\n", rank, strata_errmsg());
+        return NULL;
+    }
+    return ctx;
+}
+
+/* Dials, authenticates and says who this is; the TLS connection or NULL. */
+static SSL *join(const struct opts *o, int rank, int size, int *fd_out)
+{
+    char ident[IDENT_LEN] = {0}, host[256] = "?", tls[160];
+    SSL_CTX *ctx = make_ctx(o->key_file, rank);
+    SSL *ssl = NULL;
+    int fd = ctx ? dial(o->connect) : -1;
+    struct timeval none = {0, 0};
+
+    gethostname(host, sizeof(host) - 1);
+    snprintf(ident, sizeof(ident), "STRATA-RANK 1 %d %d %d %s", rank, size,
+             (int)getpid(), host);
+    if (fd >= 0 && (ssl = SSL_new(ctx)) && SSL_set_fd(ssl, fd) == 1 &&
+        SSL_connect(ssl) == 1 &&
+        SSL_write(ssl, ident, (int)sizeof(ident)) == (int)sizeof(ident)) {
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        wire_tls_ctx_free(ctx); /* the connection holds its own reference */
+        *fd_out = fd;
+        return ssl;
+    }
+    if (fd >= 0)
+        fprintf(stderr, "strata-rank %d: refused by %s: %s\n", rank, o->connect,
+                wire_tls_error(tls, sizeof(tls)));
+    SSL_free(ssl);
+    if (fd >= 0)
+        close(fd);
+    wire_tls_ctx_free(ctx);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {0};
+    int provided = 0, rank = 0, size = 0, fd = -1, status;
+    char point[48];
+    SSL *ssl;
+
+    if (parse(argc, argv, &o) != 0)
+        return 2;
+    for (int i = 0; i < o.num_modules; i++)
+        if (strata_load_module(o.modules[i]) != STRATA_OK) {
+            fprintf(stderr, "strata-rank: %s\n", strata_errmsg());
+            return 2;
+        }
+    /* Only this thread calls MPI; the session's threads never do. */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != o.ranks) {
+        fprintf(stderr, "strata-rank: %d ranks, the L4 launched %ld\n", size,
+                o.ranks);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    /* Test hook: a rank that never reports ready (STRATA_FAULT with
+     * :stop), or fails before it dials. */
+    snprintf(point, sizeof(point), "mpirank.dial.%d", rank);
+    if (BASE_FAULT(point))
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    ssl = join(&o, rank, size, &fd);
+    if (!ssl)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    status = worker_session_main(fd, ssl, o.connect, NULL);
+    if (status != 0) {
+        /* The L4 is gone: take the whole job down with it. */
+        LOG_WARN("rank %d: the L4 is lost: ending the MPI job", rank);
+        MPI_Abort(MPI_COMM_WORLD, status);
+    }
+    MPI_Finalize();
+    return 0;
+}
