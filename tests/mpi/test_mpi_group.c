@@ -1,0 +1,514 @@
+/*
+ * Open MPI groups (strata_worker_add_mpirun_worker_group): a real mpirun
+ * --oversubscribe on this host starts real strata-rank processes that dial
+ * back to the L4 in this test process over TLS 1.3. Groups of 2 and 4
+ * ranks run checked vector adds; a SIGKILLed rank fails its work with
+ * STRATA_EPEER naming it; a rank that never reports ready (fault point
+ * mpirank.dial.<r>:stop) and a rank with another key (mpirank.key.<r>)
+ * fail init within the deadline; every test ends with no mpirun, no rank,
+ * no /dev/shm name of a rank and no key folder left.
+ */
+#include "remote_kit.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_RANKS 4
+
+static const int chips2[2] = {0, 1};
+
+/* ---- processes and files of the group ----------------------------------- */
+
+/* argv[0] of pid ends in strata-rank. */
+static bool runs_rank_program(pid_t pid)
+{
+    char path[64], buf[512];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    n = strlen(buf);
+    return n >= 11 && strcmp(buf + n - 11, "strata-rank") == 0;
+}
+
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    FILE *f;
+    size_t n;
+    int ppid = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    if (p && sscanf(p + 1, " %*c %d", &ppid) != 1)
+        ppid = 0;
+    return (pid_t)ppid;
+}
+
+/* A rank of this test (not one of its chips, which are forks of it). */
+static bool is_rank(pid_t pid, int *rank_out)
+{
+    char path[64], buf[8192];
+    FILE *f;
+    size_t n;
+
+    if (!runs_rank_program(pid) || runs_rank_program(parent_of(pid)))
+        return false;
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    if (!strstr(buf, "strata-rank"))
+        return false;
+    /* A rank reads its key file: find the one of this test process. */
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+        char want[64];
+
+        snprintf(want, sizeof(want), "strata-mpi-%d-", (int)getpid());
+        if (strstr(buf + i, want))
+            goto ours;
+    }
+    return false;
+ours:
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    *rank_out = -1;
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+        if (strncmp(buf + i, "OMPI_COMM_WORLD_RANK=", 21) == 0)
+            *rank_out = atoi(buf + i + 21);
+    return true;
+}
+
+/* The pids of this test's ranks now, by rank (0: none). */
+static size_t rank_pids(pid_t pids[MAX_RANKS])
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    size_t found = 0;
+
+    memset(pids, 0, sizeof(pid_t) * MAX_RANKS);
+    while (d && (e = readdir(d)) != NULL) {
+        int rank;
+        pid_t pid = (pid_t)atoi(e->d_name);
+
+        if (pid > 0 && is_rank(pid, &rank) && rank >= 0 && rank < MAX_RANKS) {
+            pids[rank] = pid;
+            found++;
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static bool shm_of(pid_t pid)
+{
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    char needle[32];
+    bool found = false;
+
+    snprintf(needle, sizeof(needle), "-%d-", (int)pid);
+    while (d && (e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, "strata", 6) == 0 && strstr(e->d_name, needle))
+            found = true;
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static bool key_dir_left(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    DIR *d = opendir(tmp && tmp[0] ? tmp : "/tmp");
+    struct dirent *e;
+    char want[48];
+    bool found = false;
+
+    snprintf(want, sizeof(want), "strata-mpi-%d-", (int)getpid());
+    while (d && (e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, want, strlen(want)) == 0)
+            found = true;
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* pid exists and is no zombie (an orphan whose mpirun ended first waits
+ * for init to reap it, which some containers' init never does). */
+static bool running(pid_t pid)
+{
+    char path[64], buf[512], *p, state = 0;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    if (!p || sscanf(p + 1, " %c", &state) != 1)
+        return false;
+    return state != 'Z' && state != 'X';
+}
+
+/* Nothing of a group is left: no rank of ours, none of the ranks' names
+ * in /dev/shm (pids as seen while they ran), no key folder, and nothing
+ * testutil tracks. */
+static void assert_no_group_left(const testutil_snapshot *before,
+                                 const pid_t seen[MAX_RANKS])
+{
+    pid_t now[MAX_RANKS];
+
+    assert_int_equal(rank_pids(now), 0);
+    for (size_t i = 0; i < MAX_RANKS; i++) {
+        if (seen[i] > 0) {
+            if (running(seen[i]))
+                fail_msg("rank %zu (pid %d) still runs", i, (int)seen[i]);
+            if (shm_of(seen[i]))
+                fail_msg("a /dev/shm name of rank %zu (pid %d) is left", i,
+                         (int)seen[i]);
+        }
+    }
+    assert_false(key_dir_left());
+    testutil_assert_clean(before);
+}
+
+/* ---- groups ----------------------------------------------------------- */
+
+static void group_spec(strata_mpi_group_spec *s, size_t ranks, size_t nchips,
+                       const char **args, size_t nargs)
+{
+    static const char *modules[1] = {RT_MODULE_PATH};
+
+    memset(s, 0, sizeof(*s));
+    s->ranks = ranks;
+    s->chip_ids = chips2;
+    s->num_chips = nchips;
+    s->mpirun_path = MT_MPIRUN;
+    s->mpirun_args = args;
+    s->num_mpirun_args = nargs;
+    s->rank_program = MT_RANK_PATH;
+    s->modules = modules;
+    s->num_modules = 1;
+}
+
+static strata_err l4_with_group(const strata_mpi_group_spec *s,
+                                double startup_s, int *ids, strata_worker **out)
+{
+    strata_worker_config c4;
+    strata_worker *w = NULL;
+    strata_err err;
+
+    strata_worker_config_init(&c4, 4);
+    c4.startup_timeout_s = startup_s;
+    err = strata_worker_create(&c4, &w);
+    if (!err)
+        err = strata_worker_add_mpirun_worker_group(w, s, ids, MAX_RANKS);
+    if (!err)
+        err = strata_worker_init(w);
+    if (err && w) {
+        char msg[STRATA_ERRMSG_MAX];
+
+        snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+        if (strata_worker_destroy(w) != STRATA_OK)
+            print_error("destroy: %s\n", strata_errmsg());
+        strata_errmsg_set("%s", msg);
+        w = NULL;
+    }
+    *out = w;
+    return err;
+}
+
+static const char *over[1] = {"--oversubscribe"};
+
+static void run_group(size_t ranks, size_t nchips)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t pids[MAX_RANKS];
+
+    testutil_snapshot_take(&before);
+    group_spec(&s, ranks, nchips, over, 1);
+    it_ok(l4_with_group(&s, 60, ids, &w));
+    assert_int_equal(strata_worker_num_nodes(w), ranks);
+    for (size_t i = 0; i < ranks; i++)
+        assert_int_equal(ids[i], (int)i);
+    assert_int_equal(rank_pids(pids), ranks);
+    /* The key has done its work once every rank is in. */
+    assert_false(key_dir_left());
+    for (uint32_t r = 0; r < 3; r++)
+        it_ok(rk_add_run(w, ids, ranks, 1024 + r, 10 * r));
+    /* One rank alone, and a run bigger than one DATA_CHUNK per rank. */
+    it_ok(rk_add_run(w, &ids[ranks - 1], 1, 7, 3));
+    it_ok(rk_add_run(w, ids, ranks, (1u << 20) / 4 + 3, 5));
+    rk_destroy(w, STRATA_OK);
+    assert_no_group_left(&before, pids);
+}
+
+static void test_mpi_group_two_ranks_add_ok(void **state)
+{
+    (void)state;
+    run_group(2, 2);
+}
+
+static void test_mpi_group_four_ranks_add_ok(void **state)
+{
+    (void)state;
+    run_group(4, 1);
+}
+
+/* ---- a rank killed mid-task ------------------------------------------- */
+
+struct span_ctx {
+    strata_buffer *span;
+    strata_buffer *path;
+    int node;
+};
+
+static strata_err span_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct span_ctx *c = user;
+    size_t shape[1] = {sizeof(struct rt_span)};
+    size_t pshape[1] = {strata_buffer_size(c->path)};
+    strata_args *a = NULL;
+    strata_err err;
+
+    (void)args;
+    it_try(strata_args_create(&a));
+    err = strata_args_add_tensor(a, c->span, 0, STRATA_U8, 1, shape,
+                                 STRATA_NO_DEP);
+    if (!err)
+        err = strata_args_add_tensor(a, c->path, 0, STRATA_U8, 1, pshape,
+                                     STRATA_IN);
+    if (!err)
+        err = strata_args_add_scalar(a, 60000);
+    if (!err)
+        err = strata_args_add_scalar(a, 0);
+    if (!err)
+        err = strata_orch_submit_next_level(o, rk_o_span, a, c->node);
+    strata_args_destroy(a);
+    return err;
+}
+
+static bool exists(void *arg)
+{
+    return access((const char *)arg, F_OK) == 0;
+}
+
+static void test_mpi_group_killed_rank_epeer(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t pids[MAX_RANKS];
+    struct span_ctx c = {0};
+    char dir[] = "/tmp/strata-mpitest-XXXXXX", mark[64];
+    strata_run *run = NULL;
+    strata_err err;
+    double t0;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_non_null(mkdtemp(dir));
+    snprintf(mark, sizeof(mark), "%s/started", dir);
+    group_spec(&s, 2, 1, over, 1);
+    it_ok(l4_with_group(&s, 60, ids, &w));
+    assert_int_equal(rank_pids(pids), 2);
+    it_ok(strata_worker_create_buffer(w, sizeof(struct rt_span), &c.span));
+    it_ok(strata_worker_create_buffer(w, strlen(mark) + 1, &c.path));
+    memcpy(strata_buffer_data(c.path), mark, strlen(mark) + 1);
+    c.node = ids[1];
+    it_ok(strata_worker_submit(w, span_orch, NULL, &c, &run));
+    assert_true(testutil_wait_until(exists, mark, 30.0));
+    t0 = testutil_now();
+    assert_int_equal(kill(pids[1], SIGKILL), 0);
+    err = strata_run_wait(run, 60.0);
+    assert_int_equal(err, STRATA_EPEER);
+    rk_assert_contains(strata_errmsg(), "MPI rank 1 on ");
+    /* The heartbeat bound (10 s), with room for a busy machine. */
+    assert_true(testutil_now() - t0 < 20.0);
+    strata_run_free(run);
+    /* mpirun aborts the job: the other rank is lost soon after, and its
+     * runs fail rather than hang. */
+    t0 = testutil_now();
+    while (rk_add_run(w, ids, 1, 4, 1) == STRATA_OK) {
+        assert_true(testutil_now() - t0 < 30.0);
+        testutil_sleep(0.05);
+    }
+    rk_assert_contains(strata_errmsg(), "MPI rank 0");
+    it_ok(strata_buffer_release(c.span));
+    it_ok(strata_buffer_release(c.path));
+    rk_destroy(w, STRATA_EPEER);
+    unlink(mark);
+    rmdir(dir);
+    assert_no_group_left(&before, pids);
+}
+
+/* ---- start-up failures ------------------------------------------------ */
+
+static void start_fails(const char *fault, double startup_s, const char *needle)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t none[MAX_RANKS] = {0};
+    const char *args[3] = {"--oversubscribe", "-x", fault};
+    strata_err err;
+    double t0;
+
+    testutil_snapshot_take(&before);
+    group_spec(&s, 2, 1, args, 3);
+    t0 = testutil_now();
+    err = l4_with_group(&s, startup_s, ids, &w);
+    assert_int_not_equal(err, STRATA_OK);
+    assert_null(w);
+    print_message("init: %s\n", strata_errmsg());
+    rk_assert_contains(strata_errmsg(), needle);
+    /* The deadline, the rollback's grace for mpirun, and slack. */
+    assert_true(testutil_now() - t0 < startup_s + 15.0);
+    assert_no_group_left(&before, none);
+}
+
+/* Rank 1 stops itself before it dials: init names it at the deadline. */
+static void test_mpi_group_rank_never_ready_fails_init(void **state)
+{
+    (void)state;
+    start_fails("STRATA_FAULT=mpirank.dial.1:1:stop", 6.0,
+                "MPI ranks 1 of 2 not ready within the start-up deadline");
+}
+
+/* Rank 1 presents a key of its own: the L4 refuses its handshake. */
+static void test_mpi_group_wrong_key_refused(void **state)
+{
+    (void)state;
+    start_fails("STRATA_FAULT=mpirank.key.1:1", 30.0, "refused 127.0.0.1:");
+}
+
+/* ---- the spec --------------------------------------------------------- */
+
+static void refused(strata_worker *w, const strata_mpi_group_spec *s, size_t n,
+                    const char *needle)
+{
+    int ids[MAX_RANKS];
+
+    assert_int_equal(strata_worker_add_mpirun_worker_group(w, s, ids, n),
+                     STRATA_EINVAL);
+    rk_assert_contains(strata_errmsg(), needle);
+    assert_int_equal(strata_worker_num_nodes(w), 0);
+}
+
+static void test_mpi_group_bad_spec_einval(void **state)
+{
+    testutil_snapshot before;
+    strata_worker_config c;
+    strata_worker *w = NULL, *l3 = NULL;
+    strata_mpi_group_spec s;
+    const char *hosts[2] = {"a", "b,c"};
+    const int dup[2] = {1, 1};
+    int ids[MAX_RANKS];
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    strata_worker_config_init(&c, 4);
+    it_ok(strata_worker_create(&c, &w));
+    group_spec(&s, 0, 1, over, 1);
+    refused(w, &s, MAX_RANKS, "ranks is 0");
+    group_spec(&s, 3, 1, over, 1);
+    refused(w, &s, 2, "holds 2 ids for 3 ranks");
+    s.hostfile = "/nonexistent/hostfile";
+    refused(w, &s, MAX_RANKS, "cannot read hostfile");
+    s.hostfile = MT_RANK_PATH;
+    s.hosts = hosts;
+    s.num_hosts = 1;
+    refused(w, &s, MAX_RANKS, "not both");
+    s.hostfile = NULL;
+    s.num_hosts = 2;
+    refused(w, &s, MAX_RANKS, "hosts[1] is not a host name");
+    s.num_hosts = 1;
+    s.num_mpirun_args = 0;
+    refused(w, &s, MAX_RANKS, "give 1 slots for 3 ranks");
+    group_spec(&s, 2, 2, over, 1);
+    s.chip_ids = dup;
+    refused(w, &s, MAX_RANKS, "repeats chip 1");
+    group_spec(&s, 2, 1, over, 1);
+    s.mpirun_path = "/nonexistent/mpirun";
+    refused(w, &s, MAX_RANKS, "cannot run mpirun /nonexistent/mpirun");
+    group_spec(&s, 2, 1, over, 1);
+    s.rank_program = "/nonexistent/strata-rank";
+    refused(w, &s, MAX_RANKS, "cannot run the rank program");
+    group_spec(&s, 2, 1, over, 1);
+    s.callback_port = 70000;
+    refused(w, &s, MAX_RANKS, "callback_port 70000");
+    /* Only a level-4 worker takes a group, and only before init. */
+    strata_worker_config_init(&c, 3);
+    c.chip_ids = chips2;
+    c.num_chips = 1;
+    it_ok(strata_worker_create(&c, &l3));
+    group_spec(&s, 2, 1, over, 1);
+    assert_int_equal(strata_worker_add_mpirun_worker_group(l3, &s, ids, 4),
+                     STRATA_EINVAL);
+    it_ok(strata_worker_destroy(l3));
+    it_ok(strata_worker_init(w));
+    assert_int_equal(strata_worker_add_mpirun_worker_group(w, &s, ids, 4),
+                     STRATA_ESTATE);
+    it_ok(strata_worker_destroy(w));
+    testutil_assert_clean(&before);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    /* Open MPI refuses root unless told; this process and its mpirun only. */
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    return rk_register();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mpi_group_bad_spec_einval),
+        cmocka_unit_test(test_mpi_group_two_ranks_add_ok),
+        cmocka_unit_test(test_mpi_group_four_ranks_add_ok),
+        cmocka_unit_test(test_mpi_group_killed_rank_epeer),
+        cmocka_unit_test(test_mpi_group_rank_never_ready_fails_init),
+        cmocka_unit_test(test_mpi_group_wrong_key_refused),
+    };
+
+    rk_filter_from_env();
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
