@@ -8,6 +8,7 @@
  * completes before the task does; the chip waits for it asleep; a fault on
  * the device fails the task with the CUDA error; two chips share one GPU;
  * an ordinal out of range fails strata_worker_init with STRATA_EINVAL. */
+#include "fdpass.h"
 #include "gpu_ptx.h"
 #include "testutil.h"
 
@@ -18,6 +19,7 @@
 #include <strata/cuda.h>
 #include <strata/strata.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +50,15 @@ static int device_count; /* from the probe */
     X(cuMemsetD32Async)                                                        \
     X(cuMemcpyDtoHAsync)                                                       \
     X(cuMemHostRegister)                                                       \
+    X(cuCtxGetDevice)                                                          \
+    X(cuStreamSynchronize)                                                     \
+    X(cuMemGetAllocationGranularity)                                           \
+    X(cuMemCreate)                                                             \
+    X(cuMemAddressReserve)                                                     \
+    X(cuMemMap)                                                                \
+    X(cuMemSetAccess)                                                          \
+    X(cuMemExportToShareableHandle)                                            \
+    X(cuMemImportFromShareableHandle)                                          \
     X(cuModuleLoadData)                                                        \
     X(cuModuleGetFunction)                                                     \
     X(cuLaunchKernel)
@@ -203,12 +214,141 @@ static strata_err k_fault(strata_chip *chip, const strata_args *args)
 }
 
 /* ---------------------------------------------------------------- */
+/* Device memory shared between chip processes (cuda-ipc's plumbing)  */
+/* ---------------------------------------------------------------- */
+
+/* Properties of an exportable allocation on the current device, and its
+ * granularity. */
+static strata_err vmm_prop(CUmemAllocationProp *prop, size_t *gran_out)
+{
+    CUdevice dev;
+    strata_err err = cu_check(cu.cuCtxGetDevice(&dev), "cuCtxGetDevice");
+
+    if (err)
+        return err;
+    memset(prop, 0, sizeof(*prop));
+    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id = dev;
+    return cu_check(cu.cuMemGetAllocationGranularity(
+                        gran_out, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                    "cuMemGetAllocationGranularity");
+}
+
+/* Maps handle h of size bytes at a fresh address, read-write for the
+ * current device. */
+static strata_err vmm_map(CUmemGenericAllocationHandle h, size_t size,
+                          size_t gran, const CUmemAllocationProp *prop,
+                          CUdeviceptr *ptr_out)
+{
+    CUmemAccessDesc acc = {.location = prop->location,
+                           .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    strata_err err = cu_check(cu.cuMemAddressReserve(ptr_out, size, gran, 0, 0),
+                              "cuMemAddressReserve");
+
+    if (!err)
+        err = cu_check(cu.cuMemMap(*ptr_out, size, 0, h, 0), "cuMemMap");
+    if (!err)
+        err = cu_check(cu.cuMemSetAccess(*ptr_out, size, &acc, 1),
+                       "cuMemSetAccess");
+    return err;
+}
+
+/* Scalars: the socket (inherited from the test process), a u32 value,
+ * bytes. Makes an exportable allocation, fills it with the value (before
+ * export: a peer may use it as soon as it has the fd), and sends its fd.
+ * The allocation stays until the chip ends. */
+static strata_err k_vmm_export(strata_chip *chip, const strata_args *args)
+{
+    int sock = (int)strata_args_scalar(args, 0);
+    uint32_t value = (uint32_t)strata_args_scalar(args, 1);
+    size_t bytes = (size_t)strata_args_scalar(args, 2), gran, size;
+    CUmemAllocationProp prop;
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr ptr;
+    CUstream s;
+    char why[256];
+    int fd = -1;
+    strata_err err = chip_prepare(chip, &s);
+
+    if (!err)
+        err = vmm_prop(&prop, &gran);
+    if (err)
+        return err;
+    size = (bytes + gran - 1) / gran * gran;
+    err = cu_check(cu.cuMemCreate(&h, size, &prop, 0), "cuMemCreate");
+    if (!err)
+        err = vmm_map(h, size, gran, &prop, &ptr);
+    if (!err)
+        err = cu_check(cu.cuMemsetD32Async(ptr, value, size / 4, s),
+                       "cuMemsetD32Async");
+    if (!err)
+        err = cu_check(cu.cuStreamSynchronize(s), "cuStreamSynchronize");
+    if (!err)
+        err = cu_check(cu.cuMemExportToShareableHandle(
+                           &fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                       "cuMemExportToShareableHandle (POSIX fd)");
+    if (err)
+        return err;
+    err = cuda_fd_send(sock, size, &fd, 1, cuda_fdpass_deadline(30), why,
+                       sizeof(why));
+    close(fd); /* the peer has its own */
+    if (err)
+        strata_errmsg_set("%s", why);
+    return err;
+}
+
+/* Tensor 0 (OUT, u32); scalar 0: the socket. Receives an allocation's fd,
+ * imports and maps it, and copies the start of it into tensor 0. */
+static strata_err k_vmm_import(strata_chip *chip, const strata_args *args)
+{
+    int sock = (int)strata_args_scalar(args, 0), fd = -1;
+    size_t bytes = strata_args_tensor_nbytes(args, 0), gran, got = 0;
+    uint64_t size = 0;
+    CUmemAllocationProp prop;
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr ptr;
+    CUstream s;
+    char why[256];
+    strata_err err = chip_prepare(chip, &s);
+
+    if (!err)
+        err = vmm_prop(&prop, &gran);
+    if (err)
+        return err;
+    err = cuda_fd_recv(sock, &size, &fd, 1, &got, cuda_fdpass_deadline(30), why,
+                       sizeof(why));
+    if (err) {
+        strata_errmsg_set("%s", why);
+        return err;
+    }
+    err = cu_check(cu.cuMemImportFromShareableHandle(
+                       &h, (void *)(uintptr_t)fd,
+                       CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                   "cuMemImportFromShareableHandle (POSIX fd)");
+    close(fd);
+    if (!err && bytes > size) {
+        strata_errmsg_set("tensor of %zu bytes > allocation of %llu", bytes,
+                          (unsigned long long)size);
+        err = STRATA_EINVAL;
+    }
+    if (!err)
+        err = vmm_map(h, (size_t)size, gran, &prop, &ptr);
+    if (!err)
+        err = cu_check(cu.cuMemcpyDtoHAsync(strata_args_tensor_data(args, 0),
+                                            ptr, bytes, s),
+                       "cuMemcpyDtoHAsync");
+    return err;
+}
+
+/* ---------------------------------------------------------------- */
 /* The worker side                                                   */
 /* ---------------------------------------------------------------- */
 
 struct fixture {
     strata_worker *w;
-    strata_callable fill, spin, spin_fill, fault;
+    strata_callable fill, spin, spin_fill, fault, vmm_export, vmm_import;
     testutil_snapshot before;
 };
 
@@ -424,6 +564,72 @@ static void test_cuda_gpu_ordinal_out_of_range_einval(void **state)
     testutil_assert_clean(&before);
 }
 
+struct vmm_job {
+    int sock[2];
+    strata_buffer *out;
+    size_t count;
+};
+
+/* Chip 0 exports, chip 1 imports: one run, two independent tasks that
+ * meet through the socket (the importer waits for the fd). */
+static strata_err vmm_orch(strata_orch *o, const strata_args *unused,
+                           void *user)
+{
+    const struct vmm_job *j = user;
+    const size_t shape[1] = {j->count};
+    strata_args *a = NULL;
+    strata_err err = strata_args_create(&a);
+
+    (void)unused;
+    if (!err)
+        err = strata_args_add_scalar(a, (uint64_t)j->sock[0]);
+    if (!err)
+        err = strata_args_add_scalar(a, 0xc0ffee);
+    if (!err)
+        err = strata_args_add_scalar(a, j->count * 4);
+    if (!err)
+        err = strata_orch_submit_next_level(o, fx.vmm_export, a, 0);
+    strata_args_clear(a);
+    if (!err)
+        err = strata_args_add_tensor(a, j->out, 0, STRATA_U32, 1, shape,
+                                     STRATA_OUT);
+    if (!err)
+        err = strata_args_add_scalar(a, (uint64_t)j->sock[1]);
+    if (!err)
+        err = strata_orch_submit_next_level(o, fx.vmm_import, a, 1);
+    strata_args_destroy(a);
+    return err;
+}
+
+/* What device windows (cuda-ipc) will rest on: cuMemCreate with a POSIX
+ * fd handle, the fd passed to another chip process with SCM_RIGHTS over a
+ * socket made before the fork, imported and mapped there. */
+static void test_cuda_gpu_vmm_fd_crosses_chip_processes(void **state)
+{
+    static const int ids[] = {0, 1};
+    struct vmm_job j = {.count = 1u << 16};
+    char msg[STRATA_ERRMSG_MAX];
+    testutil_snapshot outer;
+    strata_err err;
+
+    (void)state;
+    testutil_snapshot_take(&outer);
+    /* Before the fork, and inherited: no SOCK_CLOEXEC. */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, j.sock), 0);
+    start(ids, 2, "0=0,1=0");
+    assert_int_equal(strata_worker_create_buffer(fx.w, j.count * 4, &j.out),
+                     STRATA_OK);
+    err = strata_worker_run(fx.w, vmm_orch, NULL, &j);
+    snprintf(msg, sizeof(msg), "%s", err ? strata_errmsg() : "");
+    if (err)
+        fail_msg("run: %s", msg);
+    assert_filled(j.out, j.count, 0xc0ffee);
+    stop();
+    close(j.sock[0]);
+    close(j.sock[1]);
+    testutil_assert_clean(&outer);
+}
+
 /* CUDA_VISIBLE_DEVICES is honoured: with none visible, no chip starts. */
 static void test_cuda_gpu_no_visible_device_enotsup(void **state)
 {
@@ -505,6 +711,7 @@ int main(void)
         cmocka_unit_test(test_cuda_gpu_task_waits_asleep),
         cmocka_unit_test(test_cuda_gpu_device_fault_fails_task_with_cuda_error),
         cmocka_unit_test(test_cuda_gpu_two_chips_share_device),
+        cmocka_unit_test(test_cuda_gpu_vmm_fd_crosses_chip_processes),
         cmocka_unit_test(test_cuda_gpu_ordinal_out_of_range_einval),
         cmocka_unit_test(test_cuda_gpu_no_visible_device_enotsup),
     };
@@ -519,7 +726,9 @@ int main(void)
     if (strata_register_kernel("fill", k_fill, &fx.fill) ||
         strata_register_kernel("spin", k_spin, &fx.spin) ||
         strata_register_kernel("spin_fill", k_spin_fill, &fx.spin_fill) ||
-        strata_register_kernel("fault", k_fault, &fx.fault)) {
+        strata_register_kernel("fault", k_fault, &fx.fault) ||
+        strata_register_kernel("vmm_export", k_vmm_export, &fx.vmm_export) ||
+        strata_register_kernel("vmm_import", k_vmm_import, &fx.vmm_import)) {
         fprintf(stderr, "register: %s\n", strata_errmsg());
         return 1;
     }
