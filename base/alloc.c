@@ -60,6 +60,14 @@ static bool inject(void)
 
 strata_err strata_set_alloc_hooks(const strata_alloc_hooks *h)
 {
+    /* The argument first: a bad one is wrong whenever it is given. */
+    if (h && (!h->malloc_fn || !h->realloc_fn || !h->free_fn))
+        return base_fail(STRATA_EINVAL,
+                         "strata_set_alloc_hooks: %s is NULL (hooks need "
+                         "malloc_fn, realloc_fn and free_fn)",
+                         !h->malloc_fn    ? "malloc_fn"
+                         : !h->realloc_fn ? "realloc_fn"
+                                          : "free_fn");
     if (__atomic_load_n(&hooks_locked, __ATOMIC_ACQUIRE))
         return base_fail(STRATA_ESTATE,
                          "allocation hooks must be set before any strata "
@@ -68,10 +76,6 @@ strata_err strata_set_alloc_hooks(const strata_alloc_hooks *h)
         hooks_set = false;
         return STRATA_OK;
     }
-    if (!h->malloc_fn || !h->realloc_fn || !h->free_fn)
-        return base_fail(STRATA_EINVAL,
-                         "allocation hooks need malloc_fn, realloc_fn and "
-                         "free_fn");
     hooks = *h;
     hooks_set = true;
     return STRATA_OK;

@@ -84,6 +84,11 @@ strata_err base_fail_errno(int errnum, const char *fmt, ...)
     return errnum == ENOMEM ? STRATA_ENOMEM : STRATA_ESYS;
 }
 
+strata_err base_fail_null(const char *fn, const char *arg)
+{
+    return base_fail(STRATA_EINVAL, "%s: %s is NULL", fn, arg);
+}
+
 void base_errmsg_prefix(const char *fmt, ...)
 {
     char old[STRATA_ERRMSG_MAX];

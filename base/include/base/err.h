@@ -12,6 +12,9 @@ strata_err base_fail(strata_err err, const char *fmt, ...) STRATA_PRINTF(2, 3);
  * and maps errnum (ENOMEM -> STRATA_ENOMEM, else STRATA_ESYS). */
 strata_err base_fail_errno(int errnum, const char *fmt, ...)
     STRATA_PRINTF(2, 3);
+/* STRATA_EINVAL "fn: arg is NULL": how a public function refuses a NULL
+ * where it needs an object (docs/errors.md). */
+strata_err base_fail_null(const char *fn, const char *arg);
 /* Clears the thread's detail. */
 void base_errmsg_clear(void);
 /* Prepends "prefix: " to the thread's detail (context added by a caller). */
