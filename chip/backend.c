@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strata/cuda.h>
@@ -69,10 +70,29 @@ const struct chip_backend_ops *chip_backend_find(const char *platform)
 /* Loading the plug-in (chip process only)                             */
 /* ------------------------------------------------------------------ */
 
+static void host_log(int level, const char *fmt, ...) STRATA_PRINTF(2, 3);
+
+static void host_log(int level, const char *fmt, ...)
+{
+    enum base_log_level l = level <= CUDA_PLUGIN_LOG_WARN   ? BASE_LOG_WARN
+                            : level == CUDA_PLUGIN_LOG_INFO ? BASE_LOG_INFO
+                                                            : BASE_LOG_DEBUG;
+    char line[512];
+    va_list ap;
+
+    if (!base_log_enabled(l))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    base_log(l, "%s", line);
+}
+
 static const struct cuda_plugin_host cuda_host = {
     .abi = CUDA_PLUGIN_ABI,
     .chip_id = strata_chip_id,
     .fail = base_fail,
+    .log = host_log,
 };
 
 /* The plug-in's path beside the object this code is linked into

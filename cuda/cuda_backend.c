@@ -113,6 +113,27 @@ err_release:
     return fail_dev(c, r, call);
 }
 
+/* "device 0 (NVIDIA H200, sm_90, 143771 MiB), CUDA driver 13.0" at info
+ * level: which device each chip got. */
+static void log_device(const struct cuda_chip *c)
+{
+    char name[128] = "?";
+    int major = 0, minor = 0;
+    size_t total = 0;
+
+    c->d->cuDeviceGetName(name, (int)sizeof(name), c->dev);
+    c->d->cuDeviceGetAttribute(
+        &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev);
+    c->d->cuDeviceGetAttribute(
+        &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev);
+    c->d->cuDeviceTotalMem(&total, c->dev);
+    host->log(CUDA_PLUGIN_LOG_INFO,
+              "chip %d on device %d (%s, sm_%d%d, %zu MiB), CUDA driver "
+              "%d.%d",
+              c->chip_id, c->ordinal, name, major, minor, total >> 20,
+              c->d->version / 1000, c->d->version % 1000 / 10);
+}
+
 static strata_err cuda_init(strata_chip *chip, void **state_out)
 {
     struct cuda_chip *c = calloc(1, sizeof(*c));
@@ -134,6 +155,7 @@ static strata_err cuda_init(strata_chip *chip, void **state_out)
         return err;
     }
     cuda_driver_started();
+    log_device(c);
     *state_out = c;
     return STRATA_OK;
 }
@@ -291,7 +313,7 @@ strata_cuda_plugin_open(const struct cuda_plugin_host *h,
 strata_err strata_cuda_plugin_open(const struct cuda_plugin_host *h,
                                    const struct cuda_plugin **out)
 {
-    if (!h || h->abi != CUDA_PLUGIN_ABI || !h->fail || !h->chip_id)
+    if (!h || h->abi != CUDA_PLUGIN_ABI || !h->fail || !h->chip_id || !h->log)
         return h && h->fail ? h->fail(STRATA_ENOTSUP,
                                       "libstrata-cuda.so: host ABI %u, "
                                       "plug-in ABI %u",

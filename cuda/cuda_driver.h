@@ -21,6 +21,8 @@
     X(cuDeviceGetCount)                                                        \
     X(cuDeviceGet)                                                             \
     X(cuDeviceGetName)                                                         \
+    X(cuDeviceGetAttribute)                                                    \
+    X(cuDeviceTotalMem)                                                        \
     X(cuDevicePrimaryCtxSetFlags)                                              \
     X(cuDevicePrimaryCtxRetain)                                                \
     X(cuDevicePrimaryCtxRelease)                                               \

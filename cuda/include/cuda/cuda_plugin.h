@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#define CUDA_PLUGIN_ABI 1u
+#define CUDA_PLUGIN_ABI 2u
 #define CUDA_PLUGIN_ENTRY "strata_cuda_plugin_open"
 #define CUDA_PLUGIN_FILE "libstrata-cuda.so"
 
@@ -25,7 +25,13 @@ struct cuda_plugin_host {
     /* Records fmt as the calling thread's strata_errmsg and returns err. */
     strata_err (*fail)(strata_err err, const char *fmt, ...)
         STRATA_PRINTF(2, 3);
+    /* A log line at a CUDA_PLUGIN_LOG_* level, as STRATA_LOG filters. */
+    void (*log)(int level, const char *fmt, ...) STRATA_PRINTF(2, 3);
 };
+
+#define CUDA_PLUGIN_LOG_WARN 1
+#define CUDA_PLUGIN_LOG_INFO 2
+#define CUDA_PLUGIN_LOG_DEBUG 3
 
 /* What the plug-in gives back; static, valid while the process lives. */
 struct cuda_plugin {
