@@ -12,11 +12,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_RANKS 4
@@ -63,15 +65,14 @@ static pid_t parent_of(pid_t pid)
     return (pid_t)ppid;
 }
 
-/* A rank of this test (not one of its chips, which are forks of it). */
-static bool is_rank(pid_t pid, int *rank_out)
+/* True when pid's command line names the key folder of L4 l4: its
+ * mpirun, ranks and their chips (forks of the ranks). */
+static bool of_launch(pid_t pid, pid_t l4)
 {
-    char path[64], buf[8192];
+    char path[64], buf[8192], want[64];
     FILE *f;
     size_t n;
 
-    if (!runs_rank_program(pid) || runs_rank_program(parent_of(pid)))
-        return false;
     snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
     f = fopen(path, "r");
     if (!f)
@@ -79,18 +80,43 @@ static bool is_rank(pid_t pid, int *rank_out)
     n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = '\0';
-    if (!strstr(buf, "strata-rank"))
-        return false;
-    /* A rank reads its key file: find the one of this test process. */
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
-        char want[64];
-
-        snprintf(want, sizeof(want), "strata-mpi-%d-", (int)getpid());
+    snprintf(want, sizeof(want), "/strata-mpi-%d-", (int)l4);
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
         if (strstr(buf + i, want))
-            goto ours;
-    }
+            return true;
     return false;
-ours:
+}
+
+static bool running(pid_t pid);
+
+/* Processes of l4's launch that still run. */
+static size_t launch_procs(pid_t l4)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    size_t found = 0;
+
+    while (d && (e = readdir(d)) != NULL) {
+        pid_t pid = (pid_t)atoi(e->d_name);
+
+        if (pid > 0 && of_launch(pid, l4) && running(pid))
+            found++;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* A rank of L4 l4 (not one of its chips, which are forks of it). */
+static bool is_rank(pid_t pid, pid_t l4, int *rank_out)
+{
+    char path[64], buf[8192];
+    FILE *f;
+    size_t n;
+
+    if (!runs_rank_program(pid) || runs_rank_program(parent_of(pid)) ||
+        !of_launch(pid, l4))
+        return false;
     snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
     f = fopen(path, "r");
     if (!f)
@@ -105,8 +131,8 @@ ours:
     return true;
 }
 
-/* The pids of this test's ranks now, by rank (0: none). */
-static size_t rank_pids(pid_t pids[MAX_RANKS])
+/* The pids of L4 l4's ranks now, by rank (0: none). */
+static size_t rank_pids_of(pid_t l4, pid_t pids[MAX_RANKS])
 {
     DIR *d = opendir("/proc");
     struct dirent *e;
@@ -117,7 +143,8 @@ static size_t rank_pids(pid_t pids[MAX_RANKS])
         int rank;
         pid_t pid = (pid_t)atoi(e->d_name);
 
-        if (pid > 0 && is_rank(pid, &rank) && rank >= 0 && rank < MAX_RANKS) {
+        if (pid > 0 && is_rank(pid, l4, &rank) && rank >= 0 &&
+            rank < MAX_RANKS) {
             pids[rank] = pid;
             found++;
         }
@@ -125,6 +152,11 @@ static size_t rank_pids(pid_t pids[MAX_RANKS])
     if (d)
         closedir(d);
     return found;
+}
+
+static size_t rank_pids(pid_t pids[MAX_RANKS])
+{
+    return rank_pids_of(getpid(), pids);
 }
 
 static bool shm_of(pid_t pid)
@@ -143,7 +175,7 @@ static bool shm_of(pid_t pid)
     return found;
 }
 
-static bool key_dir_left(void)
+static bool key_dir_of(pid_t l4)
 {
     const char *tmp = getenv("TMPDIR");
     DIR *d = opendir(tmp && tmp[0] ? tmp : "/tmp");
@@ -151,13 +183,18 @@ static bool key_dir_left(void)
     char want[48];
     bool found = false;
 
-    snprintf(want, sizeof(want), "strata-mpi-%d-", (int)getpid());
+    snprintf(want, sizeof(want), "strata-mpi-%d-", (int)l4);
     while (d && (e = readdir(d)) != NULL)
         if (strncmp(e->d_name, want, strlen(want)) == 0)
             found = true;
     if (d)
         closedir(d);
     return found;
+}
+
+static bool key_dir_left(void)
+{
+    return key_dir_of(getpid());
 }
 
 /* pid exists and is no zombie (an orphan whose mpirun ended first waits
@@ -187,9 +224,7 @@ static bool running(pid_t pid)
 static void assert_no_group_left(const testutil_snapshot *before,
                                  const pid_t seen[MAX_RANKS])
 {
-    pid_t now[MAX_RANKS];
-
-    assert_int_equal(rank_pids(now), 0);
+    assert_int_equal(launch_procs(getpid()), 0);
     for (size_t i = 0; i < MAX_RANKS; i++) {
         if (seen[i] > 0) {
             if (running(seen[i]))
@@ -377,6 +412,76 @@ static void test_mpi_group_killed_rank_epeer(void **state)
     assert_no_group_left(&before, pids);
 }
 
+/* ---- the L4 killed ----------------------------------------------------- */
+
+/* In a forked L4: start a group of 2, say so on fd, wait to be killed. */
+_Noreturn static void l4_child(int fd)
+{
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    char ok;
+
+    group_spec(&s, 2, 1, over, 1);
+    ok = l4_with_group(&s, 60, ids, &w) == STRATA_OK &&
+                 rk_add_run(w, ids, 2, 64, 1) == STRATA_OK
+             ? '1'
+             : '0';
+    if (ok != '1')
+        fprintf(stderr, "l4 child: %s\n", strata_errmsg());
+    if (write(fd, &ok, 1) != 1)
+        _exit(1);
+    for (;;)
+        pause();
+}
+
+static bool launch_gone(void *arg)
+{
+    return launch_procs(*(pid_t *)arg) == 0;
+}
+
+/* SIGKILL of the L4 takes the whole job down: the ranks see their
+ * connection go, abort the MPI job, and mpirun ends. */
+static void test_mpi_group_l4_killed_ends_job(void **state)
+{
+    testutil_snapshot before;
+    int fds[2];
+    pid_t l4, pids[MAX_RANKS];
+    char ok = 0;
+    struct pollfd pfd;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    l4 = fork();
+    assert_true(l4 >= 0);
+    if (l4 == 0) {
+        close(fds[0]);
+        l4_child(fds[1]);
+    }
+    close(fds[1]);
+    pfd.fd = fds[0];
+    pfd.events = POLLIN;
+    assert_int_equal(poll(&pfd, 1, 90000), 1);
+    assert_int_equal(read(fds[0], &ok, 1), 1);
+    close(fds[0]);
+    assert_int_equal(ok, '1');
+    assert_int_equal(rank_pids_of(l4, pids), 2);
+    assert_true(launch_procs(l4) >= 3); /* mpirun, the ranks, their chips */
+    assert_int_equal(kill(l4, SIGKILL), 0);
+    assert_int_equal(waitpid(l4, NULL, 0), l4);
+    /* The heartbeat bound and mpirun's abort, with room to spare. */
+    assert_true(testutil_wait_until(launch_gone, &l4, 40.0));
+    for (size_t i = 0; i < 2; i++)
+        if (shm_of(pids[i]))
+            fail_msg("a /dev/shm name of rank %zu (pid %d) is left", i,
+                     (int)pids[i]);
+    /* The key went once both ranks were in. */
+    assert_false(key_dir_of(l4));
+    testutil_assert_clean(&before);
+}
+
 /* ---- start-up failures ------------------------------------------------ */
 
 static void start_fails(const char *fault, double startup_s, const char *needle)
@@ -505,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_mpi_group_two_ranks_add_ok),
         cmocka_unit_test(test_mpi_group_four_ranks_add_ok),
         cmocka_unit_test(test_mpi_group_killed_rank_epeer),
+        cmocka_unit_test(test_mpi_group_l4_killed_ends_job),
         cmocka_unit_test(test_mpi_group_rank_never_ready_fails_init),
         cmocka_unit_test(test_mpi_group_wrong_key_refused),
     };

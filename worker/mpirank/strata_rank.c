@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <mpi.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,9 @@ int main(int argc, char **argv)
 
     if (parse(argc, argv, &o) != 0)
         return 2;
+    /* A write to an L4 that is gone fails with EPIPE and ends the session
+     * through its teardown, rather than killing the rank on the spot. */
+    signal(SIGPIPE, SIG_IGN);
     for (int i = 0; i < o.num_modules; i++)
         if (strata_load_module(o.modules[i]) != STRATA_OK) {
             fprintf(stderr, "strata-rank: %s\n", strata_errmsg());
