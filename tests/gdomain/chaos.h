@@ -93,6 +93,7 @@ struct chaos_config {
     uint64_t wait_ms;       /* CHAOS_WAIT_FOREVER: -1 */
     unsigned kinds, phases; /* bit masks */
     bool known_bugs;
+    double hang_s; /* the watchdog's bound */
 };
 extern struct chaos_config chaos_cfg;
 /* Kills of a known bug tolerated so far (chaos_known_result). */

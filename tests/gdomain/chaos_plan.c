@@ -141,6 +141,8 @@ void chaos_config_read(void)
         ((1u << CHAOS_PHASES) - 1) & ~(1u << CHAOS_IDLE) & ~(1u << CHAOS_DONE));
     v = getenv("CHAOS_KNOWN_BUGS");
     chaos_cfg.known_bugs = v && v[0] == '1';
+    v = getenv("CHAOS_HANG_S");
+    chaos_cfg.hang_s = v && v[0] ? atof(v) : 90.0;
 }
 
 static bool known_bug(const struct chaos_plan *p)

@@ -31,7 +31,10 @@
  *   CHAOS_KERNEL_WAIT_S bound of the kernels' wait for their peers
  *                       (default 5; -1: forever, which needs dead peers to
  *                       wake the survivors)
- *   CHAOS_KNOWN_BUGS=1  also plan the kills the known-bug list skips
+ *   CHAOS_HANG_S=s      an iteration running s seconds is a hang
+ *                       (default 90): the tree is printed and killed
+ *   CHAOS_KNOWN_BUGS=1  fail on the known bugs the test tolerates, and
+ *                       plan the kills it skips (chaos_plan.c)
  * Each iteration prints its plan and what happened, and how to repeat it.
  */
 #define _GNU_SOURCE
@@ -64,7 +67,6 @@
 #endif
 
 #define CHAOS_ITER_S 30.0     /* an iteration's bound, on a busy machine */
-#define CHAOS_HANG_S 90.0     /* past this the watchdog reports a hang */
 #define CHAOS_SETTLE_S 15.0   /* for what an iteration leaves to go */
 #define CHAOS_FREE_S 10.0     /* for a released domain to be freed */
 #define CHAOS_SHM_GRACE_S 2.0 /* names after the last process went */
@@ -95,7 +97,7 @@ static unsigned failures;
 static char first_failure[512];
 static unsigned outcome[CHAOS_KINDS][3]; /* ok, documented error, no kill */
 
-/* The watchdog: an iteration past CHAOS_HANG_S is a hang. */
+/* The watchdog: an iteration past chaos_cfg.hang_s is a hang. */
 static struct {
     pthread_mutex_t mu;
     pthread_t thread;
@@ -615,7 +617,7 @@ static void *dog_main(void *arg)
             return NULL;
         }
         s = testutil_now() - dog.start;
-        hang = dog.active && s > CHAOS_HANG_S;
+        hang = dog.active && s > chaos_cfg.hang_s;
         i = dog.iteration;
         snprintf(plan, sizeof(plan), "%s", dog.plan);
         pthread_mutex_unlock(&dog.mu);
