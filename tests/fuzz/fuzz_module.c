@@ -2,6 +2,7 @@
 #include "fuzz_module.h"
 
 #include <stdio.h>
+#include <time.h>
 
 static strata_callable k_touch;
 
@@ -54,6 +55,30 @@ static strata_err fail_orch(strata_orch *o, const strata_args *a, void *user)
     return STRATA_EINVAL;
 }
 
+static strata_err late_orch(strata_orch *o, const strata_args *a, void *user)
+{
+    uint64_t ms =
+        strata_args_num_scalars(a) > 0 ? strata_args_scalar(a, 0) : 50;
+    struct timespec ts;
+
+    (void)o;
+    (void)user;
+    ms = ms < 100 ? ms : 100;
+    ts.tv_sec = 0;
+    ts.tv_nsec = (long)ms * 1000000L;
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    for (size_t i = 0; i < strata_args_num_tensors(a); i++) {
+        uint8_t *p = strata_args_tensor_data(a, i);
+
+        if (strata_args_tensor_tag(a, i) == STRATA_IN)
+            continue;
+        for (size_t k = 0; p && k < strata_args_tensor_nbytes(a, i); k++)
+            p[k] = (uint8_t)k;
+    }
+    return STRATA_OK;
+}
+
 /* Every tensor passed on by identity, with its own dtype and shape. */
 static strata_err pass_all(strata_args *to, const strata_args *from)
 {
@@ -104,6 +129,8 @@ int fuzz_module_register(struct fuzz_callables *out)
         err = strata_register_orch(FUZZ_O_FAIL, fail_orch, &out->fail);
     if (!err)
         err = strata_register_orch(FUZZ_O_TOUCH, touch_orch, &out->touch);
+    if (!err)
+        err = strata_register_orch(FUZZ_O_LATE, late_orch, &out->late);
     if (err) {
         fprintf(stderr, "fuzz: registering the callables: %s\n",
                 strata_errmsg());

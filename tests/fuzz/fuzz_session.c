@@ -755,7 +755,7 @@ static void write_seeds(const char *dir)
                                        {1, 4096, 128, STRATA_OUT},
                                        {3, 512, 512, STRATA_INOUT}};
     static const uint32_t d0[1] = {0}, d02[2] = {0, 2};
-    static const uint64_t sc[2] = {1, 2};
+    static const uint64_t sc[2] = {1, 2}, ms30[1] = {30};
     struct fuzz_seed sd;
 
     wire_buf_init(&sd.b);
@@ -836,6 +836,18 @@ static void write_seeds(const char *dir)
     control(&sd, 5, WIRE_CTRL_CANCEL, 3, 0, 0, FUZZ_OP_WAIT);
     goodbye(&sd);
     fuzz_seed_write(&sd, dir, "tasks_mixed");
+
+    /* Runs past their deadline that still write their buffers, which
+     * are released meanwhile and at the end. */
+    hello(&sd, 0, 0);
+    control(&sd, 1, WIRE_CTRL_BUFFER_CREATE, 1, 0, 4096, 0);
+    task(&sd, 2, calls.late, io + 1, 1, ms30, 1, NULL, 0, 1, FUZZ_OP_WAIT);
+    control(&sd, 3, WIRE_CTRL_BUFFER_RELEASE, 1, 0, 0, FUZZ_OP_WAIT);
+    task(&sd, 4, calls.late, &in7, 1, ms30, 1, d0, 1, 1, 0);
+    chunk(&sd, 4, 0, 0, 64, true, FUZZ_OP_WAIT);
+    control(&sd, 5, WIRE_CTRL_BUFFER_RELEASE, 7, 0, 0, FUZZ_OP_WAIT);
+    goodbye(&sd);
+    fuzz_seed_write(&sd, dir, "past_deadline");
 
     /* Chunks out of turn: the session drops the peer. */
     hello(&sd, 1, 0);
