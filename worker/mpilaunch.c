@@ -279,6 +279,11 @@ static bool all_ready(struct mpi_group *g)
     return true;
 }
 
+static bool grace_ok(const struct mpi_group *g)
+{
+    return WIFEXITED(g->status) && WEXITSTATUS(g->status) == 0;
+}
+
 void mpilaunch_stop(struct mpi_group *g)
 {
     mpiaccept_unwatch(g);
@@ -301,6 +306,12 @@ void mpilaunch_stop(struct mpi_group *g)
             }
         }
     }
+    if (g->mpirun > 0 && g->reaped && grace_ok(g))
+        LOG_INFO("MPI group: mpirun (pid %d) ended", (int)g->mpirun);
+    else if (g->mpirun > 0 && g->reaped)
+        LOG_WARN("MPI group: mpirun (pid %d) ended with wait status %#x: a "
+                 "rank failed or was killed (its output says why)",
+                 (int)g->mpirun, (unsigned)g->status);
     if (g->pidfd >= 0)
         close(g->pidfd);
     g->pidfd = -1;
