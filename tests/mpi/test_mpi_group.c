@@ -330,6 +330,7 @@ struct span_ctx {
     strata_buffer *span;
     strata_buffer *path;
     int node;
+    uint64_t ms; /* 0: 60 s */
 };
 
 static strata_err span_orch(strata_orch *o, const strata_args *args, void *user)
@@ -348,7 +349,7 @@ static strata_err span_orch(strata_orch *o, const strata_args *args, void *user)
         err = strata_args_add_tensor(a, c->path, 0, STRATA_U8, 1, pshape,
                                      STRATA_IN);
     if (!err)
-        err = strata_args_add_scalar(a, 60000);
+        err = strata_args_add_scalar(a, c->ms ? c->ms : 60000);
     if (!err)
         err = strata_args_add_scalar(a, 0);
     if (!err)
@@ -407,6 +408,49 @@ static void test_mpi_group_killed_rank_epeer(void **state)
     it_ok(strata_buffer_release(c.span));
     it_ok(strata_buffer_release(c.path));
     rk_destroy(w, STRATA_EPEER);
+    unlink(mark);
+    rmdir(dir);
+    assert_no_group_left(&before, pids);
+}
+
+/* ---- per-rank lanes ---------------------------------------------------- */
+
+/* A long task on rank 0 holds up no work on rank 1: rank 1 serves several
+ * runs while rank 0's task is still going. */
+static void test_mpi_group_lanes_independent(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t pids[MAX_RANKS];
+    struct span_ctx c = {0};
+    char dir[] = "/tmp/strata-mpitest-XXXXXX", mark[64];
+    strata_run *run = NULL;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_non_null(mkdtemp(dir));
+    snprintf(mark, sizeof(mark), "%s/started", dir);
+    group_spec(&s, 2, 1, over, 1);
+    it_ok(l4_with_group(&s, 60, ids, &w));
+    assert_int_equal(rank_pids(pids), 2);
+    it_ok(strata_worker_create_buffer(w, sizeof(struct rt_span), &c.span));
+    it_ok(strata_worker_create_buffer(w, strlen(mark) + 1, &c.path));
+    memcpy(strata_buffer_data(c.path), mark, strlen(mark) + 1);
+    c.node = ids[0];
+    c.ms = 8000;
+    it_ok(strata_worker_submit(w, span_orch, NULL, &c, &run));
+    assert_true(testutil_wait_until(exists, mark, 30.0));
+    for (uint32_t r = 0; r < 5; r++)
+        it_ok(rk_add_run(w, &ids[1], 1, 4096, r));
+    /* Rank 0's task is still running: rank 1 did not wait for it. */
+    assert_int_equal(strata_run_wait(run, 0.0), STRATA_ETIMEDOUT);
+    it_ok(strata_run_wait(run, 60.0));
+    strata_run_free(run);
+    it_ok(strata_buffer_release(c.span));
+    it_ok(strata_buffer_release(c.path));
+    rk_destroy(w, STRATA_OK);
     unlink(mark);
     rmdir(dir);
     assert_no_group_left(&before, pids);
@@ -609,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_mpi_group_bad_spec_einval),
         cmocka_unit_test(test_mpi_group_two_ranks_add_ok),
         cmocka_unit_test(test_mpi_group_four_ranks_add_ok),
+        cmocka_unit_test(test_mpi_group_lanes_independent),
         cmocka_unit_test(test_mpi_group_killed_rank_epeer),
         cmocka_unit_test(test_mpi_group_l4_killed_ends_job),
         cmocka_unit_test(test_mpi_group_rank_never_ready_fails_init),
