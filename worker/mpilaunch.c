@@ -4,6 +4,8 @@
  * ranks have their GOODBYE; mpirun is given time to see them leave, then
  * SIGTERM (it ends its ranks itself, stopped ones included), then SIGKILL
  * of its process group; it is always reaped. */
+#define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np */
+
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
@@ -26,6 +28,11 @@
 #include <unistd.h>
 
 extern char **environ;
+
+#if defined(__GLIBC__) &&                                                      \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+#define MPI_CLOSEFROM 1
+#endif
 
 #define KEY_BYTES 32
 #define LEAVE_GRACE_S 10.0 /* ranks tear their chips down, then finalize */
@@ -199,6 +206,10 @@ static strata_err spawn_mpirun(struct mpi_group *g)
     posix_spawn_file_actions_init(&fa);
     /* mpirun forwards its stdin to rank 0: give it nothing to forward. */
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+#ifdef MPI_CLOSEFROM
+    /* mpirun and its ranks outlive no pipe or socket of the caller's. */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+#endif
     fflush(NULL);
     rc = posix_spawnp(&g->mpirun, g->mpirun_path, &fa, &attr, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
