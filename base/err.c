@@ -51,6 +51,10 @@ void strata_errmsg_set(const char *fmt, ...)
 {
     va_list ap;
 
+    if (!fmt) { /* no text: no message */
+        errmsg[0] = '\0';
+        return;
+    }
     va_start(ap, fmt);
     vset(fmt, ap);
     va_end(ap);

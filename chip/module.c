@@ -64,7 +64,10 @@ strata_err strata_load_module(const char *path)
     strata_err err = STRATA_OK;
 
     if (!path)
-        return base_fail(STRATA_EINVAL, "strata_load_module: path is NULL");
+        return base_fail_null("strata_load_module", "shared_object_path");
+    if (!*path)
+        return base_fail(STRATA_EINVAL,
+                         "strata_load_module: shared_object_path is empty");
     if (!realpath(path, real))
         return base_fail(STRATA_EIO, "cannot load module %s: no such file",
                          path);

@@ -88,11 +88,17 @@ static strata_err digest_of(uint32_t kind, const char *name, strata_callable *c)
     char key[CHIP_NAME_MAX + 16];
     size_t len;
 
-    if (!name || kind < STRATA_CALLABLE_KERNEL || kind > STRATA_CALLABLE_SUB)
-        return base_fail(STRATA_EINVAL, "a callable needs a kind and a name");
+    if (kind < STRATA_CALLABLE_KERNEL || kind > STRATA_CALLABLE_SUB)
+        return base_fail(STRATA_EINVAL,
+                         "strata_callable_by_name: kind %u is not a "
+                         "strata_callable_kind",
+                         kind);
+    if (!name)
+        return base_fail_null("strata_callable_by_name", "name");
     len = strlen(name);
     if (len == 0 || len >= CHIP_NAME_MAX)
-        return base_fail(STRATA_EINVAL, "callable names are 1..%d bytes",
+        return base_fail(STRATA_EINVAL,
+                         "strata_callable_by_name: name must be 1..%d bytes",
                          CHIP_NAME_MAX - 1);
     memset(c, 0, sizeof(*c));
     c->kind = kind;
@@ -107,7 +113,7 @@ strata_err strata_callable_by_name(strata_callable_kind kind, const char *name,
     strata_err err;
 
     if (!out)
-        return base_fail(STRATA_EINVAL, "strata_callable_by_name: out NULL");
+        return base_fail_null("strata_callable_by_name", "out");
     err = digest_of((uint32_t)kind, name, &c);
     if (!err) {
         remember_name(&c, name);
@@ -126,9 +132,11 @@ static strata_err register_fn(uint32_t kind, const char *name, void (*fn)(void),
     size_t len;
 
     if (!name || !fn || !out)
-        return base_fail(STRATA_EINVAL,
-                         "strata_register_%s: name, fn and out are required",
-                         chip_callable_kind_name(kind));
+        return base_fail(STRATA_EINVAL, "strata_register_%s: %s is NULL",
+                         chip_callable_kind_name(kind),
+                         !name ? "name"
+                         : !fn ? "fn"
+                               : "out");
     len = strlen(name);
     if (len == 0 || len >= CHIP_NAME_MAX)
         return base_fail(STRATA_EINVAL,
@@ -192,6 +200,8 @@ const char *strata_callable_name(strata_callable c)
 
 char *strata_callable_digest_hex(strata_callable c, char buf[65])
 {
+    if (!buf)
+        return NULL;
     for (int i = 0; i < 32; i++)
         snprintf(buf + 2 * i, 3, "%02x", c.digest[i]);
     return buf;

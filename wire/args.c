@@ -34,7 +34,7 @@ strata_err strata_args_create(strata_args **out)
     strata_args *a;
 
     if (!out)
-        return base_fail(STRATA_EINVAL, "strata_args_create: out is NULL");
+        return base_fail_null("strata_args_create", "out");
     base_alloc_lock_hooks();
     a = base_malloc(sizeof(*a));
     if (!a)
@@ -104,16 +104,16 @@ strata_err strata_args_add_tensor(strata_args *a, strata_buffer *buf,
     struct wire_tensor t;
     strata_err err;
 
-    if (!a || !buf)
-        return base_fail(STRATA_EINVAL,
-                         "strata_args_add_tensor: args or buffer is NULL");
+    if (!a || !buf || !shape)
+        return base_fail_null("strata_args_add_tensor", !a     ? "a"
+                                                        : !buf ? "buf"
+                                                               : "shape");
     if (a->num_tensors == STRATA_MAX_TENSORS)
         return base_fail(STRATA_ENOMEM,
                          "strata_args_add_tensor: more than %d tensors",
                          STRATA_MAX_TENSORS);
-    if (ndims < 1 || ndims > STRATA_MAX_DIMS || !shape)
-        return base_fail(STRATA_EINVAL,
-                         "tensor %u: ndims %zu outside 1..%d (or no shape)",
+    if (ndims < 1 || ndims > STRATA_MAX_DIMS)
+        return base_fail(STRATA_EINVAL, "tensor %u: ndims %zu outside 1..%d",
                          a->num_tensors, ndims, STRATA_MAX_DIMS);
     /* Checked before they narrow to a byte on the wire, so the message
      * names the value given. */
@@ -154,7 +154,7 @@ strata_err strata_args_add_tensor(strata_args *a, strata_buffer *buf,
 strata_err strata_args_add_scalar(strata_args *a, uint64_t value)
 {
     if (!a)
-        return base_fail(STRATA_EINVAL, "strata_args_add_scalar: args NULL");
+        return base_fail_null("strata_args_add_scalar", "a");
     if (a->num_scalars == STRATA_MAX_SCALARS)
         return base_fail(STRATA_ENOMEM,
                          "strata_args_add_scalar: more than %d scalars",

@@ -86,15 +86,19 @@ strata_err strata_worker_create_remote_buffer(strata_worker *w, int node_id,
     strata_err err;
 
     if (!w || !out)
-        return base_fail(STRATA_EINVAL,
-                         "strata_worker_create_remote_buffer: NULL argument");
+        return base_fail_null("strata_worker_create_remote_buffer",
+                              !w ? "w" : "out");
     err = worker_check_process(w, "strata_worker_create_remote_buffer");
     if (err)
         return err;
     if (nbytes == 0)
-        return base_fail(STRATA_EINVAL, "a buffer needs nbytes > 0");
+        return base_fail(STRATA_EINVAL,
+                         "strata_worker_create_remote_buffer: nbytes is 0");
     if (w->level < 4 || node_id < 0 || (size_t)node_id >= w->num_nodes)
-        return base_fail(STRATA_EINVAL, "the worker has no node %d", node_id);
+        return base_fail(STRATA_EINVAL,
+                         "strata_worker_create_remote_buffer: node_id %d: "
+                         "the worker has no such node",
+                         node_id);
     if (!w->nodes[node_id].remote)
         return base_fail(STRATA_EINVAL,
                          "node %d is forked on this host: it maps host "
@@ -202,11 +206,12 @@ static strata_err copy(strata_buffer *b, size_t offset, void *data, size_t n,
     uint32_t pins = 0;
 
     if (!b || (!data && n > 0))
-        return base_fail(STRATA_EINVAL, "%s: NULL argument", what);
+        return base_fail_null(what, !b ? "b" : write ? "src" : "dst");
     if (offset > b->size || n > b->size - offset)
         return base_fail(STRATA_EINVAL,
-                         "%s: bytes [%zu, %zu) outside the %zu-byte buffer",
-                         what, offset, offset + n, b->size);
+                         "%s: offset %zu + n %zu is outside the %zu-byte "
+                         "buffer",
+                         what, offset, n, b->size);
     if (n == 0)
         return STRATA_OK;
     w = b->owner;

@@ -98,7 +98,7 @@ static strata_err check_spec(struct remote_node *r)
     strata_err err;
 
     if (!r->endpoint)
-        return base_fail(STRATA_EINVAL, "a remote node needs an endpoint");
+        return base_fail(STRATA_EINVAL, "remote spec: endpoint is NULL");
     err = split_endpoint(r);
     if (err)
         return err;
@@ -122,21 +122,25 @@ strata_err strata_worker_add_remote_worker(strata_worker *parent,
     strata_err err;
 
     if (!parent || !spec || !worker_id_out)
-        return base_fail(STRATA_EINVAL,
-                         "strata_worker_add_remote_worker: NULL argument");
+        return base_fail_null("strata_worker_add_remote_worker",
+                              !parent ? "parent"
+                              : !spec ? "spec"
+                                      : "worker_id_out");
     if (parent->level < 4)
         return base_fail(STRATA_EINVAL,
-                         "remote nodes belong to a level-4 (or higher) "
-                         "worker, not level %d",
+                         "remote nodes belong to a level-4 worker, not "
+                         "level %d",
                          parent->level);
     if (parent->state != WORKER_CREATED)
         return base_fail(STRATA_ESTATE, "add remote nodes before init");
     if (spec->num_chips > 0 && !spec->chip_ids)
-        return base_fail(STRATA_EINVAL, "remote spec: chip_ids is NULL");
+        return base_fail(STRATA_EINVAL,
+                         "remote spec: num_chips is %zu but chip_ids is NULL",
+                         spec->num_chips);
     if (spec->num_chips > WIRE_MAX_CHIPS)
         return base_fail(STRATA_EINVAL,
-                         "remote spec: %zu chips, more than the %d a node "
-                         "may have",
+                         "remote spec: num_chips is %zu, more than the %d a "
+                         "node may have",
                          spec->num_chips, WIRE_MAX_CHIPS);
     r = base_calloc(1, sizeof(*r));
     if (!r)

@@ -13,6 +13,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* Chips plus sub workers of one node. */
+#define WORKER_CHILDREN_MAX 4096
+
 void strata_worker_config_init(strata_worker_config *cfg, int level)
 {
     if (!cfg)
@@ -32,21 +35,29 @@ static strata_err register_builtin_backends(void)
 
 static strata_err check_config(const strata_worker_config *cfg)
 {
-    if (cfg->level < 3)
+    if (cfg->level < 3 || cfg->level > STRATA_MAX_LEVEL)
         return base_fail(STRATA_EINVAL,
-                         "worker level %d: a worker is level 3 (node) or "
-                         "above",
-                         cfg->level);
+                         "worker level %d: a worker is level 3 (a node) to "
+                         "%d",
+                         cfg->level, STRATA_MAX_LEVEL);
     if (cfg->level > 3 && cfg->num_chips > 0)
         return base_fail(STRATA_EINVAL,
-                         "a level-%d worker drives nodes, not chips: add "
-                         "level-%d workers with strata_worker_add_worker",
-                         cfg->level, cfg->level - 1);
+                         "num_chips is %zu: a level-%d worker drives nodes, "
+                         "not chips: add level-%d workers with "
+                         "strata_worker_add_worker",
+                         cfg->num_chips, cfg->level, cfg->level - 1);
     if (cfg->num_chips > 0 && !cfg->chip_ids)
         return base_fail(STRATA_EINVAL, "num_chips is %zu but chip_ids is NULL",
                          cfg->num_chips);
-    if (cfg->num_chips + cfg->num_sub_workers > 4096)
-        return base_fail(STRATA_EINVAL, "more than 4096 children");
+    /* Each alone first: their sum could wrap. */
+    if (cfg->num_chips > WORKER_CHILDREN_MAX ||
+        cfg->num_sub_workers > WORKER_CHILDREN_MAX ||
+        cfg->num_chips + cfg->num_sub_workers > WORKER_CHILDREN_MAX)
+        return base_fail(STRATA_EINVAL,
+                         "num_chips (%zu) + num_sub_workers (%zu): more than "
+                         "%d children",
+                         cfg->num_chips, cfg->num_sub_workers,
+                         WORKER_CHILDREN_MAX);
     for (size_t i = 0; i < cfg->num_chips; i++) {
         if (cfg->chip_ids[i] < 0)
             return base_fail(STRATA_EINVAL, "chip_ids[%zu] is negative (%d)", i,
@@ -57,9 +68,12 @@ static strata_err check_config(const strata_worker_config *cfg)
                                  "chip id %d appears twice in chip_ids",
                                  cfg->chip_ids[i]);
     }
-    if (cfg->startup_timeout_s != cfg->startup_timeout_s ||
-        cfg->startup_timeout_s <= 0)
-        return base_fail(STRATA_EINVAL, "startup_timeout_s must be > 0");
+    /* NaN fails the comparison too. */
+    if (!(cfg->startup_timeout_s > 0 && cfg->startup_timeout_s <= 1e7))
+        return base_fail(STRATA_EINVAL,
+                         "startup_timeout_s is %g: it must be > 0 and at "
+                         "most 1e7 s",
+                         cfg->startup_timeout_s);
     if (cfg->comm_profile && strcmp(cfg->comm_profile, "sim") != 0)
         return base_fail(STRATA_EINVAL,
                          "comm_profile '%s' is not supported (use \"sim\")",
@@ -75,7 +89,7 @@ strata_err strata_worker_create(const strata_worker_config *cfg,
     strata_err err;
 
     if (!cfg || !out)
-        return base_fail(STRATA_EINVAL, "strata_worker_create: NULL argument");
+        return base_fail_null("strata_worker_create", !cfg ? "cfg" : "out");
     err = check_config(cfg);
     if (err)
         return err;
@@ -121,7 +135,7 @@ strata_err strata_worker_create(const strata_worker_config *cfg,
 strata_err strata_worker_init(strata_worker *w)
 {
     if (!w)
-        return base_fail(STRATA_EINVAL, "strata_worker_init: worker is NULL");
+        return base_fail_null("strata_worker_init", "w");
     if (w->state != WORKER_CREATED)
         return base_fail(STRATA_ESTATE, "worker is already initialized");
     if (worker_check_process(w, "strata_worker_init"))
@@ -138,9 +152,16 @@ strata_err strata_worker_add_worker(strata_worker *parent, strata_worker *child,
     struct worker_node *slot = NULL;
     strata_err err;
 
-    if (!parent || !child || !worker_id_out || parent == child)
+    if (!parent || !child || !worker_id_out)
+        return base_fail_null("strata_worker_add_worker",
+                              !parent  ? "parent"
+                              : !child ? "child"
+                                       : "worker_id_out");
+    if (parent == child)
         return base_fail(STRATA_EINVAL,
-                         "strata_worker_add_worker: bad argument");
+                         "strata_worker_add_worker: a worker cannot be its "
+                         "own child (level %d)",
+                         parent->level);
     if (parent->level < 4 || child->level != parent->level - 1)
         return base_fail(STRATA_EINVAL,
                          "a level-%d worker cannot take a level-%d child "
@@ -189,12 +210,13 @@ strata_err worker_check_process(const strata_worker *w, const char *fn)
     return STRATA_OK;
 }
 
-static strata_err check_ready(const strata_worker *w, bool have_fn)
+static strata_err check_ready(const strata_worker *w, bool have_fn,
+                              const char *fn_name)
 {
     strata_err err;
 
     if (!w || !have_fn)
-        return base_fail(STRATA_EINVAL, "worker and fn are required");
+        return base_fail_null(fn_name, !w ? "w" : "fn");
     err = worker_check_process(w, "run");
     if (err)
         return err;
@@ -212,20 +234,24 @@ strata_err strata_worker_submit(strata_worker *w, strata_orch_fn fn,
                                 const strata_args *args, void *user,
                                 strata_run **out)
 {
-    strata_err err = check_ready(w, fn != NULL);
+    strata_err err = check_ready(w, fn != NULL, "strata_worker_submit");
 
     if (err)
         return err;
     if (!out)
-        return base_fail(STRATA_EINVAL, "strata_worker_submit: out is NULL");
+        return base_fail_null("strata_worker_submit", "out");
     return orch_run_start(w->sched, fn, args, user, out);
 }
 
 strata_err strata_worker_run(strata_worker *w, strata_orch_fn fn,
                              const strata_args *args, void *user)
 {
+    strata_err err = check_ready(w, fn != NULL, "strata_worker_run");
     strata_run *run;
-    strata_err err = strata_worker_submit(w, fn, args, user, &run);
+
+    if (err)
+        return err;
+    err = strata_worker_submit(w, fn, args, user, &run);
 
     if (err)
         return err;

@@ -78,8 +78,9 @@ STRATA_API const char *strata_errname(strata_err err);
  * the thread's next strata call. */
 STRATA_API const char *strata_errmsg(void);
 /* Replaces the calling thread's detail message (truncated to
- * STRATA_ERRMSG_MAX - 1 bytes). Kernels and subs use it to explain a
- * failure; the message travels back to the orchestrating process. */
+ * STRATA_ERRMSG_MAX - 1 bytes; fmt NULL clears it). Kernels and subs use
+ * it to explain a failure; the message travels back to the orchestrating
+ * process. */
 STRATA_API void strata_errmsg_set(const char *fmt, ...) STRATA_PRINTF(1, 2);
 #define STRATA_ERRMSG_MAX 512
 
@@ -191,7 +192,8 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_callable_by_name(
 /* Name a callable was registered under, or looked up by
  * (strata_callable_by_name) in this process; NULL if unknown here. */
 STRATA_API const char *strata_callable_name(strata_callable c);
-/* Lower-case hex of the digest into buf (65 bytes); returns buf. */
+/* Lower-case hex of the digest into buf (65 bytes); returns buf (NULL
+ * when buf is NULL). */
 STRATA_API char *strata_callable_digest_hex(strata_callable c, char buf[65]);
 
 /* What a module defines (the library does not): registers the module's
@@ -214,20 +216,28 @@ strata_load_module(const char *shared_object_path);
 /* ------------------------------------------------------------------ */
 
 typedef struct strata_worker_config {
-    int level;            /* 3: a node worker with chips and subs */
+    int level; /* 3: a node (chips and subs); 4: a cluster of nodes; up to
+                  STRATA_MAX_LEVEL */
     const char *platform; /* "sim" (default when NULL) */
     const int *chip_ids;  /* one chip process per id; ids unique, >= 0 */
     size_t num_chips;
     size_t num_sub_workers;
     const char *comm_profile; /* default "sim" */
-    double startup_timeout_s; /* whole-tree deadline; default 120 */
+    double startup_timeout_s; /* whole-tree deadline, (0, 1e7]; default 120 */
 } strata_worker_config;
+
+/* The deepest worker: each level is a layer of processes below it. */
+#define STRATA_MAX_LEVEL 8
 
 /* Fills cfg with defaults for a worker at level (no chips, no subs). */
 STRATA_API void strata_worker_config_init(strata_worker_config *cfg, int level);
 
 /* Creates an un-started worker from cfg (copied; cfg may be freed after).
- * STRATA_EINVAL for a bad config (named in strata_errmsg). */
+ * STRATA_EINVAL for a bad config, the field named in strata_errmsg: a
+ * level outside 3..STRATA_MAX_LEVEL, chips above level 3, chip_ids NULL with
+ * chips, a negative or repeated chip id, more than 4096 chips and subs, a
+ * startup_timeout_s that is NaN, <= 0 or > 1e7, an unknown platform or
+ * comm_profile. */
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_worker_create(const strata_worker_config *cfg, strata_worker **out);
 
@@ -272,10 +282,10 @@ STRATA_API void strata_run_free(strata_run *run);
 
 /* Creates a host buffer of nbytes (> 0) in POSIX shared memory, zeroed,
  * visible without copies to every process of the worker's tree. Usable
- * after strata_worker_create; the worker owns it until released.
- * STRATA_ENOMEM when /dev/shm has less free space than nbytes now (pages
- * are taken as they are first touched, so later buffers share what is
- * left). */
+ * after strata_worker_create; the worker owns it until released. Its
+ * pages are reserved in /dev/shm now (posix_fallocate), so touching it
+ * never faults for want of space: STRATA_ENOMEM, naming nbytes and the
+ * free space, when /dev/shm cannot hold it. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_create_buffer(
     strata_worker *w, size_t nbytes, strata_buffer **out);
 STRATA_API void *strata_buffer_data(strata_buffer *b);
