@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/fault.h"
+#include "base/shm.h"
 #include "sim/sim.h"
 
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <strata/domain.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* device_ctx = tag | allocation id: allocation ids are never reused, so a
@@ -47,6 +49,9 @@ static size_t page_round(size_t n)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
+    /* Past the last page: no mapping that large exists (mmap refuses). */
+    if (n > SIZE_MAX - page + 1)
+        return SIZE_MAX;
     return (n + page - 1) / page * page;
 }
 
@@ -72,12 +77,13 @@ static strata_err map_name(const char *name, size_t size, bool create,
         fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0)
         return base_fail_errno(errno, "shm_open %s", name);
-    /* A freshly truncated segment reads as zeros, so the window is zero
-     * before any peer can open it; no second wipe is paid for. */
-    if (create && ftruncate(fd, (off_t)size) != 0) {
-        err = base_fail_errno(errno, "ftruncate %s", name);
+    /* A freshly sized segment reads as zeros, so the window is zero
+     * before any peer can open it; no second wipe is paid for. Its pages
+     * are reserved now, so a window /dev/shm cannot hold is refused here
+     * rather than a SIGBUS in a kernel. */
+    if (create &&
+        (err = base_shm_reserve(fd, size, "a domain window")) != STRATA_OK)
         goto out;
-    }
     p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
         err = base_fail_errno(errno, "mmap %s", name);
@@ -293,14 +299,31 @@ uint64_t sim_window_mapping_size(uint64_t window_size)
     return page_round(window_size);
 }
 
-/* Nothing to do in the worker: the members create the segments when they
- * first map them (sim_window_adopt), so a domain no member ever maps costs
- * no system call at all. */
+/* The members create the segments when they first map them
+ * (sim_window_adopt) and reserve their pages then. Here, once per domain
+ * (at rank 0: every rank of a sim domain is on this host), the windows of
+ * every rank are checked against the space /dev/shm has free, so that a
+ * domain that cannot fit is refused at allocation, not when a member maps
+ * it. */
 strata_err sim_host_window_create(const struct chip_window_req *req,
                                   uint64_t *device_ctx_out)
 {
     if (BASE_FAULT("window.prepare"))
         return base_fail(STRATA_EIO, "fault point window.prepare");
+    if (req->rank == 0) {
+        uint64_t map = page_round(req->window_size);
+        uint32_t n = req->rank_count ? req->rank_count : 1;
+        strata_err err;
+        char what[96];
+
+        snprintf(what, sizeof(what), "%u domain windows (%llu bytes each)", n,
+                 (unsigned long long)map);
+        if (map > SIZE_MAX / n)
+            return base_fail(STRATA_ENOMEM, "%s: more than memory holds", what);
+        err = base_shm_check((size_t)(map * n), what);
+        if (err)
+            return err;
+    }
     *device_ctx_out = SIM_CTX_TAG | req->alloc_id;
     return STRATA_OK;
 }
@@ -326,13 +349,22 @@ void sim_host_window_unlink(const struct chip_window_req *req)
 static strata_err map_fixed(const char *name, void *at, size_t size)
 {
     int fd = shm_open(name, O_RDWR | O_CREAT, 0600);
+    struct stat st;
+    strata_err err;
     void *p;
 
     if (fd < 0)
         return base_fail_errno(errno, "shm_open %s", name);
-    if (ftruncate(fd, (off_t)size) != 0) {
-        strata_err err = base_fail_errno(errno, "ftruncate %s", name);
-
+    /* Whoever finds it short sizes it and reserves its pages (two members
+     * racing both do, harmlessly); a window at its size was reserved by
+     * the member that made it. */
+    if (fstat(fd, &st) != 0)
+        err = base_fail_errno(errno, "fstat %s", name);
+    else if ((uint64_t)st.st_size < size)
+        err = base_shm_reserve(fd, size, "a domain window");
+    else
+        err = STRATA_OK;
+    if (err) {
         close(fd);
         return err;
     }

@@ -3,6 +3,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/shm.h"
 #include "chip/chip.h"
 #include "worker_int.h"
 
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 static uint64_t next_buf_id;
@@ -81,30 +81,11 @@ static strata_err map_segment(strata_buffer *b)
         fd = shm_open(b->name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0)
         return base_fail_errno(errno, "shm_open %s", b->name);
-    /* Sizing reserves nothing: a buffer larger than the space left would
-     * be created, then kill whoever touches its far end (SIGBUS). A
-     * tmpfs without a size limit reports no blocks at all: no check. */
-    {
-        struct statvfs vfs;
-
-        if (fstatvfs(fd, &vfs) == 0 && vfs.f_blocks > 0 && vfs.f_frsize > 0 &&
-            b->size / vfs.f_frsize + (b->size % vfs.f_frsize != 0) >
-                (uint64_t)vfs.f_bavail) {
-            err = base_fail(STRATA_ENOMEM,
-                            "a buffer of %zu bytes: the shared memory file "
-                            "system (/dev/shm) has %llu bytes free",
-                            b->size,
-                            (unsigned long long)vfs.f_bavail * vfs.f_frsize);
-            close(fd);
-            shm_unlink(b->name);
-            return err;
-        }
-    }
-    /* A fresh segment reads as zeros: no wipe is needed. */
-    if (ftruncate(fd, (off_t)b->size) != 0) {
-        err = base_fail_errno(errno, "ftruncate %s to %zu bytes", b->name,
-                              b->size);
-    } else {
+    /* Sized and given its pages now: sizing alone takes none, and a
+     * buffer larger than what is left would kill whoever first touched its
+     * far end (SIGBUS). A fresh segment reads as zeros: no wipe is needed. */
+    err = base_shm_reserve(fd, b->size, "a buffer");
+    if (!err) {
         b->data =
             mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (b->data == MAP_FAILED)
@@ -123,13 +104,13 @@ strata_err strata_worker_create_buffer(strata_worker *w, size_t nbytes,
     strata_err err;
 
     if (!w || !out)
-        return base_fail(STRATA_EINVAL,
-                         "strata_worker_create_buffer: NULL argument");
+        return base_fail_null("strata_worker_create_buffer", !w ? "w" : "out");
     err = worker_check_process(w, "strata_worker_create_buffer");
     if (err)
         return err;
     if (nbytes == 0)
-        return base_fail(STRATA_EINVAL, "a buffer needs nbytes > 0");
+        return base_fail(STRATA_EINVAL,
+                         "strata_worker_create_buffer: nbytes is 0");
     b = base_calloc(1, sizeof(*b));
     if (!b)
         return base_fail(STRATA_ENOMEM, "out of memory creating a buffer");
