@@ -63,7 +63,7 @@ static void mark(struct strata_domain *d, uint32_t r, const char *why)
                  d->name, d->chips[r], strata_errmsg());
     if (!d->ctl)
         return; /* no member maps the windows: nobody can wait on them */
-    snprintf(msg, sizeof(msg), "domain '%s': %s", d->name, why);
+    snprintf(msg, sizeof(msg), "domain '%s': %.160s", d->name, why);
     chip_domain_ctl_mark(d->ctl, r, msg);
 }
 
