@@ -209,9 +209,10 @@ strata_err strata_gfg_open(const char *path, strata_gfg **out)
     strata_err err;
     int dirfd;
 
-    if (!path || !*path || !out)
-        return base_fail(STRATA_EINVAL, "strata_gfg_open: NULL or empty "
-                                        "argument");
+    if (!path || !out)
+        return base_fail_null("strata_gfg_open", !path ? "path" : "out");
+    if (!*path)
+        return base_fail(STRATA_EINVAL, "strata_gfg_open: path is empty");
     g = base_calloc(1, sizeof(*g));
     if (!g)
         return base_fail(STRATA_ENOMEM, "strata_gfg_open: no memory");
@@ -323,12 +324,12 @@ static strata_err check_rows(const strata_gfg *g, uint64_t begin, uint64_t end,
                              const char *who)
 {
     if (!g)
-        return base_fail(STRATA_EINVAL, "%s: NULL store", who);
-    if (begin > end || end > g->m.num_dst)
-        return base_fail(STRATA_EINVAL,
-                         "%s: rows [%llu, %llu) are not "
-                         "within [0, %llu)",
-                         who, (unsigned long long)begin,
+        return base_fail_null(who, "g");
+    if (begin > end)
+        return base_fail(STRATA_EINVAL, "%s: begin %llu > end %llu", who,
+                         (unsigned long long)begin, (unsigned long long)end);
+    if (end > g->m.num_dst)
+        return base_fail(STRATA_EINVAL, "%s: end %llu > num_rows %llu", who,
                          (unsigned long long)end,
                          (unsigned long long)g->m.num_dst);
     return STRATA_OK;
@@ -344,7 +345,7 @@ strata_err strata_gfg_row_edges(const strata_gfg *g, uint64_t begin,
 
     err = check_rows(g, begin, end, who);
     if (err == STRATA_OK && !count_out)
-        err = base_fail(STRATA_EINVAL, "%s: NULL output", who);
+        err = base_fail_null(who, "count_out");
     if (err == STRATA_OK)
         err = graph_gfg_read_row_ptr(g, begin, 1, &first);
     if (err == STRATA_OK)
@@ -374,7 +375,7 @@ strata_err strata_gfg_read_rows(const strata_gfg *g, uint64_t begin,
 
     err = check_rows(g, begin, end, who);
     if (err == STRATA_OK && !row_ptr_out)
-        err = base_fail(STRATA_EINVAL, "%s: NULL row_ptr_out", who);
+        err = base_fail_null(who, "row_ptr_out");
     if (err == STRATA_OK)
         err = graph_gfg_read_row_ptr(g, begin, rows + 1, row_ptr_out);
     if (err != STRATA_OK)
@@ -393,13 +394,19 @@ strata_err strata_gfg_read_rows(const strata_gfg *g, uint64_t begin,
     for (size_t i = 0; i <= rows; i++)
         row_ptr_out[i] -= first;
     edges = (uint64_t)row_ptr_out[rows];
-    if (edges > col_capacity || (edges > 0 && !col_out))
+    if (edges > 0 && !col_out)
+        return base_fail(STRATA_EINVAL,
+                         "%s: col_out is NULL, and rows [%llu, %llu) have "
+                         "%llu edges",
+                         who, (unsigned long long)begin,
+                         (unsigned long long)end, (unsigned long long)edges);
+    if (edges > col_capacity)
         return base_fail(STRATA_EINVAL,
                          "%s: rows [%llu, %llu) have %llu "
-                         "edges; col_out holds %zu",
+                         "edges; col_out holds %zu (col_capacity)",
                          who, (unsigned long long)begin,
                          (unsigned long long)end, (unsigned long long)edges,
-                         col_out ? col_capacity : 0);
+                         col_capacity);
     err = graph_gfg_read_cols(g, (uint64_t)first, (size_t)edges, col_out);
     if (err != STRATA_OK)
         return err;

@@ -302,9 +302,10 @@ strata_err strata_gfg_save(const char *path, const strata_csr_view *csr,
     char *name = NULL;
     strata_err err;
 
-    if (!path || !*path || !csr)
-        return base_fail(STRATA_EINVAL, "strata_gfg_save: NULL or empty "
-                                        "argument");
+    if (!path || !csr)
+        return base_fail_null("strata_gfg_save", !path ? "path" : "csr");
+    if (!*path)
+        return base_fail(STRATA_EINVAL, "strata_gfg_save: path is empty");
     err = graph_csr_check(csr, "strata_gfg_save");
     if (err == STRATA_OK)
         err = check_fits(csr, index_dtype);

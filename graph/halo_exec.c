@@ -7,6 +7,7 @@
 #include "base/err.h"
 #include "halo_exec_int.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,10 +66,12 @@ strata_err strata_halo_register_edge(const char *name,
     const struct halo_edge_entry *old;
     strata_err err = STRATA_OK;
 
-    if (!name || !*name || strlen(name) >= HALO_EDGE_NAME_MAX || !forward)
+    if (!name || !forward)
+        return base_fail_null("strata_halo_register_edge",
+                              !name ? "name" : "forward");
+    if (!*name || strlen(name) >= HALO_EDGE_NAME_MAX)
         return base_fail(STRATA_EINVAL,
-                         "strata_halo_register_edge: needs a name of 1..%d "
-                         "bytes and a forward function",
+                         "strata_halo_register_edge: name must be 1..%d bytes",
                          HALO_EDGE_NAME_MAX - 1);
     pthread_mutex_lock(&edges_lock);
     old = halo_edge_find(name);
@@ -134,6 +137,9 @@ static strata_err check_spec(const strata_worker *w, const strata_halo_spec *s)
                                         "too long");
     if (s->features == 0)
         return base_fail(STRATA_EINVAL, "halo spec: features is 0");
+    /* NaN would fail every comparison and pass as "the default". */
+    if (isnan(s->timeout_s))
+        return base_fail(STRATA_EINVAL, "halo spec: timeout_s is NaN");
     if (s->dtype != STRATA_F32 && s->dtype != STRATA_F64)
         return base_fail(STRATA_EINVAL,
                          "halo spec: dtype %d is not F32 or "
@@ -166,7 +172,9 @@ static strata_err check_sizes(strata_halo *h)
     size_t isz = strata_dtype_size(h->spec.dtype);
 
     if (h->spec.features > SIZE_MAX / isz)
-        return base_fail(STRATA_EINVAL, "halo spec: a row overflows");
+        return base_fail(STRATA_EINVAL,
+                         "halo spec: features %zu: a row overflows",
+                         h->spec.features);
     h->row_bytes = h->spec.features * isz;
     if (h->num_rows > SIZE_MAX / h->row_bytes ||
         h->max_pack > (SIZE_MAX / 2) / h->row_bytes ||
@@ -194,7 +202,9 @@ strata_err strata_halo_create(strata_worker *w, const strata_halo_spec *spec,
     strata_err err;
 
     if (!w || !spec || !out)
-        return base_fail(STRATA_EINVAL, "strata_halo_create: NULL argument");
+        return base_fail_null("strata_halo_create", !w      ? "w"
+                                                    : !spec ? "spec"
+                                                            : "out");
     if (kernels_err)
         return base_fail(kernels_err, "halo kernels were not registered at "
                                       "load time");
@@ -274,10 +284,12 @@ strata_err strata_halo_destroy(strata_halo *h)
 strata_err strata_halo_last_trace(const strata_halo *h, uint32_t rank,
                                   strata_halo_rank_trace *out)
 {
-    if (!h || !out || rank >= h->world)
+    if (!h || !out)
+        return base_fail_null("strata_halo_last_trace", !h ? "h" : "out");
+    if (rank >= h->world)
         return base_fail(STRATA_EINVAL,
-                         "strata_halo_last_trace: NULL argument or rank out "
-                         "of range");
+                         "strata_halo_last_trace: rank %u of %u ranks", rank,
+                         h->world);
     if (!h->have_trace)
         return base_fail(STRATA_ESTATE, "no halo call has completed yet");
     *out = h->last[rank];
@@ -367,11 +379,16 @@ static strata_err check_call(strata_orch *o, strata_halo *h, strata_buffer *in,
 {
     size_t need;
 
+    const char *fn = vjp ? "strata_halo_vjp" : "strata_halo_forward";
+
     if (!o || !h || !in || !out)
-        return base_fail(STRATA_EINVAL, "halo: NULL argument");
+        return base_fail_null(fn, !o    ? "orch"
+                                  : !h  ? "h"
+                                  : !in ? (vjp ? "grad_out" : "x")
+                                        : (vjp ? "grad_x" : "out"));
     if (in == out)
-        return base_fail(STRATA_EINVAL,
-                         "halo: input and output are the same buffer");
+        return base_fail(STRATA_EINVAL, "%s: %s: the same buffer", fn,
+                         vjp ? "grad_out == grad_x" : "x == out");
     need = (size_t)h->num_rows * h->row_bytes;
     if (strata_buffer_size(in) < need || strata_buffer_size(out) < need)
         return base_fail(STRATA_EINVAL,

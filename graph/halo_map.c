@@ -209,13 +209,11 @@ strata_err graph_halo_map_build(uint64_t n, uint32_t world, uint32_t rank,
 }
 
 static strata_err check_world(const strata_csr_view *csr, uint32_t world,
-                              uint32_t rank, const void *out, const char *who)
+                              uint32_t rank, const void *out, const char *who,
+                              const char *out_name)
 {
     if (!csr || !out)
-        return base_fail(STRATA_EINVAL,
-                         "%s: csr and the output must not be "
-                         "NULL",
-                         who);
+        return base_fail_null(who, !csr ? "csr" : out_name);
     if (world == 0 || rank >= world)
         return base_fail(STRATA_EINVAL,
                          "%s: need world > 0 and rank < world (got rank %u, "
@@ -269,7 +267,7 @@ strata_err strata_halo_map_derive(const strata_csr_view *csr, uint32_t world,
     struct graph_ghosts g;
     strata_err err;
 
-    err = check_world(csr, world, rank, out, who);
+    err = check_world(csr, world, rank, out, who, "out");
     if (err == STRATA_OK)
         err = graph_csr_check(csr, who);
     if (err == STRATA_OK)
@@ -337,7 +335,7 @@ strata_err strata_halo_maps_collective(const strata_csr_view *csr,
     strata_err err;
     uint32_t r;
 
-    err = check_world(csr, world, 0, maps_out, who);
+    err = check_world(csr, world, 0, maps_out, who, "maps_out");
     if (err == STRATA_OK)
         err = graph_csr_check(csr, who);
     if (err != STRATA_OK)
@@ -424,9 +422,12 @@ static strata_err entry(const char *who, const struct halo_peer *list, size_t n,
                         const int64_t **ids_out, size_t *count_out)
 {
     if (!peer_out || !ids_out || !count_out)
-        return base_fail(STRATA_EINVAL, "%s: NULL output", who);
+        return base_fail_null(who, !peer_out  ? "peer_out"
+                                   : !ids_out ? "ids_out"
+                                              : "count_out");
     if (i >= n)
-        return base_fail(STRATA_EINVAL, "%s: entry %zu of %zu", who, i, n);
+        return base_fail(STRATA_EINVAL, "%s: i is %zu, of %zu entries", who, i,
+                         n);
     *peer_out = list[i].peer;
     *ids_out = ids + list[i].offset;
     *count_out = list[i].count;
@@ -439,8 +440,7 @@ strata_err strata_halo_map_receive_from(const strata_halo_map *m, size_t i,
                                         size_t *count_out)
 {
     if (!m)
-        return base_fail(STRATA_EINVAL, "strata_halo_map_receive_from: NULL "
-                                        "map");
+        return base_fail_null("strata_halo_map_receive_from", "m");
     return entry("strata_halo_map_receive_from", m->recv, m->num_recv,
                  m->ghosts, i, peer_out, ids_out, count_out);
 }
@@ -450,7 +450,7 @@ strata_err strata_halo_map_send_to(const strata_halo_map *m, size_t i,
                                    size_t *count_out)
 {
     if (!m)
-        return base_fail(STRATA_EINVAL, "strata_halo_map_send_to: NULL map");
+        return base_fail_null("strata_halo_map_send_to", "m");
     return entry("strata_halo_map_send_to", m->send, m->num_send, m->send_ids,
                  i, peer_out, ids_out, count_out);
 }

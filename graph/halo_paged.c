@@ -86,7 +86,7 @@ strata_err strata_halo_map_derive_gfg(const strata_gfg *g, uint32_t world,
     strata_err err;
 
     if (!g || !out)
-        return base_fail(STRATA_EINVAL, "%s: NULL argument", who);
+        return base_fail_null(who, !g ? "g" : "out");
     if (world == 0 || rank >= world)
         return base_fail(STRATA_EINVAL,
                          "%s: need world > 0 and rank < world "
@@ -145,9 +145,9 @@ strata_err strata_halo_map_derive_paged(const char *gfg_path, uint32_t world,
     strata_gfg *g;
     strata_err err;
 
-    if (!out)
-        return base_fail(STRATA_EINVAL, "strata_halo_map_derive_paged: NULL "
-                                        "output");
+    if (!gfg_path || !out)
+        return base_fail_null("strata_halo_map_derive_paged",
+                              !gfg_path ? "gfg_path" : "out");
     err = strata_gfg_open(gfg_path, &g);
     if (err != STRATA_OK)
         return err;

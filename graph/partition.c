@@ -10,7 +10,10 @@ strata_err strata_owned_range(uint64_t n, uint32_t world, uint32_t rank,
     uint64_t base;
     uint64_t extra;
 
-    if (world == 0 || rank >= world || !begin_out || !end_out)
+    if (!begin_out || !end_out)
+        return base_fail_null("strata_owned_range",
+                              !begin_out ? "begin_out" : "end_out");
+    if (world == 0 || rank >= world)
         return base_fail(STRATA_EINVAL,
                          "strata_owned_range: need world > 0 and rank < "
                          "world (got rank %u, world %u)",
@@ -29,10 +32,14 @@ strata_err strata_destination_owner(uint64_t entity, uint64_t n, uint32_t world,
     uint64_t extra;
     uint64_t cut;
 
-    if (world == 0 || entity >= n || !rank_out)
+    if (!rank_out)
+        return base_fail_null("strata_destination_owner", "rank_out");
+    if (world == 0)
+        return base_fail(STRATA_EINVAL, "strata_destination_owner: world is 0");
+    if (entity >= n)
         return base_fail(STRATA_EINVAL,
                          "strata_destination_owner: entity %llu outside "
-                         "[0, %llu) or world is 0",
+                         "[0, n = %llu)",
                          (unsigned long long)entity, (unsigned long long)n);
     base = n / world;
     extra = n % world;

@@ -282,7 +282,8 @@ typedef struct strata_halo_spec {
     /* When set, every call (re)writes this JSON file, schema
      * "strata.halo-trace.v1" (docs/halo.md). NULL: no file. */
     const char *trace_path;
-    double timeout_s; /* bound on each in-kernel wait; <= 0: 60 s */
+    double timeout_s; /* bound on each in-kernel wait; <= 0: 60 s; NaN:
+                         STRATA_EINVAL */
     /* Forward: a rank hands its rows to each neighbour in chunks of about
      * this many bytes (whole rows, at least one), and computes a boundary
      * row as soon as the chunks it reads are in (docs/halo.md, "Chunked
@@ -318,11 +319,11 @@ typedef struct strata_halo strata_halo;
  * with a negative node or chip id, a node id w does not have, a member
  * listed twice, a node with more than STRATA_HALO_NODE_MAX_MEMBERS
  * members, features 0, a dtype other than F32/F64, an unknown reducer or
- * schedule, STRATA_HALO_EDGE without a registered edge_kernel, or sizes
- * that overflow; errors of strata_gfg_open and strata_halo_map_derive_gfg
- * for a store; STRATA_ENOMEM. Chips that the worker (or a member's node)
- * lacks are found at the first call. On STRATA_OK the caller owns *out.
- * Main thread (the worker's owner). */
+ * schedule, a NaN timeout_s, STRATA_HALO_EDGE without a registered edge_kernel,
+ * or sizes that overflow; errors of strata_gfg_open and
+ * strata_halo_map_derive_gfg for a store; STRATA_ENOMEM. Chips that the worker
+ * (or a member's node) lacks are found at the first call. On STRATA_OK the
+ * caller owns *out. Main thread (the worker's owner). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_halo_create(
     strata_worker *w, const strata_halo_spec *spec, strata_halo **out);
 
