@@ -221,6 +221,16 @@ int main(int argc, char **argv)
     /* A write to an L4 that is gone fails with EPIPE and ends the session
      * through its teardown, rather than killing the rank on the spot. */
     signal(SIGPIPE, SIG_IGN);
+    /* Blocked before MPI starts its threads, so that every thread has it
+     * blocked and SIGTERM (mpirun ending the job) reaches the session's
+     * signalfd: the rank then tears its chips down instead of dying. */
+    {
+        sigset_t term;
+
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        sigprocmask(SIG_BLOCK, &term, NULL);
+    }
     for (int i = 0; i < o.num_modules; i++)
         if (strata_load_module(o.modules[i]) != STRATA_OK) {
             fprintf(stderr, "strata-rank: %s\n", strata_errmsg());
