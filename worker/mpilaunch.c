@@ -320,8 +320,8 @@ void mpilaunch_stop(struct mpi_group *g)
     if (g->mpirun > 0 && g->reaped && grace_ok(g))
         LOG_INFO("MPI group: mpirun (pid %d) ended", (int)g->mpirun);
     else if (g->mpirun > 0 && g->reaped)
-        LOG_WARN("MPI group: mpirun (pid %d) ended with wait status %#x: a "
-                 "rank failed or was killed (its output says why)",
+        LOG_WARN("MPI group: mpirun (pid %d) ended with wait status %#x "
+                 "(its output says why)",
                  (int)g->mpirun, (unsigned)g->status);
     if (g->pidfd >= 0)
         close(g->pidfd);

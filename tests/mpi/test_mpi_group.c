@@ -8,6 +8,7 @@
  * fail init within the deadline; every test ends with no mpirun, no rank,
  * no /dev/shm name of a rank and no key folder left.
  */
+#include "base/fault.h"
 #include "remote_kit.h"
 
 #include <dirent.h>
@@ -567,6 +568,63 @@ static void test_mpi_group_wrong_key_refused(void **state)
     start_fails("STRATA_FAULT=mpirank.key.1:1", 30.0, "refused 127.0.0.1:");
 }
 
+/* mpirun that cannot start the job ends at once: init fails then, long
+ * before the start-up deadline, and says so. */
+static void test_mpi_group_mpirun_exits_fails_init_early(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t none[MAX_RANKS] = {0};
+    const char *args[2] = {"--oversubscribe", "--no-such-mpirun-option"};
+    double t0;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    group_spec(&s, 2, 1, args, 2);
+    t0 = testutil_now();
+    assert_int_equal(l4_with_group(&s, 120, ids, &w), STRATA_EPEER);
+    print_message("init: %s\n", strata_errmsg());
+    rk_assert_contains(strata_errmsg(), "mpirun (pid ");
+    rk_assert_contains(strata_errmsg(), "exited with status");
+    assert_true(testutil_now() - t0 < 60.0);
+    assert_no_group_left(&before, none);
+}
+
+/* Every allocation of the add failing in turn: STRATA_ENOMEM, nothing
+ * added, nothing leaked (ASan), and the worker still takes the group. */
+static void test_mpi_group_add_enomem_adds_nothing(void **state)
+{
+    testutil_snapshot before;
+    strata_worker_config c;
+    strata_worker *w = NULL;
+    strata_mpi_group_spec s;
+    int ids[MAX_RANKS];
+    strata_err err = STRATA_ENOMEM;
+    long failed = 0;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    strata_worker_config_init(&c, 4);
+    it_ok(strata_worker_create(&c, &w));
+    group_spec(&s, 3, 2, over, 1);
+    for (long n = 1; err == STRATA_ENOMEM && n < 1000; n++) {
+        base_alloc_fail_after(n);
+        err = strata_worker_add_mpirun_worker_group(w, &s, ids, MAX_RANKS);
+        base_alloc_fail_after(0);
+        if (err == STRATA_ENOMEM) {
+            assert_int_equal(strata_worker_num_nodes(w), 0);
+            failed++;
+        }
+    }
+    it_ok(err);
+    assert_true(failed > 10); /* the spec's copies and every rank's node */
+    assert_int_equal(strata_worker_num_nodes(w), 3);
+    it_ok(strata_worker_destroy(w));
+    testutil_assert_clean(&before);
+}
+
 /* ---- the spec --------------------------------------------------------- */
 
 static void refused(strata_worker *w, const strata_mpi_group_spec *s, size_t n,
@@ -651,6 +709,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mpi_group_bad_spec_einval),
+        cmocka_unit_test(test_mpi_group_add_enomem_adds_nothing),
         cmocka_unit_test(test_mpi_group_two_ranks_add_ok),
         cmocka_unit_test(test_mpi_group_four_ranks_add_ok),
         cmocka_unit_test(test_mpi_group_lanes_independent),
@@ -658,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_mpi_group_l4_killed_ends_job),
         cmocka_unit_test(test_mpi_group_rank_never_ready_fails_init),
         cmocka_unit_test(test_mpi_group_wrong_key_refused),
+        cmocka_unit_test(test_mpi_group_mpirun_exits_fails_init_early),
     };
 
     rk_filter_from_env();
