@@ -227,6 +227,7 @@ static void send_posted(struct remote_node *r)
 
         r->req[pos] = ++r->next_req;
         r->done[pos] = false;
+        r->sent_ns[pos] = base_now_ns();
         if (f->kind == MBX_TASK)
             send_task(r, pos, f);
         else
@@ -253,20 +254,32 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
  * so only when none of them has a request out: a node that still owes an
  * answer would otherwise wait out the linger unread (a global domain's
  * phase over two remote nodes took 200 us instead of one round trip), and
- * the loop has work coming anyway. The price: while one node runs a long
- * task, posts to the others wake the loop through the eventfd. */
+ * the loop has work coming anyway. A request out for longer than ten
+ * lingers is a long task, though: its answer may wait out one linger
+ * (a tenth of its time at most), and posts to the other nodes (an MPI
+ * group's other ranks) keep the fast path while one node computes. */
+#define LINGER_LONG_NS                                                         \
+    ((uint64_t)base_spin_budget() * BASE_SPIN_NS_PER_SPIN * 10)
+
 static bool live(const struct remote_node *o)
 {
     return o && o->ep && o->conn && o->ready && !o->lost;
 }
 
+/* A request sent less than a long task's time ago is still out. */
 static bool any_outstanding(const strata_worker *w)
 {
+    uint64_t now = base_now_ns();
+
     for (size_t i = 0; i < w->num_nodes; i++) {
         const struct remote_node *o = w->nodes[i].remote;
 
-        if (live(o) && o->sent != o->ep->mbx->h.tail)
-            return true;
+        if (!live(o))
+            continue;
+        for (uint32_t k = o->ep->mbx->h.tail; k != o->sent; k++)
+            if (!o->done[k % MBX_RING] &&
+                now - o->sent_ns[k % MBX_RING] < LINGER_LONG_NS)
+                return true;
     }
     return false;
 }
