@@ -414,6 +414,40 @@ static void test_mpi_group_killed_rank_epeer(void **state)
     assert_no_group_left(&before, pids);
 }
 
+/* A forked node and two groups (two mpiruns) under one L4: the groups'
+ * ids follow the forked node's, and one run spans all of them. */
+static void test_mpi_group_two_groups_beside_forked_node_ok(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int g1[MAX_RANKS], g2[MAX_RANKS], all[4];
+    pid_t pids[MAX_RANKS];
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    it_ok(rk_l4_create(1, NULL, 0, &w));
+    group_spec(&s, 2, 2, over, 1);
+    it_ok(strata_worker_add_mpirun_worker_group(w, &s, g1, MAX_RANKS));
+    group_spec(&s, 1, 2, over, 1);
+    it_ok(strata_worker_add_mpirun_worker_group(w, &s, g2, MAX_RANKS));
+    assert_int_equal(g1[0], 1);
+    assert_int_equal(g1[1], 2);
+    assert_int_equal(g2[0], 3);
+    it_ok(strata_worker_init(w));
+    /* Three ranks: pids keeps one per rank number, the leftover check
+     * looks for every process of the launches. */
+    assert_int_equal(rank_pids(pids), 3);
+    all[0] = 0;
+    all[1] = g1[0];
+    all[2] = g1[1];
+    all[3] = g2[0];
+    it_ok(rk_add_run(w, all, 4, 3000, 9));
+    it_ok(rk_add_run(w, &g2[0], 1, 17, 2));
+    rk_destroy(w, STRATA_OK);
+    assert_no_group_left(&before, pids);
+}
+
 /* ---- per-rank lanes ---------------------------------------------------- */
 
 /* A long task on rank 0 holds up no work on rank 1: rank 1 serves several
@@ -712,6 +746,7 @@ int main(void)
         cmocka_unit_test(test_mpi_group_add_enomem_adds_nothing),
         cmocka_unit_test(test_mpi_group_two_ranks_add_ok),
         cmocka_unit_test(test_mpi_group_four_ranks_add_ok),
+        cmocka_unit_test(test_mpi_group_two_groups_beside_forked_node_ok),
         cmocka_unit_test(test_mpi_group_lanes_independent),
         cmocka_unit_test(test_mpi_group_killed_rank_epeer),
         cmocka_unit_test(test_mpi_group_l4_killed_ends_job),
