@@ -30,6 +30,7 @@ struct mpi_pending {
     char ident[MPI_IDENT_LEN];
     size_t got;
     char peer[80];
+    char addr[256]; /* the peer's address, numeric */
     struct mpi_pending *next;
 };
 
@@ -132,6 +133,9 @@ static void join(struct mpi_pending *p)
         return;
     snprintf(r->endpoint, 384, "MPI rank %u on %s (pid %u)", (unsigned)r->rank,
              host, pid);
+    /* Where the rank is, as global domains judge it (a sim domain needs
+     * every member on this host: a rank that dialed a loopback address). */
+    snprintf(r->host, sizeof(r->host), "%s", p->addr);
     if (p->ev)
         event_free(p->ev);
     p->ev = NULL;
@@ -197,6 +201,7 @@ static void take(struct mpi_group *g, int fd, const struct sockaddr *sa,
     getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
                 NI_NUMERICHOST | NI_NUMERICSERV);
     snprintf(p->peer, sizeof(p->peer), "%s:%s", host, port);
+    snprintf(p->addr, sizeof(p->addr), "%s", host);
     p->g = g;
     p->fd = fd;
     SSL_set_accept_state(p->ssl);

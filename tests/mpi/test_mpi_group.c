@@ -11,6 +11,8 @@
 #include "base/fault.h"
 #include "remote_kit.h"
 
+#include <strata/domain.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
@@ -448,6 +450,72 @@ static void test_mpi_group_two_groups_beside_forked_node_ok(void **state)
     assert_no_group_left(&before, pids);
 }
 
+/* ---- a global domain over a group ------------------------------------- */
+
+#define GD_COUNT 256
+
+struct gd_ctx {
+    const int *ids;
+    uint32_t pattern[GD_COUNT], back[GD_COUNT], back0[GD_COUNT];
+};
+
+/* Over both chips of both ranks (the L4 path: ranks on this host, so the
+ * sim profile's windows are shared): a pattern into rank 3 (rank 1's
+ * second chip) and rank 0, read back from each. */
+static strata_err gd_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct gd_ctx *c = user;
+    const strata_global_member members[4] = {
+        {c->ids[0], 0}, {c->ids[0], 1}, {c->ids[1], 0}, {c->ids[1], 1}};
+    const strata_comm_buffer_spec buf = {"vec", STRATA_U32, GD_COUNT,
+                                         GD_COUNT * 4};
+    const strata_global_domain_spec spec = {.name = "mpi_gd",
+                                            .members = members,
+                                            .num_members = 4,
+                                            .window_size = 4096,
+                                            .buffers = &buf,
+                                            .num_buffers = 1};
+    strata_global_domain *g = NULL;
+
+    (void)args;
+    it_try(strata_orch_allocate_global_domain(o, &spec, &g));
+    it_try(strata_orch_copy_to_global_domain(o, g, 3, "vec", 0, c->pattern,
+                                             sizeof(c->pattern)));
+    it_try(strata_orch_copy_from_global_domain(o, g, 3, "vec", 0, c->back,
+                                               sizeof(c->back)));
+    it_try(strata_orch_copy_to_global_domain(o, g, 0, "vec", 0, c->back,
+                                             sizeof(c->back)));
+    return strata_orch_copy_from_global_domain(o, g, 0, "vec", 0, c->back0,
+                                               sizeof(c->back0));
+}
+
+static void test_mpi_group_global_domain_ok(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t pids[MAX_RANKS];
+    struct gd_ctx c = {.ids = ids};
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    group_spec(&s, 2, 2, over, 1);
+    it_ok(l4_with_group(&s, 60, ids, &w));
+    assert_int_equal(rank_pids(pids), 2);
+    for (uint32_t run = 0; run < 2; run++) {
+        for (uint32_t i = 0; i < GD_COUNT; i++)
+            c.pattern[i] = 0x7e000000u + 1000 * run + i;
+        memset(c.back, 0, sizeof(c.back));
+        memset(c.back0, 0, sizeof(c.back0));
+        it_ok(strata_worker_run(w, gd_orch, NULL, &c));
+        assert_memory_equal(c.back, c.pattern, sizeof(c.pattern));
+        assert_memory_equal(c.back0, c.pattern, sizeof(c.pattern));
+    }
+    rk_destroy(w, STRATA_OK);
+    assert_no_group_left(&before, pids);
+}
+
 /* ---- per-rank lanes ---------------------------------------------------- */
 
 /* A long task on rank 0 holds up no work on rank 1: rank 1 serves several
@@ -748,6 +816,7 @@ int main(void)
         cmocka_unit_test(test_mpi_group_four_ranks_add_ok),
         cmocka_unit_test(test_mpi_group_two_groups_beside_forked_node_ok),
         cmocka_unit_test(test_mpi_group_lanes_independent),
+        cmocka_unit_test(test_mpi_group_global_domain_ok),
         cmocka_unit_test(test_mpi_group_killed_rank_epeer),
         cmocka_unit_test(test_mpi_group_l4_killed_ends_job),
         cmocka_unit_test(test_mpi_group_rank_never_ready_fails_init),
