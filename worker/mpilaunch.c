@@ -282,11 +282,15 @@ static bool wait_mpirun(struct mpi_group *g, double seconds)
     return true;
 }
 
-static bool all_ready(struct mpi_group *g)
+/* Every rank came up and none was lost: each has its GOODBYE now. */
+static bool all_leaving(struct mpi_group *g)
 {
-    for (size_t i = 0; i < g->n; i++)
-        if (!mpigroup_node(g, i)->ready)
+    for (size_t i = 0; i < g->n; i++) {
+        const struct remote_node *r = mpigroup_node(g, i);
+
+        if (!r->ready || r->lost)
             return false;
+    }
     return true;
 }
 
@@ -300,9 +304,9 @@ void mpilaunch_stop(struct mpi_group *g)
     mpiaccept_unwatch(g);
     mpiaccept_close_listener(g);
     if (g->mpirun > 0 && !g->reaped) {
-        /* A group that never came up all the way has ranks that will
-         * not leave by themselves. */
-        double grace = all_ready(g) ? LEAVE_GRACE_S : 0.0;
+        /* A group that never came up all the way, or lost a rank (one
+         * that hangs, say), has ranks that will not leave by themselves. */
+        double grace = all_leaving(g) ? LEAVE_GRACE_S : 0.0;
 
         if (!wait_mpirun(g, grace)) {
             LOG_WARN("MPI group: ending mpirun (pid %d)", (int)g->mpirun);

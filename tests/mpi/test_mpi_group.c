@@ -559,6 +559,54 @@ static void test_mpi_group_lanes_independent(void **state)
     assert_no_group_left(&before, pids);
 }
 
+/* A rank that hangs (SIGSTOP) mid-task goes silent: its task fails with
+ * STRATA_EPEER within the heartbeat bound, and destroy ends the job at
+ * once rather than waiting for a rank that will never leave. */
+static void test_mpi_group_hung_rank_epeer(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t pids[MAX_RANKS];
+    struct span_ctx c = {0};
+    char dir[] = "/tmp/strata-mpitest-XXXXXX", mark[64];
+    strata_run *run = NULL;
+    double t0;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_non_null(mkdtemp(dir));
+    snprintf(mark, sizeof(mark), "%s/started", dir);
+    group_spec(&s, 2, 1, over, 1);
+    it_ok(l4_with_group(&s, 60, ids, &w));
+    assert_int_equal(rank_pids(pids), 2);
+    it_ok(strata_worker_create_buffer(w, sizeof(struct rt_span), &c.span));
+    it_ok(strata_worker_create_buffer(w, strlen(mark) + 1, &c.path));
+    memcpy(strata_buffer_data(c.path), mark, strlen(mark) + 1);
+    c.node = ids[1];
+    it_ok(strata_worker_submit(w, span_orch, NULL, &c, &run));
+    assert_true(testutil_wait_until(exists, mark, 30.0));
+    t0 = testutil_now();
+    assert_int_equal(kill(pids[1], SIGSTOP), 0);
+    assert_int_equal(strata_run_wait(run, 60.0), STRATA_EPEER);
+    rk_assert_contains(strata_errmsg(), "MPI rank 1 on ");
+    rk_assert_contains(strata_errmsg(), "silent");
+    /* Silent after 10 s, seen on the next 1 s tick; room for a busy host. */
+    assert_true(testutil_now() - t0 < 30.0);
+    strata_run_free(run);
+    it_ok(strata_buffer_release(c.span));
+    it_ok(strata_buffer_release(c.path));
+    t0 = testutil_now();
+    rk_destroy(w, STRATA_OK);
+    /* No wait for the hung rank to leave (that grace is 10 s): SIGTERM to
+     * mpirun at once. */
+    assert_true(testutil_now() - t0 < 8.0);
+    unlink(mark);
+    rmdir(dir);
+    assert_no_group_left(&before, pids);
+}
+
 /* ---- the L4 killed ----------------------------------------------------- */
 
 /* In a forked L4: start a group of 2, say so on fd, wait to be killed. */
@@ -818,6 +866,7 @@ int main(void)
         cmocka_unit_test(test_mpi_group_lanes_independent),
         cmocka_unit_test(test_mpi_group_global_domain_ok),
         cmocka_unit_test(test_mpi_group_killed_rank_epeer),
+        cmocka_unit_test(test_mpi_group_hung_rank_epeer),
         cmocka_unit_test(test_mpi_group_l4_killed_ends_job),
         cmocka_unit_test(test_mpi_group_rank_never_ready_fails_init),
         cmocka_unit_test(test_mpi_group_wrong_key_refused),
