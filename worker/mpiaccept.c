@@ -122,6 +122,13 @@ static struct remote_node *claim(struct mpi_pending *p, unsigned *pid_out,
     return r;
 }
 
+static bool same_host(const char *host)
+{
+    char me[256] = "";
+
+    return gethostname(me, sizeof(me) - 1) == 0 && strcmp(me, host) == 0;
+}
+
 static void join(struct mpi_pending *p)
 {
     struct mpi_group *g = p->g;
@@ -136,6 +143,8 @@ static void join(struct mpi_pending *p)
     /* Where the rank is, as global domains judge it (a sim domain needs
      * every member on this host: a rank that dialed a loopback address). */
     snprintf(r->host, sizeof(r->host), "%s", p->addr);
+    if (same_host(host))
+        g->local_pids[r->rank] = (pid_t)pid;
     if (p->ev)
         event_free(p->ev);
     p->ev = NULL;

@@ -47,6 +47,7 @@ static void group_free(struct mpi_group *g)
     base_free(g->modules);
     base_free(g->callback_host);
     base_free(g->key_dir);
+    base_free(g->local_pids);
     base_free(g);
 }
 
@@ -220,6 +221,8 @@ static strata_err copy_group(struct mpi_group *g,
     g->callback_port = s->callback_port;
     g->key_dir = dup_or_null(s->key_dir, &fail);
     g->n = s->ranks;
+    g->local_pids = base_calloc(s->ranks, sizeof(*g->local_pids));
+    fail |= !g->local_pids;
     g->lfd = -1;
     g->pidfd = -1;
     return fail ? base_fail(STRATA_ENOMEM, "out of memory copying an MPI spec")

@@ -52,6 +52,10 @@ struct mpi_group {
     int status; /* mpirun's wait status, once reaped */
     uint64_t deadline;
     char refused[200]; /* why the last stranger was refused, or "" */
+    /* ranks on this host, by rank: pid as joined, 0 when elsewhere or not
+     * joined; what names their processes (the key folder's path) */
+    pid_t *local_pids;
+    char tag[PATH_MAX - 16];
 };
 
 static inline struct remote_node *mpigroup_node(struct mpi_group *g,

@@ -36,6 +36,7 @@ extern char **environ;
 
 #define KEY_BYTES 32
 #define LEAVE_GRACE_S 10.0 /* ranks tear their chips down, then finalize */
+#define ABORT_GRACE_S 3.0  /* mpirun ends a job that lost a rank itself */
 #define TERM_GRACE_S 5.0
 
 static strata_err write_key(struct mpi_group *g)
@@ -56,6 +57,7 @@ static strata_err write_key(struct mpi_group *g)
             errno, "MPI group: cannot make a key folder in %s", dir);
     }
     snprintf(g->key_path, sizeof(g->key_path), "%s/key", g->dir_path);
+    snprintf(g->tag, sizeof(g->tag), "%s", g->dir_path);
     if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
         return base_fail_errno(errno, "MPI group: cannot draw a key");
     for (size_t i = 0; i < KEY_BYTES; i++)
@@ -282,6 +284,64 @@ static bool wait_mpirun(struct mpi_group *g, double seconds)
     return true;
 }
 
+static bool all_joined(struct mpi_group *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (!mpigroup_node(g, i)->ready)
+            return false;
+    return true;
+}
+
+/* True when pid runs a program whose command line names this launch's
+ * key folder (a rank, or one of its chips), and is no zombie. */
+static bool of_launch(const struct mpi_group *g, pid_t pid)
+{
+    char path[64], buf[4096];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false; /* a zombie's command line is empty */
+    buf[n] = '\0';
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+        if (strstr(buf + i, g->tag))
+            return true;
+    return false;
+}
+
+/* mpirun is gone: a rank on this host that outlived it (mpirun died
+ * before it could end it) would wait in MPI forever. */
+static void kill_orphans(struct mpi_group *g)
+{
+    uint64_t deadline = base_deadline_after(TERM_GRACE_S);
+    size_t left;
+
+    for (size_t i = 0; g->tag[0] && i < g->n; i++) {
+        pid_t pid = g->local_pids[i];
+
+        if (pid > 0 && of_launch(g, pid)) {
+            LOG_WARN("MPI group: rank %zu (pid %d) outlived mpirun: SIGKILL", i,
+                     (int)pid);
+            kill(pid, SIGKILL);
+        } else {
+            g->local_pids[i] = 0;
+        }
+    }
+    /* Their names can be reclaimed once they are gone (init reaps them). */
+    do {
+        left = 0;
+        for (size_t i = 0; i < g->n; i++)
+            left += g->local_pids[i] > 0 && of_launch(g, g->local_pids[i]);
+    } while (left > 0 && base_deadline_poll_ms(deadline) != 0 &&
+             usleep(10000) == 0);
+}
+
 /* Every rank came up and none was lost: each has its GOODBYE now. */
 static bool all_leaving(struct mpi_group *g)
 {
@@ -304,9 +364,13 @@ void mpilaunch_stop(struct mpi_group *g)
     mpiaccept_unwatch(g);
     mpiaccept_close_listener(g);
     if (g->mpirun > 0 && !g->reaped) {
-        /* A group that never came up all the way, or lost a rank (one
-         * that hangs, say), has ranks that will not leave by themselves. */
-        double grace = all_leaving(g) ? LEAVE_GRACE_S : 0.0;
+        /* A group that never came up all the way has ranks that will not
+         * leave by themselves; one that lost a rank is being aborted by
+         * mpirun (a signal now would cut its abort short), unless the rank
+         * hangs. */
+        double grace = all_leaving(g)  ? LEAVE_GRACE_S
+                       : all_joined(g) ? ABORT_GRACE_S
+                                       : 0.0;
 
         if (!wait_mpirun(g, grace)) {
             LOG_WARN("MPI group: ending mpirun (pid %d)", (int)g->mpirun);
@@ -331,6 +395,8 @@ void mpilaunch_stop(struct mpi_group *g)
         close(g->pidfd);
     g->pidfd = -1;
     mpilaunch_forget_key(g);
+    if (g->mpirun > 0 && g->reaped)
+        kill_orphans(g);
     /* mpirun has reaped its ranks here: the /dev/shm names of one that
      * was killed (its buffers, its chips') have no owner left. */
     if (g->mpirun > 0 && g->reaped)

@@ -213,6 +213,7 @@ int main(int argc, char **argv)
 {
     struct opts o = {0};
     int provided = 0, rank = 0, size = 0, fd = -1, status;
+    pid_t launcher;
     char point[48];
     SSL *ssl;
 
@@ -253,7 +254,11 @@ int main(int argc, char **argv)
     ssl = join(&o, rank, size, &fd);
     if (!ssl)
         MPI_Abort(MPI_COMM_WORLD, 1);
+    launcher = getppid();
     status = worker_session_main(fd, ssl, o.connect, NULL);
+    /* mpirun (or its daemon) gone: MPI_Finalize would wait for it. */
+    if (getppid() != launcher)
+        _exit(status ? status : 1);
     if (status != 0) {
         /* The L4 is gone: take the whole job down with it. */
         LOG_WARN("rank %d: the L4 is lost: ending the MPI job", rank);
