@@ -179,10 +179,10 @@ static strata_err staged_copy(strata_chip *chip, struct mbx_frame *f,
 
 /* Maps the control page of the domain whose windows were just adopted
  * at [base, + rank_count x map) and watches it. A local domain's page is
- * created by whichever member maps first, as its windows are (its worker
- * unlinks it with them: domain/adopt.c); a global domain's (local false)
- * only exists where its node made it. On failure the windows are
- * released again. */
+ * created by whichever member maps first, as its windows are, and its
+ * worker unlinks it with them (domain/adopt.c). A global domain's (local
+ * false) is mapped only if it exists: its nodes do not unlink one (yet).
+ * On failure the windows are released again. */
 static strata_err watch_adopted(strata_chip *chip,
                                 const struct chip_window_req *req, bool local,
                                 uint64_t base, uint64_t map)

@@ -4,13 +4,15 @@
  * knows the child is dead, under its lock, so that those who register
  * need no lock of their own there. */
 #include "base/err.h"
+#include "base/log.h"
 #include "chip/peer.h"
 #include "orch_int.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* No page: no member has mapped the windows, none can wait on them. */
+/* A page nobody made yet is made, so that a member that maps the windows
+ * later finds the domain broken; the caller unlinks it with them. */
 static void mark(const char *name, const char *label, uint32_t rank,
                  const char *why)
 {
@@ -19,7 +21,8 @@ static void mark(const char *name, const char *label, uint32_t rank,
     /* A long reason is cut: the page holds what fits. */
     if (snprintf(msg, sizeof(msg), "%s: %s", label, why) < 0)
         msg[0] = '\0';
-    chip_domain_ctl_mark_name(name, false, rank, msg);
+    if (!chip_domain_ctl_mark_name(name, true, rank, msg))
+        LOG_WARN("cannot mark %s: %s", name, strata_errmsg());
 }
 
 strata_err orch_mark_on_death(struct orch_sched *s, int ep, const char *name,
@@ -52,15 +55,20 @@ strata_err orch_mark_on_death(struct orch_sched *s, int ep, const char *name,
     return err;
 }
 
-void orch_mark_forget(struct orch_sched *s, uint64_t key)
+void orch_mark_forget_locked(struct orch_sched *s, uint64_t key)
 {
     uint32_t k = 0;
 
-    pthread_mutex_lock(&s->mu);
     for (uint32_t i = 0; i < s->num_marks; i++)
         if (s->marks[i].key != key)
             s->marks[k++] = s->marks[i];
     s->num_marks = k;
+}
+
+void orch_mark_forget(struct orch_sched *s, uint64_t key)
+{
+    pthread_mutex_lock(&s->mu);
+    orch_mark_forget_locked(s, key);
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -90,9 +90,11 @@ bool orch_child_dead_locked(struct orch_sched *s, int ep, char *why,
 
 /* Marks the control page called name (chip/peer.h) with rank, naming the
  * death ("<label>: chip 1 (pid 4242) died: ..."), once child ep is known
- * dead: at once if it is already, else from the scheduler when it dies
- * (a page nobody made by then is left alone: no member maps the windows).
- * key (a domain id) groups such entries for orch_mark_forget. A node
+ * dead: at once if it is already, else from the scheduler when it dies.
+ * A page nobody made by then is made (members that map the windows later
+ * find it marked): the caller forgets the entries (orch_mark_forget),
+ * then unlinks the name, when the domain goes. key (a domain id) groups
+ * such entries. A node
  * registers each of its members of a global domain, an L4 each node with
  * members; local domains mark their own (domain/lost.c). STRATA_EINVAL
  * for a name or label too long (CHIP_WINDOW_HANDLE_MAX, 64 bytes),
@@ -101,6 +103,8 @@ strata_err orch_mark_on_death(struct orch_sched *s, int ep, const char *name,
                               const char *label, uint32_t rank, uint64_t key);
 /* Forgets every entry of key (before the page's name goes). */
 void orch_mark_forget(struct orch_sched *s, uint64_t key);
+/* The same under the scheduler lock. */
+void orch_mark_forget_locked(struct orch_sched *s, uint64_t key);
 
 /* Waits until every one of cs is done. Returns the first error, its
  * detail in strata_errmsg(). */
