@@ -202,10 +202,17 @@ STRATA_API const strata_comm_context *
 strata_chip_comm_context(strata_chip *chip, uint64_t device_ctx);
 
 /* Cross-rank signals on 32-bit words inside windows. add: atomic add,
- * then wake every waiter. wait: until *word >= at_least (spin, yield,
- * then futex), STRATA_ETIMEDOUT after timeout_s (< 0: forever). A waiter
- * must wait through strata_signal_wait: on local-domain windows the add
- * skips the wake system call when no chip sleeps in it (docs/domains.md). */
+ * then wake every waiter (a NULL word: nothing). wait: until *word >=
+ * at_least (spin, yield, then futex), STRATA_ETIMEDOUT after timeout_s
+ * (any negative value: forever; +inf: 1e9 s). STRATA_EPEER, naming the
+ * rank and chip, once a member of the domain whose window holds the word
+ * has died (or its node was lost) while the word is short: a waiter is
+ * never left waiting for a dead peer (sim windows of local domains; see
+ * docs/domains.md for global ones). STRATA_EINVAL for a NULL word or a
+ * NaN timeout_s. A waiter must wait through strata_signal_wait: on
+ * local-domain windows the add skips the wake system call when no chip
+ * sleeps in it (docs/domains.md). Any thread of a chip process (or any
+ * process, on host memory). */
 STRATA_API void strata_signal_add(volatile uint32_t *word, uint32_t v);
 STRATA_API STRATA_MUST_CHECK strata_err strata_signal_wait(
     const volatile uint32_t *word, uint32_t at_least, double timeout_s);
