@@ -44,7 +44,8 @@ const char *__asan_default_options(void);
 
 #define SESSION_END_S 10.0 /* from the peer's EOF to the session's end */
 #define HELLO_WAIT_S 10.0  /* HELLO to HELLO_REPLY (chips start) */
-#define REPLY_WAIT_S 0.25  /* a record's FUZZ_OP_WAIT */
+#define REPLY_WAIT_S 0.25  /* a record's FUZZ_OP_WAIT ... */
+#define WAIT_BUDGET_S 1.0  /* ... and all of an input's together */
 #define STALL_S 10.0       /* a write that makes no progress */
 #define MAX_PROCS 4        /* one more than the session allows */
 #define MAX_WINDOW (1u << 20)
@@ -115,6 +116,8 @@ struct peer {
     struct wire_buf out;
     bool out_bad; /* a bad header: the session reads no further */
     bool hello_sent;
+    double wait_left; /* of WAIT_BUDGET_S: replies that never come cost
+                         an input little */
 };
 
 /* A chip that died of a signal the session did not send. */
@@ -360,8 +363,13 @@ static bool send_frame(struct peer *p, const struct fuzz_record *r)
     peer_write(p, r->payload, r->len);
     if (p->hello_sent && !p->hello_reply)
         peer_wait(p, 0, true, HELLO_WAIT_S);
-    else if (r->wait)
-        peer_wait(p, before, false, REPLY_WAIT_S);
+    else if (r->wait && p->wait_left > 0) {
+        double t = now_s();
+
+        peer_wait(p, before, false,
+                  p->wait_left < REPLY_WAIT_S ? p->wait_left : REPLY_WAIT_S);
+        p->wait_left -= now_s() - t;
+    }
     return !p->broken;
 }
 
@@ -548,6 +556,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         die("socketpair: %s", strerror(errno));
     p.fd = sv[0];
+    p.wait_left = WAIT_BUDGET_S;
     s.fd = sv[1];
     if (fstat(s.fd, &st) != 0)
         die("fstat: %s", strerror(errno));
