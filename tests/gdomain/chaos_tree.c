@@ -6,9 +6,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The whole of a small /proc file into buf (NUL-ended); bytes read. */
@@ -28,34 +30,57 @@ static size_t slurp(const char *path, char *buf, size_t cap)
     return n;
 }
 
+/* Appends the pids in one children file to out[*n..cap). */
+static void read_children(pid_t pid, const char *tid, pid_t *out, size_t *n,
+                          size_t cap)
+{
+    char file[300], buf[4096], *p, *end;
+
+    snprintf(file, sizeof(file), "/proc/%d/task/%s/children", (int)pid, tid);
+    slurp(file, buf, sizeof(buf));
+    for (p = buf; *n < cap; p = end) {
+        long v = strtol(p, &end, 10);
+
+        if (end == p)
+            break;
+        out[(*n)++] = (pid_t)v;
+    }
+}
+
+/* The thread ids are read with getdents64 into a buffer on the stack, not
+ * with opendir: the killer thread must not allocate, since the main
+ * thread forks meanwhile, and a child forked while another thread holds
+ * an allocator's lock (ASan's is not released in the child) hangs in its
+ * first malloc. */
 size_t chaos_children(pid_t pid, pid_t *out, size_t cap)
 {
-    char path[64], buf[4096];
-    struct dirent *e;
+    char path[64];
+    char ents[4096] __attribute__((aligned(8)));
     size_t n = 0;
-    DIR *dir;
+    long got;
+    int fd;
 
     snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-    dir = opendir(path);
-    if (!dir)
+    fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
         return 0;
-    while ((e = readdir(dir)) != NULL && n < cap) {
-        char file[300], *p, *end;
+    while (n < cap &&
+           (got = syscall(SYS_getdents64, fd, ents, sizeof(ents))) > 0) {
+        for (long off = 0; off < got;) {
+            struct linux_dirent64 {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *e = (struct linux_dirent64 *)(void *)(ents + off);
 
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(file, sizeof(file), "/proc/%d/task/%s/children", (int)pid,
-                 e->d_name);
-        slurp(file, buf, sizeof(buf));
-        for (p = buf; n < cap; p = end) {
-            long v = strtol(p, &end, 10);
-
-            if (end == p)
-                break;
-            out[n++] = (pid_t)v;
+            if (e->name[0] != '.')
+                read_children(pid, e->name, out, &n, cap);
+            off += e->reclen;
         }
     }
-    closedir(dir);
+    close(fd);
     return n;
 }
 
