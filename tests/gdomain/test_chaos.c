@@ -606,6 +606,25 @@ static void iterate(long i)
 
 /* ---- the watchdog and the test ----------------------------------------- */
 
+/* Kills the whole tree and removes what it named in /dev/shm (a tree
+ * killed outright leaves its global windows, docs/global_domains.md). */
+static void hang_cleanup(void)
+{
+    static struct chaos_names none;
+    static struct chaos_pids tree;
+    pid_t p[CHAOS_MAX_PIDS];
+    size_t n = chaos_descendants(getpid(), p, CHAOS_MAX_PIDS);
+
+    chaos_pids_add(&tree, getpid());
+    for (size_t i = 0; i < n; i++) {
+        chaos_pids_add(&tree, p[i]);
+        kill(p[i], SIGKILL);
+    }
+    testutil_sleep(0.5);
+    chaos_shm_remove_new(&none, &tree);
+    chaos_daemon_files_remove(&daemon_);
+}
+
 static void *dog_main(void *arg)
 {
     (void)arg;
@@ -639,10 +658,7 @@ static void *dog_main(void *arg)
                     i, plan, s, (unsigned long long)chaos_cfg.seed, i);
             chaos_print_tree(getpid());
             chaos_daemon_log_tail(&daemon_);
-            kill_leftovers();
-            if (daemon_.pid > 0)
-                kill(daemon_.pid, SIGKILL);
-            chaos_daemon_files_remove(&daemon_);
+            hang_cleanup();
             abort();
         }
         testutil_sleep(0.25);
