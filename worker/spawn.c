@@ -7,6 +7,8 @@
 #include "base/log.h"
 #include "chip/chip.h"
 #include "chip/registry.h"
+#include "orch/control.h"
+#include "worker/reclaim.h"
 #include "worker_int.h"
 
 #include <errno.h>
@@ -203,6 +205,27 @@ static strata_err wait_ready(strata_worker *w, uint64_t deadline)
     return err;
 }
 
+/* A forked child died (under the scheduler lock; it must not wait): a
+ * child killed outright could not remove its /dev/shm names, so they go
+ * now rather than at the next worker's sweep. Only once it is reaped (its
+ * pid cannot be anyone else's); whatever its own children make as they
+ * die with it goes at teardown. */
+static void child_died(struct orch_sched *s, int ep, const char *why, void *arg)
+{
+    strata_worker *w = arg;
+    const struct orch_endpoint *e = &w->eps[ep];
+    pid_t pid = e->pid;
+
+    (void)s;
+    (void)why;
+    if (pid <= 0 || !__atomic_load_n(&e->reaped, __ATOMIC_ACQUIRE) ||
+        (e->kind == ORCH_EP_NODE && w->nodes && w->nodes[ep].remote))
+        return;
+    if (worker_reclaim_names(&pid, 1))
+        LOG_INFO("removed the /dev/shm names of dead %s %d (pid %d)", who(e),
+                 e->id, (int)pid);
+}
+
 static strata_err start_scheduler(strata_worker *w)
 {
     struct orch_sched_cfg cfg = {
@@ -221,6 +244,8 @@ static strata_err start_scheduler(strata_worker *w)
     };
     strata_err err = orch_sched_create(&cfg, &w->sched);
 
+    if (!err)
+        err = orch_on_death(w->sched, child_died, w);
     if (!err)
         err = orch_sched_start(w->sched);
     return err;

@@ -1,15 +1,85 @@
 /* Shutting a worker's children down under one deadline: the sticky
  * SHUTDOWN word first, then SIGTERM, then SIGKILL of each child's process
- * group; every child is reaped before this returns. */
+ * group; every child is reaped before this returns, and the /dev/shm names
+ * of those that died without removing them go too. */
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "worker/reclaim.h"
 #include "worker_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+static bool named_for(const char *name, const pid_t *pids, size_t n)
+{
+    unsigned uid;
+    int pid, used = 0;
+    unsigned long long alloc;
+
+    if (sscanf(name, "strata-%u-%d-%n", &uid, &pid, &used) != 2 || !used ||
+        uid != (unsigned)getuid())
+        return false;
+    /* A global domain's windows carry their L4's pid, any host's. */
+    if (sscanf(name + used, "d%llu", &alloc) == 1 && (alloc & GLOBAL_ALLOC_TAG))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (pids[i] == pid)
+            return true;
+    return false;
+}
+
+size_t worker_reclaim_names(const pid_t *pids, size_t n)
+{
+    DIR *d = n ? opendir("/dev/shm") : NULL;
+    struct dirent *e;
+    char path[300];
+    size_t removed = 0;
+
+    if (!d)
+        return 0;
+    while ((e = readdir(d)) != NULL) {
+        if (!named_for(e->d_name, pids, n))
+            continue;
+        snprintf(path, sizeof(path), "/%s", e->d_name);
+        if (shm_unlink(path) == 0) {
+            LOG_DEBUG("removed %s of a dead process", path);
+            removed++;
+        }
+    }
+    closedir(d);
+    return removed;
+}
+
+/* A forked child that is dead and reaped (a remote node's pid is on
+ * another host, or none). */
+static bool reaped_here(const strata_worker *w, size_t i)
+{
+    const struct orch_endpoint *ep = &w->eps[i];
+
+    return ep->pid > 0 && __atomic_load_n(&ep->reaped, __ATOMIC_ACQUIRE) &&
+           !(ep->kind == ORCH_EP_NODE && w->nodes && w->nodes[i].remote);
+}
+
+/* Once every child is reaped: what a killed one left, and what its own
+ * children (a node's chips, dying with it) made after its death. */
+static void reclaim_all(strata_worker *w, size_t n)
+{
+    pid_t *pids = base_calloc(n ? n : 1, sizeof(*pids));
+    size_t k = 0;
+
+    for (size_t i = 0; pids && i < n; i++)
+        if (reaped_here(w, i))
+            pids[k++] = w->eps[i].pid;
+    if (k)
+        worker_reclaim_names(pids, k);
+    base_free(pids);
+}
 
 #define SHUTDOWN_GRACE_S 2.0
 #define TERM_GRACE_S 1.0
@@ -99,6 +169,7 @@ void worker_teardown_children(strata_worker *w)
 
     if (w->eps) {
         stop_children(w);
+        reclaim_all(w, n);
         for (size_t i = 0; i < n; i++) {
             if (w->eps[i].pidfd >= 0)
                 close(w->eps[i].pidfd);

@@ -1,0 +1,17 @@
+/* Removing the /dev/shm names of processes that died without doing it
+ * themselves: a session killed under strata-node, a node, chip or sub
+ * worker killed under its parent. */
+#ifndef WORKER_RECLAIM_H
+#define WORKER_RECLAIM_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Unlinks every strata name in /dev/shm that one of pids[0..n) created:
+ * buffers and domain windows, strata-<uid>-<pid>-... (not a global
+ * domain's windows, which carry their L4's pid, any host's). The pids
+ * must be dead and reaped, so that none can be some new process's.
+ * Returns how many names were removed. Any thread. */
+size_t worker_reclaim_names(const pid_t *pids, size_t n);
+
+#endif
