@@ -29,6 +29,7 @@ struct wire_conn {
     bool failed;
     bool goodbye_seen; /* the peer closed in order */
     bool got_frame;    /* a whole frame arrived: the peer authenticated */
+    bool authed;       /* opened after its handshake (wire_conn_open) */
     bool tls;          /* TLS, not plaintext */
     bool connecting;   /* ours (wire_conn_connect), not accepted */
     bool closing;      /* we sent GOODBYE: close once flushed */
@@ -161,7 +162,7 @@ static bool describe_error(struct wire_conn *c, short what, char *buf,
     }
     if (e)
         ERR_error_string_n(e, tls, sizeof(tls));
-    if ((what & BEV_EVENT_EOF) && c->tls && !c->got_frame)
+    if ((what & BEV_EVENT_EOF) && c->tls && !c->got_frame && !c->authed)
         snprintf(buf, cap,
                  "TLS handshake with %s failed: it closed the connection "
                  "(authentication refused?)",
@@ -170,7 +171,7 @@ static bool describe_error(struct wire_conn *c, short what, char *buf,
         snprintf(buf, cap, "%s closed the connection without GOODBYE", c->peer);
     else if (tls[0])
         snprintf(buf, cap, "TLS error with %s: %s%s", c->peer, tls,
-                 c->got_frame ? "" : " (authentication failed?)");
+                 c->got_frame || c->authed ? "" : " (authentication failed?)");
     else
         snprintf(buf, cap, "connection to %s failed: %s", c->peer,
                  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
@@ -207,11 +208,28 @@ static bool connect_failed(struct wire_conn *c, int seen, int *errnum)
     return false;
 }
 
+/* Whether our TLS connect ended before the server sent a byte: the
+ * ClientHello went out (or not even that) and nothing came back. */
+static bool unanswered(struct wire_conn *c)
+{
+    SSL *ssl;
+    OSSL_HANDSHAKE_STATE st;
+
+    if (!c->connecting || !c->tls || c->up || c->got_frame)
+        return false;
+    ssl = bufferevent_openssl_get_ssl(c->bev);
+    if (!ssl)
+        return false;
+    st = SSL_get_state(ssl);
+    return st == TLS_ST_BEFORE || st == TLS_ST_CW_CLNT_HELLO;
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct wire_conn *c = arg;
     int seen = EVUTIL_SOCKET_ERROR(), errnum;
-    char why[256];
+    char why[384];
+    bool tls_error;
 
     (void)bev;
     if (what & BEV_EVENT_CONNECTED) {
@@ -236,11 +254,25 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         fail(c, STRATA_EPEER, why);
         return;
     }
+    tls_error = describe_error(c, what, why, sizeof(why));
+    /* A node that drops connections it has no room for (strata-node's
+     * --max-unauth limits) closes before it reads the ClientHello: no
+     * key was checked, so this is no authentication failure. */
+    if (!tls_error && unanswered(c)) {
+        snprintf(why, sizeof(why),
+                 "%s closed the connection before answering the TLS "
+                 "handshake: it is busy with other connections (its "
+                 "unauthenticated-connection limits), or it is no TLS "
+                 "strata-node",
+                 c->peer);
+        fail(c, STRATA_EBUSY, why);
+        return;
+    }
     /* In TLS 1.3 a client is "connected" before the server has checked
      * its certificate, and the refusal may arrive as an alert or as a
      * bare close: on a TLS connection, any failure before the first frame
      * is an authentication failure. */
-    if ((describe_error(c, what, why, sizeof(why)) || c->tls) && !c->got_frame)
+    if ((tls_error || c->tls) && !c->got_frame && !c->authed)
         fail(c, STRATA_EAUTH, why);
     else
         fail(c, c->up ? STRATA_EPEER : STRATA_EAUTH, why);
@@ -254,35 +286,28 @@ static void no_delay(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static strata_err wrap(struct event_base *base, SSL_CTX *ctx, int fd,
-                       bool accept, const char *peer,
-                       const struct wire_conn_cbs *cbs, struct wire_conn **out)
+/* ssl: a TLS connection, being made (fd < 0: ours, connecting) or
+ * established already (an accepted fd); NULL: plaintext. */
+static strata_err wrap(struct event_base *base, SSL *ssl, int fd,
+                       const char *peer, const struct wire_conn_cbs *cbs,
+                       struct wire_conn **out)
 {
     int opts =
         BEV_OPT_CLOSE_ON_FREE | BEV_OPT_THREADSAFE | BEV_OPT_DEFER_CALLBACKS;
     struct wire_conn *c = base_calloc(1, sizeof(*c));
-    SSL *ssl = NULL;
 
     if (!c)
         return base_fail(STRATA_ENOMEM, "out of memory for a connection");
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     c->cbs = *cbs;
-    c->tls = ctx != NULL;
-    if (ctx) {
-        ssl = SSL_new(ctx);
-        if (!ssl) {
-            base_free(c);
-            return base_fail(STRATA_ENOMEM, "SSL_new failed");
-        }
+    c->tls = ssl != NULL;
+    if (ssl)
         c->bev = bufferevent_openssl_socket_new(
             base, fd, ssl,
-            accept ? BUFFEREVENT_SSL_ACCEPTING : BUFFEREVENT_SSL_CONNECTING,
-            opts);
-    } else {
+            fd < 0 ? BUFFEREVENT_SSL_CONNECTING : BUFFEREVENT_SSL_OPEN, opts);
+    else
         c->bev = bufferevent_socket_new(base, fd, opts);
-    }
     if (!c->bev) {
-        SSL_free(ssl);
         base_free(c);
         return base_fail(STRATA_ENOMEM, "cannot create a bufferevent");
     }
@@ -307,10 +332,16 @@ strata_err wire_conn_connect(struct event_base *base, SSL_CTX *ctx,
                              struct wire_conn **out)
 {
     struct wire_conn *c = NULL;
-    strata_err err = wrap(base, ctx, -1, false, peer_name, cbs, &c);
+    SSL *ssl = NULL;
+    strata_err err;
 
-    if (err || !c)
+    if (ctx && !(ssl = SSL_new(ctx)))
+        return base_fail(STRATA_ENOMEM, "SSL_new failed");
+    err = wrap(base, ssl, -1, peer_name, cbs, &c);
+    if (err || !c) {
+        SSL_free(ssl);
         return err ? err : STRATA_ENOMEM;
+    }
     c->connecting = true;
     if (bufferevent_socket_connect(c->bev, addr, addrlen) != 0) {
         wire_conn_free(c);
@@ -322,19 +353,19 @@ strata_err wire_conn_connect(struct event_base *base, SSL_CTX *ctx,
     return STRATA_OK;
 }
 
-strata_err wire_conn_accept(struct event_base *base, SSL_CTX *ctx, int fd,
-                            const char *peer_name,
-                            const struct wire_conn_cbs *cbs,
-                            struct wire_conn **out)
+strata_err wire_conn_open(struct event_base *base, SSL *ssl, int fd,
+                          const char *peer_name,
+                          const struct wire_conn_cbs *cbs,
+                          struct wire_conn **out)
 {
     struct wire_conn *c = NULL;
-    strata_err err = wrap(base, ctx, fd, true, peer_name, cbs, &c);
+    strata_err err = wrap(base, ssl, fd, peer_name, cbs, &c);
 
     if (err || !c)
         return err ? err : STRATA_ENOMEM;
-    /* A plaintext accept is up at once; TLS reports CONNECTED later. */
-    if (!ctx)
-        c->up = true;
+    /* Whoever accepted it has authenticated the peer already. */
+    c->up = true;
+    c->authed = true;
     *out = c;
     return STRATA_OK;
 }

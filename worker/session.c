@@ -984,7 +984,7 @@ void worker_session_limits_default(struct worker_session_limits *l)
     l->reply_high_water = (size_t)64 << 20;
 }
 
-int worker_session_main(int fd, SSL_CTX *ctx, const char *peer,
+int worker_session_main(int fd, SSL *ssl, const char *peer,
                         const struct worker_session_limits *lim)
 {
     static const struct timeval tick = {HEARTBEAT_S, 0};
@@ -1011,7 +1011,7 @@ int worker_session_main(int fd, SSL_CTX *ctx, const char *peer,
     evthread_use_pthreads();
     s.base = event_base_new();
     if (!s.base ||
-        wire_conn_accept(s.base, ctx, fd, peer, &cbs, &s.conn) != STRATA_OK)
+        wire_conn_open(s.base, ssl, fd, peer, &cbs, &s.conn) != STRATA_OK)
         return 1;
     wire_conn_set_flow(s.conn, jobs_full, s.lim.reply_high_water);
     s.timer = event_new(s.base, -1, EV_PERSIST, on_timer, &s);

@@ -1,21 +1,25 @@
 /* strata-node: the remote node daemon. It loads callable modules, listens,
- * and forks one session process per accepted connection; the session does
- * the TLS handshake and everything after it, so nothing a client sends is
- * ever parsed by this process and one bad client cannot disturb it. */
-#define _GNU_SOURCE /* accept4 */
+ * authenticates each connection itself (the gate, gate.c: TLS handshakes
+ * under limits, no process per unauthenticated connection) and forks one
+ * session process per authenticated one, which continues on the
+ * established TLS connection; nothing a client sends after the handshake
+ * is parsed by this process, so one bad parent cannot disturb it. It
+ * reaps sessions, and whatever they leave behind: it is the subreaper of
+ * their process trees, and removes the /dev/shm names of every process of
+ * theirs that it reaps. */
+#define _GNU_SOURCE
+#include "base/alloc.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "daemon.h"
 #include "wire/endpoint.h"
-#include "wire/tls.h"
-#include "worker/session.h"
+#include "worker/reclaim.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -24,108 +28,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_MODULES 32
-#define MAX_SESSIONS 256
+#define RECENT 64     /* dead processes whose names are swept again */
+#define RECENT_S 10.0 /* for this long after their death */
 
-struct options {
-    const char *listen;
-    const char *port_file;
-    struct wire_tls_cfg tls;
-    const char *modules[MAX_MODULES];
-    int num_modules;
+struct daemon {
+    const struct daemon_options *o;
+    int lfd, sfd;
+    pid_t self;
+    struct gate *gate;
+    pid_t *sessions; /* o->lim.max_sessions */
+    uint32_t num_sessions;
+    struct {
+        pid_t pid;
+        uint64_t at_ns;
+    } recent[RECENT];
+    size_t next_recent;
 };
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: strata-node --listen ADDR:PORT [--module LIB.so ...]\n"
-            "                   (--secret-file FILE | --cert C --key K --ca "
-            "A | --insecure)\n"
-            "                   [--port-file FILE]\n"
-            "\n"
-            "Runs strata L3 sessions for authenticated parents. Each "
-            "connection gets\n"
-            "a fresh process hosting the chips and sub workers its parent "
-            "asks for.\n"
-            "Only callables registered by the --module libraries (and "
-            "strata's own)\ncan run.\n"
-            "\n"
-            "  --listen ADDR:PORT  IPv4, [IPv6] or host name; port 0..65535, "
-            "0 picks one\n"
-            "  --secret-file FILE  cluster pre-shared key (TLS 1.3 PSK); mode "
-            "600\n"
-            "  --cert/--key/--ca   mutual TLS with a cluster CA\n"
-            "  --insecure          plaintext, refused unless ADDR is "
-            "loopback\n"
-            "  --port-file FILE    write the bound port to FILE once "
-            "listening\n"
-            "  --module LIB.so     load callables (strata_module_init)\n"
-            "Logs go to stderr (STRATA_LOG=error|warn|info|debug). SIGTERM "
-            "stops it.\n");
-}
-
-static int parse(int argc, char **argv, struct options *o)
-{
-    static const struct option longs[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"secret-file", required_argument, NULL, 's'},
-        {"cert", required_argument, NULL, 'c'},
-        {"key", required_argument, NULL, 'k'},
-        {"ca", required_argument, NULL, 'a'},
-        {"module", required_argument, NULL, 'm'},
-        {"port-file", required_argument, NULL, 'p'},
-        {"insecure", no_argument, NULL, 'i'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int ch;
-
-    while ((ch = getopt_long(argc, argv, "", longs, NULL)) != -1) {
-        switch (ch) {
-        case 'l':
-            o->listen = optarg;
-            break;
-        case 's':
-            o->tls.secret_file = optarg;
-            break;
-        case 'c':
-            o->tls.cert_file = optarg;
-            break;
-        case 'k':
-            o->tls.key_file = optarg;
-            break;
-        case 'a':
-            o->tls.ca_file = optarg;
-            break;
-        case 'p':
-            o->port_file = optarg;
-            break;
-        case 'i':
-            o->tls.insecure = true;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        case 'm':
-            if (o->num_modules == MAX_MODULES) {
-                fprintf(stderr, "strata-node: too many --module\n");
-                return 2;
-            }
-            o->modules[o->num_modules++] = optarg;
-            break;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!o->listen || optind != argc) {
-        usage(stderr);
-        return 2;
-    }
-    return 0;
-}
-
-static int open_listener(const struct options *o)
+static int open_listener(const struct daemon_options *o)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE};
@@ -150,10 +70,12 @@ static int open_listener(const struct options *o)
         LOG_ERROR("--listen %s: %s", o->listen, gai_strerror(rc));
         return -1;
     }
-    fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, 0);
+    fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                0);
     if (fd < 0 ||
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 ||
+        listen(fd, SOMAXCONN) != 0) {
         LOG_ERROR("cannot listen on %s: %s", o->listen, strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -195,159 +117,245 @@ static int write_port(int fd, const char *path)
     return 0;
 }
 
-static pid_t sessions[MAX_SESSIONS];
-static int num_sessions;
+static bool is_session(struct daemon *d, pid_t pid)
+{
+    for (uint32_t i = 0; i < d->num_sessions; i++) {
+        if (d->sessions[i] == pid) {
+            d->sessions[i] = d->sessions[--d->num_sessions];
+            return true;
+        }
+    }
+    return false;
+}
 
-static void reap(void)
+/* Removes the names of pid and of the processes that died shortly before
+ * it: a session's chips die of its death (PR_SET_PDEATHSIG) and may
+ * create a window named for it up to their own end. A pid alive again
+ * has been reused: it is no longer ours. */
+static void sweep(struct daemon *d, pid_t pid)
+{
+    pid_t pids[RECENT];
+    size_t n = 0, removed;
+    uint64_t now = base_now_ns();
+
+    d->recent[d->next_recent].pid = pid;
+    d->recent[d->next_recent].at_ns = now;
+    d->next_recent = (d->next_recent + 1) % RECENT;
+    for (size_t i = 0; i < RECENT; i++) {
+        pid_t p = d->recent[i].pid;
+
+        if (p <= 0 || (double)(now - d->recent[i].at_ns) / 1e9 > RECENT_S ||
+            (p != pid && (kill(p, 0) == 0 || errno != ESRCH))) {
+            d->recent[i].pid = 0;
+            continue;
+        }
+        pids[n++] = p;
+    }
+    removed = worker_reclaim_names(pids, n);
+    if (removed)
+        LOG_INFO("removed %zu /dev/shm names of dead process %d and its "
+                 "session",
+                 removed, (int)pid);
+}
+
+static void reap(struct daemon *d)
 {
     int status;
     pid_t pid;
 
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        for (int i = 0; i < num_sessions; i++) {
-            if (sessions[i] == pid) {
-                sessions[i] = sessions[--num_sessions];
-                break;
-            }
-        }
-        LOG_INFO("session %d ended (status %d)", (int)pid,
-                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        if (!is_session(d, pid))
+            LOG_DEBUG("reaped %d, left behind by a session", (int)pid);
+        else if (WIFSIGNALED(status))
+            LOG_WARN("session %d killed by signal %d", (int)pid,
+                     WTERMSIG(status));
+        else
+            LOG_INFO("session %d ended (status %d)", (int)pid,
+                     WEXITSTATUS(status));
+        sweep(d, pid);
     }
 }
 
-static void describe_peer(const struct sockaddr_storage *ss, socklen_t len,
-                          char *buf, size_t cap)
-{
-    char host[NI_MAXHOST];
-    char serv[NI_MAXSERV];
-
-    if (getnameinfo((const struct sockaddr *)ss, len, host, sizeof(host), serv,
-                    sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-        snprintf(buf, cap, "unknown peer");
-    else
-        snprintf(buf, cap, "%s:%s", host, serv);
-}
-
-static void start_session(int lfd, int sfd, SSL_CTX *ctx)
+/* The address the client reached, for messages it reads. */
+static void local_name(int fd, char *buf, size_t cap)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
-    char peer[NI_MAXHOST + NI_MAXSERV + 2];
-    pid_t pid;
-    int fd = accept4(lfd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
+    char host[NI_MAXHOST], serv[NI_MAXSERV];
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0 ||
+        getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), serv,
+                    sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        snprintf(buf, cap, "this address");
+    else
+        snprintf(buf, cap, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host,
+                 serv);
+}
+
+static _Noreturn void run_session(struct daemon *d, int fd, SSL *ssl,
+                                  const char *peer)
+{
     sigset_t none;
 
-    if (fd < 0)
-        return; /* the client went away first: nothing to do */
-    if (num_sessions == MAX_SESSIONS) {
-        LOG_WARN("refusing a connection: %d sessions running", MAX_SESSIONS);
-        close(fd);
-        return;
+    /* A session does not outlive its daemon. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != d->self)
+        _exit(1);
+    close(d->lfd);
+    close(d->sfd);
+    gate_forget_in_child(d->gate, fd);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    exit(worker_session_main(fd, ssl, peer, &d->o->session));
+}
+
+static strata_err admit(void *arg, int fd, SSL *ssl, const char *peer,
+                        char *why, size_t cap)
+{
+    struct daemon *d = arg;
+    char where[NI_MAXHOST + NI_MAXSERV + 4];
+    pid_t pid;
+
+    local_name(fd, where, sizeof(where));
+    if (d->num_sessions >= d->o->lim.max_sessions) {
+        snprintf(why, cap,
+                 "strata-node at %s is full: %u sessions (its "
+                 "--max-sessions); try again later",
+                 where, d->num_sessions);
+        return STRATA_EBUSY;
     }
-    describe_peer(&ss, len, peer, sizeof(peer));
     pid = fork();
     if (pid < 0) {
+        snprintf(why, cap, "strata-node at %s cannot start a session: %s",
+                 where, strerror(errno));
         LOG_ERROR("fork for %s: %s", peer, strerror(errno));
-        close(fd);
-        return;
+        return errno == EAGAIN || errno == ENOMEM ? STRATA_EBUSY : STRATA_ESYS;
     }
-    if (pid == 0) {
-        close(lfd);
-        close(sfd);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        /* A session does not outlive its daemon. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        exit(worker_session_main(fd, ctx, peer, NULL));
-    }
-    close(fd);
-    sessions[num_sessions++] = pid;
+    if (pid == 0)
+        run_session(d, fd, ssl, peer);
+    d->sessions[d->num_sessions++] = pid;
     LOG_INFO("session %d for %s", (int)pid, peer);
+    return STRATA_OK;
 }
 
-static void shut_down(void)
+static void shut_down(struct daemon *d)
 {
-    for (int i = 0; i < num_sessions; i++)
-        kill(sessions[i], SIGTERM);
-    for (int waited = 0; num_sessions > 0 && waited < 50; waited++) {
-        reap();
-        if (num_sessions > 0)
+    for (uint32_t i = 0; i < d->num_sessions; i++)
+        kill(d->sessions[i], SIGTERM);
+    for (int waited = 0; d->num_sessions > 0 && waited < 50; waited++) {
+        reap(d);
+        if (d->num_sessions > 0)
             poll(NULL, 0, 100); /* shutdown only, never on a dispatch path */
     }
-    for (int i = 0; i < num_sessions; i++)
-        kill(sessions[i], SIGKILL);
-    while (num_sessions > 0 && waitpid(-1, NULL, 0) > 0)
-        reap();
+    for (uint32_t i = 0; i < d->num_sessions; i++)
+        kill(d->sessions[i], SIGKILL);
+    while (d->num_sessions > 0) {
+        pid_t pid = waitpid(-1, NULL, 0);
+
+        if (pid < 0)
+            break;
+        is_session(d, pid);
+        sweep(d, pid);
+    }
+    reap(d);
 }
 
-static int serve(int lfd, SSL_CTX *ctx)
+/* True to go on, false on SIGTERM or SIGINT. */
+static bool on_signal(struct daemon *d)
 {
     struct signalfd_siginfo si;
-    struct pollfd pfd[2];
+
+    while (read(d->sfd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGCHLD) {
+            reap(d);
+            continue;
+        }
+        LOG_INFO("signal %u: shutting down", si.ssi_signo);
+        return false;
+    }
+    return true;
+}
+
+static int serve(struct daemon *d)
+{
+    struct pollfd *pfd = base_calloc(2 + gate_max_fds(d->gate), sizeof(*pfd));
     sigset_t set;
-    int sfd;
+    int n;
 
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, NULL);
-    sfd = signalfd(-1, &set, SFD_CLOEXEC);
-    if (sfd < 0)
+    d->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (d->sfd < 0 || !pfd) {
+        LOG_ERROR("cannot set up the main loop: %s", strerror(errno));
+        base_free(pfd);
         return 1;
-    pfd[0].fd = lfd;
-    pfd[0].events = POLLIN;
-    pfd[1].fd = sfd;
-    pfd[1].events = POLLIN;
-    for (;;) {
-        if (poll(pfd, 2, -1) < 0 && errno != EINTR)
-            break;
-        if (pfd[1].revents & POLLIN) {
-            if (read(sfd, &si, sizeof(si)) != sizeof(si))
-                continue;
-            if (si.ssi_signo == SIGCHLD) {
-                reap();
-                continue;
-            }
-            LOG_INFO("signal %u: shutting down", si.ssi_signo);
-            break;
-        }
-        if (pfd[0].revents & POLLIN)
-            start_session(lfd, sfd, ctx);
     }
-    shut_down();
-    close(sfd);
+    for (;;) {
+        pfd[0] = (struct pollfd){.fd = d->lfd, .events = POLLIN};
+        pfd[1] = (struct pollfd){.fd = d->sfd, .events = POLLIN};
+        n = gate_poll_fill(d->gate, pfd, 2);
+        if (poll(pfd, (nfds_t)n, gate_timeout_ms(d->gate)) < 0) {
+            if (errno != EINTR)
+                break;
+            for (int i = 0; i < n; i++)
+                pfd[i].revents = 0;
+        }
+        if ((pfd[1].revents & POLLIN) && !on_signal(d))
+            break;
+        gate_run(d->gate, pfd, 2);
+        if (pfd[0].revents & POLLIN)
+            gate_accept(d->gate, d->lfd);
+    }
+    shut_down(d);
+    close(d->sfd);
+    base_free(pfd);
     return 0;
+}
+
+static int start(struct daemon_options *o)
+{
+    struct daemon d = {.o = o, .lfd = -1, .sfd = -1, .self = getpid()};
+    SSL_CTX *ctx = NULL;
+    int rc = 1;
+
+    for (int i = 0; i < o->num_modules; i++) {
+        if (strata_load_module(o->modules[i]) != STRATA_OK) {
+            LOG_ERROR("%s", strata_errmsg());
+            return 1;
+        }
+    }
+    if (wire_tls_ctx_create(&o->tls, true, &ctx) != STRATA_OK) {
+        LOG_ERROR("%s", strata_errmsg());
+        return 1;
+    }
+    /* Orphans of a session's tree come to us: reaped, their names go. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    d.sessions = base_calloc(o->lim.max_sessions, sizeof(*d.sessions));
+    d.gate = gate_create(ctx, &o->lim, admit, &d);
+    if (!d.sessions || !d.gate)
+        LOG_ERROR("out of memory for %u sessions", o->lim.max_sessions);
+    else if ((d.lfd = open_listener(o)) >= 0 &&
+             write_port(d.lfd, o->port_file) == 0)
+        rc = serve(&d);
+    if (d.lfd >= 0)
+        close(d.lfd);
+    gate_destroy(d.gate);
+    base_free(d.sessions);
+    wire_tls_ctx_free(ctx);
+    return rc;
 }
 
 int main(int argc, char **argv)
 {
-    struct options o;
-    SSL_CTX *ctx = NULL;
-    int rc = parse(argc, argv, (memset(&o, 0, sizeof(o)), &o));
-    int lfd;
+    struct daemon_options o;
+    int rc = daemon_options_parse(argc, argv, &o);
 
     if (rc)
         return rc;
     base_log_set_role("strata-node");
     signal(SIGPIPE, SIG_IGN);
-    for (int i = 0; i < o.num_modules; i++) {
-        if (strata_load_module(o.modules[i]) != STRATA_OK) {
-            LOG_ERROR("%s", strata_errmsg());
-            return 1;
-        }
-    }
-    if (wire_tls_ctx_create(&o.tls, true, &ctx) != STRATA_OK) {
-        LOG_ERROR("%s", strata_errmsg());
-        return 1;
-    }
-    lfd = open_listener(&o);
-    if (lfd < 0 || write_port(lfd, o.port_file) != 0) {
-        wire_tls_ctx_free(ctx);
-        return 1;
-    }
-    rc = serve(lfd, ctx);
-    close(lfd);
-    wire_tls_ctx_free(ctx);
-    return rc;
+    return start(&o);
 }

@@ -2,7 +2,10 @@
  * a libevent loop. Every frame's header is checked, and its length capped
  * per type, before its body is buffered. A peer that closes without a
  * GOODBYE, sends a bad frame or stays silent past the heartbeat limit is a
- * failed peer. */
+ * failed peer. A TLS connect that the server closes before answering its
+ * ClientHello fails with STRATA_EBUSY (a node dropping connections it has
+ * no room for), any other failure before the first frame with
+ * STRATA_EAUTH. */
 #ifndef WIRE_CONN_H
 #define WIRE_CONN_H
 
@@ -34,11 +37,14 @@ strata_err wire_conn_connect(struct event_base *base, SSL_CTX *ctx,
                              const char *peer_name,
                              const struct wire_conn_cbs *cbs,
                              struct wire_conn **out);
-/* Wraps an accepted socket (the handshake runs in the loop). */
-strata_err wire_conn_accept(struct event_base *base, SSL_CTX *ctx, int fd,
-                            const char *peer_name,
-                            const struct wire_conn_cbs *cbs,
-                            struct wire_conn **out);
+/* Wraps an accepted socket fd whose peer has authenticated: ssl is its
+ * established TLS connection (the handshake done, nothing more read), or
+ * NULL for plaintext. The connection is up at once (no "connected" state
+ * call). Ownership of fd and ssl moves to the connection on STRATA_OK. */
+strata_err wire_conn_open(struct event_base *base, SSL *ssl, int fd,
+                          const char *peer_name,
+                          const struct wire_conn_cbs *cbs,
+                          struct wire_conn **out);
 /* Queues whole frames (as the wire_*_pack functions append them).
  * Thread-safe: the connection's bufferevent is locked. */
 strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len);

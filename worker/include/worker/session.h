@@ -22,10 +22,12 @@ struct worker_session_limits {
 
 void worker_session_limits_default(struct worker_session_limits *l);
 
-/* Serves the accepted socket fd until the parent says GOODBYE or fails;
- * returns the process exit status. ctx NULL = plaintext (loopback only).
- * lim NULL = the defaults. */
-int worker_session_main(int fd, SSL_CTX *ctx, const char *peer,
+/* Serves the accepted socket fd of an authenticated parent until it says
+ * GOODBYE or fails; returns the process exit status. ssl: the connection's
+ * TLS, its handshake done by strata-node before the fork; NULL =
+ * plaintext (loopback only). fd and ssl belong to the session from the
+ * call on. lim NULL = the defaults. */
+int worker_session_main(int fd, SSL *ssl, const char *peer,
                         const struct worker_session_limits *lim);
 
 #endif
