@@ -1,0 +1,254 @@
+/*
+ * strata-node's limits as a parent sees them (issue 14, defects 2 and 5):
+ * a node full of sessions answers with a refusal the parent reads
+ * (STRATA_EBUSY, "is full"), not an authentication failure; a connection
+ * dropped before its handshake (the unauthenticated limits) is reported as
+ * STRATA_EBUSY too, not as a wrong key; and every limit option is checked
+ * with a message naming it.
+ */
+#define _GNU_SOURCE
+#include "limits_kit.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void expect_ebusy(const strata_remote_spec *s, const char *needle1,
+                         const char *needle2)
+{
+    strata_worker *w = NULL;
+    strata_err e = rk_l4_start(0, s, 1, &w);
+    char msg[STRATA_ERRMSG_MAX];
+
+    snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+    print_message("  refused: %s: %s\n", strata_errname(e), msg);
+    if (e == STRATA_OK)
+        rk_destroy(w, STRATA_OK);
+    assert_int_equal(e, STRATA_EBUSY);
+    rk_assert_contains(msg, needle1);
+    rk_assert_contains(msg, needle2);
+}
+
+/* With --max-sessions 1: a second parent is told the node is full, and
+ * gets in once the first has left. */
+static void full_node(enum rk_auth auth)
+{
+    static const char *const extra[] = {"--max-sessions", "1", NULL};
+    testutil_snapshot before;
+    struct rk_node n;
+    strata_remote_spec s;
+    strata_worker *w = NULL;
+    static const int node0[1] = {0};
+
+    testutil_snapshot_take(&before);
+    assert_int_equal(lk_node_start(&n, auth, extra), 0);
+    rk_spec(&s, &n, 1);
+    it_ok(rk_l4_start(0, &s, 1, &w));
+    expect_ebusy(&s, "is full: 1 sessions", n.endpoint);
+    /* The first goes on undisturbed. */
+    it_ok(rk_add_run(w, node0, 1, 100, 3));
+    rk_destroy(w, STRATA_OK);
+    assert_true(rk_node_wait_sessions(&n, 0, RK_WAIT_S));
+    rk_assert_serves(&n);
+    assert_true(rk_node_log_has(&n, "is full", RK_WAIT_S));
+    assert_true(rk_node_alive(&n));
+    assert_int_equal(rk_node_stop(&n), 0);
+    testutil_assert_clean(&before);
+}
+
+static void test_limits_full_node_psk_ebusy(void **state)
+{
+    (void)state;
+    full_node(RK_PSK);
+}
+
+static void test_limits_full_node_plaintext_ebusy(void **state)
+{
+    (void)state;
+    full_node(RK_INSECURE);
+}
+
+static int raw_connect(int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    assert_true(fd >= 0);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    return fd;
+}
+
+struct held {
+    const struct rk_node *n;
+    const char *needle;
+    size_t want;
+};
+
+static bool log_count_is(void *arg)
+{
+    struct held *h = arg;
+
+    return lk_log_count(h->n, h->needle, false) >= h->want;
+}
+
+/* One unauthenticated connection may be open at a time: a parent that
+ * comes while a silent client holds it is dropped before its handshake
+ * and told so (STRATA_EBUSY), not "authentication failed". */
+static void test_limits_unauth_full_dropped_not_eauth(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--max-unauth", "1", NULL};
+    testutil_snapshot before;
+    struct rk_node n;
+    strata_remote_spec s;
+    int silent;
+
+    testutil_snapshot_take(&before);
+    assert_int_equal(lk_node_start(&n, RK_PSK, extra), 0);
+    silent = raw_connect(n.port);
+    rk_spec(&s, &n, 1);
+    expect_ebusy(&s, n.endpoint, "before answering the TLS handshake");
+    close(silent);
+    /* The slot is free once the daemon has seen the close. */
+    rk_assert_serves(&n);
+    assert_true(rk_node_alive(&n));
+    assert_int_equal(rk_node_stop(&n), 0);
+    testutil_assert_clean(&before);
+}
+
+/* A silent client is dropped at --handshake-timeout, counted in the
+ * summary, and forks nothing. */
+static void test_limits_handshake_timeout_drops_silent(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--handshake-timeout", "0.5", NULL};
+    testutil_snapshot before;
+    struct rk_node n;
+    struct held h = {&n, "no HELLO in time", 1};
+    pid_t kids[4];
+    int silent;
+    char c;
+
+    testutil_snapshot_take(&before);
+    assert_int_equal(lk_node_start(&n, RK_PSK, extra), 0);
+    silent = raw_connect(n.port);
+    assert_int_equal(rk_node_sessions(&n, kids, 4), 0);
+    assert_true(testutil_wait_until(log_count_is, &h, RK_WAIT_S));
+    /* Closed by the daemon: EOF. */
+    assert_int_equal(recv(silent, &c, 1, 0), 0);
+    close(silent);
+    rk_assert_serves(&n);
+    assert_int_equal(rk_node_stop(&n), 0);
+    testutil_assert_clean(&before);
+}
+
+/* Runs strata-node with args; returns its exit status, output in out. */
+static int daemon_exits(const char *const *args, char *out, size_t cap)
+{
+    char cmd[2048] = "'" RT_NODE_PATH "' --listen 127.0.0.1:0 --insecure";
+    FILE *p;
+    size_t n;
+    int status;
+
+    for (size_t i = 0; args[i]; i++) {
+        strncat(cmd, " '", sizeof(cmd) - strlen(cmd) - 1);
+        strncat(cmd, args[i], sizeof(cmd) - strlen(cmd) - 1);
+        strncat(cmd, "'", sizeof(cmd) - strlen(cmd) - 1);
+    }
+    strncat(cmd, " 2>&1", sizeof(cmd) - strlen(cmd) - 1);
+    p = popen(cmd, "re");
+    assert_non_null(p);
+    n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_limits_bad_options_refused(void **state)
+{
+    (void)state;
+    static const char *const bad[][3] = {
+        {"--max-sessions", "0", "from 1 to 65536"},
+        {"--max-sessions", "12x", "whole number"},
+        {"--max-unauth", "10:30:5", "START:RATE:FULL"},
+        {"--max-unauth", "10:0:20", "RATE"},
+        {"--max-unauth", "10:101:20", "RATE"},
+        {"--max-unauth", "0", "START:RATE:FULL"},
+        {"--max-unauth-per-source", "-1", "whole number"},
+        {"--handshake-timeout", "0", "seconds from 0.1"},
+        {"--handshake-timeout", "nan", "seconds"},
+        {"--max-tasks", "99999999999", "whole number"},
+        {"--max-threads", "0", "from 1 to 4096"},
+        {"--max-buffer-bytes", "12XB", "KiB, MiB, GiB or TiB"},
+        {"--max-buffer-bytes", "99999999TiB", "size from"},
+        {"--max-procs", "", "whole number"},
+        {"--reply-high-water", "1KiB", "size from 65536"},
+    };
+    char out[4096], opt[96];
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *args[] = {bad[i][0], bad[i][1], NULL};
+        int rc = daemon_exits(args, out, sizeof(out));
+
+        print_message("  %s '%s' -> %d: %s", bad[i][0], bad[i][1], rc, out);
+        assert_int_equal(rc, 2);
+        snprintf(opt, sizeof(opt), "%s %s:", bad[i][0], bad[i][1]);
+        rk_assert_contains(out, opt);
+        rk_assert_contains(out, bad[i][2]);
+    }
+}
+
+/* Every option at a legal value: the daemon starts and serves. */
+static void test_limits_good_options_accepted(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--max-sessions",
+                                        "3",
+                                        "--max-unauth",
+                                        "4:50:16",
+                                        "--max-unauth-per-source",
+                                        "2",
+                                        "--handshake-timeout",
+                                        "2.5",
+                                        "--max-tasks",
+                                        "64",
+                                        "--max-threads",
+                                        "8",
+                                        "--max-buffer-bytes",
+                                        "1GiB",
+                                        "--max-procs",
+                                        "16",
+                                        "--reply-high-water",
+                                        "8M",
+                                        NULL};
+    testutil_snapshot before;
+    struct rk_node n;
+
+    testutil_snapshot_take(&before);
+    assert_int_equal(lk_node_start(&n, RK_PSK, extra), 0);
+    rk_assert_serves(&n);
+    assert_int_equal(rk_node_stop(&n), 0);
+    testutil_assert_clean(&before);
+}
+
+int main(void)
+{
+    rk_filter_from_env();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_limits_full_node_psk_ebusy),
+        cmocka_unit_test(test_limits_full_node_plaintext_ebusy),
+        cmocka_unit_test(test_limits_unauth_full_dropped_not_eauth),
+        cmocka_unit_test(test_limits_handshake_timeout_drops_silent),
+        cmocka_unit_test(test_limits_bad_options_refused),
+        cmocka_unit_test(test_limits_good_options_accepted),
+    };
+    if (rk_register() != 0)
+        return 1;
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
