@@ -151,6 +151,16 @@ static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
         return base_fail(STRATA_ENOMEM, "out of memory for a view");
     for (size_t i = 0; i < c->num_members; i++)
         k += c->members[i].node_worker_id == (uint32_t)w->node_id;
+    /* The L4 sends PREPARE only to nodes with members; a reply must name
+     * at least one descriptor, so a PREPARE for none cannot be answered
+     * with OK. */
+    if (k == 0) {
+        base_free(v);
+        return base_fail(STRATA_EINVAL,
+                         "PREPARE_EXPORT of domain %llu names no member on "
+                         "node %d",
+                         (unsigned long long)c->domain_id, w->node_id);
+    }
     v->chips = base_calloc(k + 1, sizeof(*v->chips));
     v->ranks = base_calloc(k + 1, sizeof(*v->ranks));
     v->eps = base_calloc(k + 1, sizeof(*v->eps));
