@@ -435,7 +435,7 @@ static void test_remote_runs_bad_specs_einval(void **state)
         s.chip_ids = many;
         s.num_chips = 1024 + 1; /* a node has at most 1024 */
         it_expect(STRATA_EINVAL, add_one(&s));
-        rk_assert_contains(strata_errmsg(), "1025 chips");
+        rk_assert_contains(strata_errmsg(), "num_chips is 1025");
     }
     /* No authentication, or two kinds of it. */
     rk_spec(&s, &node, 2);
