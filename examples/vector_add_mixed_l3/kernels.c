@@ -7,8 +7,11 @@
  *   strata-node loads with --module. The daemon runs only callables its
  *   modules registered; the network carries their names, never code.
  *
+ * examples/mpirun_vector_add builds the same two from this file, its
+ * module loaded by every MPI rank (strata-rank) instead.
+ *
  * The module is built without linking libstrata: the strata_* functions it
- * calls resolve from the process that loads it (strata-node).
+ * calls resolve from the process that loads it (strata-node, strata-rank).
  *
  *   kernel "vadd.add":  c = a + b on one chip; records who ran it.
  *   orch   "vadd.node": a node's share, split over the node's chips.
