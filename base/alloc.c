@@ -135,3 +135,15 @@ char *base_strdup(const char *s)
         memcpy(p, s, n);
     return p;
 }
+
+char *base_strdup_opt(const char *s, bool *fail)
+{
+    char *d;
+
+    if (!s)
+        return NULL;
+    d = base_strdup(s);
+    if (!d)
+        *fail = true;
+    return d;
+}

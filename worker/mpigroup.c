@@ -18,18 +18,6 @@
 #define MAX_RANKS 4096
 #define ENDPOINT_CAP 384
 
-static char *dup_or_null(const char *s, bool *fail)
-{
-    char *d;
-
-    if (!s)
-        return NULL;
-    d = base_strdup(s);
-    if (!d)
-        *fail = true;
-    return d;
-}
-
 static void group_free(struct mpi_group *g)
 {
     if (!g)
@@ -201,25 +189,25 @@ static strata_err copy_group(struct mpi_group *g,
     bool fail = false;
 
     g->mpirun_path =
-        dup_or_null(s->mpirun_path ? s->mpirun_path : "mpirun", &fail);
+        base_strdup_opt(s->mpirun_path ? s->mpirun_path : "mpirun", &fail);
     g->mpirun_args = base_calloc(s->num_mpirun_args + 1, sizeof(char *));
     fail |= !g->mpirun_args;
     for (size_t i = 0; g->mpirun_args && i < s->num_mpirun_args; i++)
-        g->mpirun_args[i] = dup_or_null(s->mpirun_args[i], &fail);
+        g->mpirun_args[i] = base_strdup_opt(s->mpirun_args[i], &fail);
     g->num_mpirun_args = s->num_mpirun_args;
     g->modules = base_calloc(s->num_modules + 1, sizeof(char *));
     fail |= !g->modules;
     for (size_t i = 0; g->modules && i < s->num_modules; i++)
-        g->modules[i] = dup_or_null(s->modules[i], &fail);
+        g->modules[i] = base_strdup_opt(s->modules[i], &fail);
     g->num_modules = s->num_modules;
-    g->hostfile = dup_or_null(s->hostfile, &fail);
+    g->hostfile = base_strdup_opt(s->hostfile, &fail);
     g->hosts = join_hosts(s, &fail);
-    g->rank_program = dup_or_null(
+    g->rank_program = base_strdup_opt(
         s->rank_program ? s->rank_program : STRATA_RANK_DEFAULT, &fail);
-    g->callback_host =
-        dup_or_null(s->callback_host ? s->callback_host : "127.0.0.1", &fail);
+    g->callback_host = base_strdup_opt(
+        s->callback_host ? s->callback_host : "127.0.0.1", &fail);
     g->callback_port = s->callback_port;
-    g->key_dir = dup_or_null(s->key_dir, &fail);
+    g->key_dir = base_strdup_opt(s->key_dir, &fail);
     g->n = s->ranks;
     g->local_pids = base_calloc(s->ranks, sizeof(*g->local_pids));
     fail |= !g->local_pids;
@@ -239,9 +227,9 @@ static struct remote_node *rank_node(const strata_mpi_group_spec *s,
     if (!r)
         return NULL;
     r->endpoint = base_calloc(1, ENDPOINT_CAP);
-    r->platform = dup_or_null(s->platform ? s->platform : "sim", &fail);
+    r->platform = base_strdup_opt(s->platform ? s->platform : "sim", &fail);
     r->comm_profile =
-        dup_or_null(s->comm_profile ? s->comm_profile : "sim", &fail);
+        base_strdup_opt(s->comm_profile ? s->comm_profile : "sim", &fail);
     r->chip_ids = base_calloc(n, sizeof(*r->chip_ids));
     if (fail || !r->endpoint || !r->chip_ids) {
         remote_node_free(r);

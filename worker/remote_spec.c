@@ -12,18 +12,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 
-static char *dup_or_null(const char *s, bool *fail)
-{
-    char *d;
-
-    if (!s)
-        return NULL;
-    d = base_strdup(s);
-    if (!d)
-        *fail = true;
-    return d;
-}
-
 void remote_node_free(struct remote_node *r)
 {
     if (!r)
@@ -60,14 +48,14 @@ static strata_err copy_spec(struct remote_node *r, const strata_remote_spec *s)
     bool fail = false;
     size_t n = s->num_chips ? s->num_chips : 1;
 
-    r->endpoint = dup_or_null(s->endpoint, &fail);
-    r->secret_file = dup_or_null(s->secret_file, &fail);
-    r->cert_file = dup_or_null(s->cert_file, &fail);
-    r->key_file = dup_or_null(s->key_file, &fail);
-    r->ca_file = dup_or_null(s->ca_file, &fail);
-    r->platform = dup_or_null(s->platform ? s->platform : "sim", &fail);
+    r->endpoint = base_strdup_opt(s->endpoint, &fail);
+    r->secret_file = base_strdup_opt(s->secret_file, &fail);
+    r->cert_file = base_strdup_opt(s->cert_file, &fail);
+    r->key_file = base_strdup_opt(s->key_file, &fail);
+    r->ca_file = base_strdup_opt(s->ca_file, &fail);
+    r->platform = base_strdup_opt(s->platform ? s->platform : "sim", &fail);
     r->comm_profile =
-        dup_or_null(s->comm_profile ? s->comm_profile : "sim", &fail);
+        base_strdup_opt(s->comm_profile ? s->comm_profile : "sim", &fail);
     r->chip_ids = base_calloc(n, sizeof(*r->chip_ids));
     r->ranks =
         s->global_device_ranks ? base_calloc(n, sizeof(*r->ranks)) : NULL;
