@@ -570,3 +570,35 @@ void rk_assert_idle(struct rk_node *n, const testutil_snapshot *before)
                  RK_WAIT_S);
     testutil_assert_clean(before);
 }
+
+strata_err rk_block_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct rk_block *c = user;
+    strata_args *a = NULL;
+    size_t sh_span[1] = {sizeof(struct rt_span)};
+    size_t sh_path[1] = {strata_buffer_size(c->path)};
+    strata_err err;
+
+    (void)args;
+    it_try(strata_args_create(&a));
+    err = strata_args_add_tensor(a, c->span, 0, STRATA_U8, 1, sh_span,
+                                 STRATA_NO_DEP);
+    if (!err)
+        err = strata_args_add_tensor(a, c->path, 0, STRATA_U8, 1, sh_path,
+                                     STRATA_IN);
+    if (!err)
+        err = strata_args_add_scalar(a, c->ms);
+    if (!err)
+        err = strata_args_add_scalar(a, 0);
+    if (!err)
+        err = strata_orch_submit_next_level(o, rk_o_span, a, c->node);
+    strata_args_destroy(a);
+    return err;
+}
+
+bool rk_file_exists(void *arg)
+{
+    struct stat st;
+
+    return stat((const char *)arg, &st) == 0;
+}

@@ -139,6 +139,17 @@ void rk_filter_from_env(void);
  * (the parents said goodbye), and nothing of the test's leaked. */
 void rk_assert_idle(struct rk_node *n, const testutil_snapshot *before);
 
+/* An orch fn (user = struct rk_block) that runs rt.span for ms on chip 0
+ * of node, creating the marker file named by the bytes of path first: a
+ * task that is known to be running once the file exists. */
+struct rk_block {
+    strata_buffer *span, *path;
+    int node;
+    uint64_t ms;
+};
+strata_err rk_block_orch(strata_orch *o, const strata_args *args, void *user);
+/* True when the file arg (a path) exists; for testutil_wait_until. */
+bool rk_file_exists(void *arg);
 /* Fails the current test unless hay contains needle. */
 void rk_assert_contains(const char *hay, const char *needle);
 

@@ -297,46 +297,6 @@ static void test_remote_faults_silent_and_burst_clients_harmless(void **state)
 
 /* ---- kill -9 ------------------------------------------------------------ */
 
-struct block_ctx {
-    strata_buffer *span, *path;
-    int node;
-    uint64_t ms;
-};
-
-/* rt.span on chip 0 of c->node for c->ms, creating the marker file. */
-static strata_err block_orch(strata_orch *o, const strata_args *args,
-                             void *user)
-{
-    struct block_ctx *c = user;
-    strata_args *a = NULL;
-    size_t sh_span[1] = {sizeof(struct rt_span)};
-    size_t sh_path[1] = {strata_buffer_size(c->path)};
-    strata_err err;
-
-    (void)args;
-    it_try(strata_args_create(&a));
-    err = strata_args_add_tensor(a, c->span, 0, STRATA_U8, 1, sh_span,
-                                 STRATA_NO_DEP);
-    if (!err)
-        err = strata_args_add_tensor(a, c->path, 0, STRATA_U8, 1, sh_path,
-                                     STRATA_IN);
-    if (!err)
-        err = strata_args_add_scalar(a, c->ms);
-    if (!err)
-        err = strata_args_add_scalar(a, 0);
-    if (!err)
-        err = strata_orch_submit_next_level(o, rk_o_span, a, c->node);
-    strata_args_destroy(a);
-    return err;
-}
-
-static bool file_exists(void *arg)
-{
-    struct stat st;
-
-    return stat((const char *)arg, &st) == 0;
-}
-
 struct pids {
     pid_t pid[16];
     size_t n;
@@ -394,7 +354,7 @@ static void test_remote_faults_kill9_session_mid_task_epeer(void **state)
     strata_remote_spec s;
     strata_worker *w = NULL;
     strata_run *run = NULL;
-    struct block_ctx c = {.node = 1, .ms = 30000};
+    struct rk_block c = {.node = 1, .ms = 30000};
     struct pids chips = {.n = 0};
     char marker[RK_PATH_MAX], msg[STRATA_ERRMSG_MAX];
     pid_t sess[4];
@@ -408,8 +368,8 @@ static void test_remote_faults_kill9_session_mid_task_epeer(void **state)
     it_ok(strata_worker_create_buffer(w, sizeof(struct rt_span), &c.span));
     it_ok(strata_worker_create_buffer(w, strlen(marker) + 1, &c.path));
     memcpy(strata_buffer_data(c.path), marker, strlen(marker) + 1);
-    it_ok(strata_worker_submit(w, block_orch, NULL, &c, &run));
-    assert_true(testutil_wait_until(file_exists, marker, RK_WAIT_S));
+    it_ok(strata_worker_submit(w, rk_block_orch, NULL, &c, &run));
+    assert_true(testutil_wait_until(rk_file_exists, marker, RK_WAIT_S));
     assert_int_equal(rk_node_sessions(&psk, sess, 4), 1);
     chips.n = children_of(sess[0], chips.pid, 16);
     assert_int_equal(chips.n, 2);
@@ -432,7 +392,7 @@ static void test_remote_faults_kill9_session_mid_task_epeer(void **state)
     /* The forked node works on; the lost one fails at once. */
     it_ok(rk_add_run(w, node0, 1, 1000, 1));
     t0 = testutil_now();
-    it_expect(STRATA_EPEER, strata_worker_run(w, block_orch, NULL, &c));
+    it_expect(STRATA_EPEER, strata_worker_run(w, rk_block_orch, NULL, &c));
     assert_true(testutil_now() - t0 < 1.0);
     rk_destroy(w, STRATA_EPEER);
     assert_int_equal(unlink(marker), 0);
@@ -460,7 +420,7 @@ static int doomed_parent(void *arg, int fd)
     strata_remote_spec s;
     strata_worker *w = NULL;
     strata_run *run = NULL;
-    struct block_ctx c = {.node = 0, .ms = 20000};
+    struct rk_block c = {.node = 0, .ms = 20000};
 
     rk_spec(&s, &psk, 2);
     if (rk_l4_start(0, &s, 1, &w) ||
@@ -468,8 +428,8 @@ static int doomed_parent(void *arg, int fd)
         strata_worker_create_buffer(w, strlen(marker) + 1, &c.path))
         return 1;
     memcpy(strata_buffer_data(c.path), marker, strlen(marker) + 1);
-    if (strata_worker_submit(w, block_orch, NULL, &c, &run) ||
-        !testutil_wait_until(file_exists, (void *)(uintptr_t)marker,
+    if (strata_worker_submit(w, rk_block_orch, NULL, &c, &run) ||
+        !testutil_wait_until(rk_file_exists, (void *)(uintptr_t)marker,
                              RK_WAIT_S) ||
         write(fd, "r", 1) != 1)
         return 2;
@@ -554,7 +514,7 @@ static void test_remote_faults_daemon_sigterm_mid_task_goodbye(void **state)
     strata_remote_spec s;
     strata_worker *w = NULL;
     strata_run *run = NULL;
-    struct block_ctx c = {.node = 0, .ms = 10000};
+    struct rk_block c = {.node = 0, .ms = 10000};
     char marker[RK_PATH_MAX], msg[STRATA_ERRMSG_MAX];
     testutil_snapshot_take(&before);
     marker_path(marker, sizeof(marker), "sigterm-started");
@@ -564,8 +524,8 @@ static void test_remote_faults_daemon_sigterm_mid_task_goodbye(void **state)
     it_ok(strata_worker_create_buffer(w, sizeof(struct rt_span), &c.span));
     it_ok(strata_worker_create_buffer(w, strlen(marker) + 1, &c.path));
     memcpy(strata_buffer_data(c.path), marker, strlen(marker) + 1);
-    it_ok(strata_worker_submit(w, block_orch, NULL, &c, &run));
-    assert_true(testutil_wait_until(file_exists, marker, RK_WAIT_S));
+    it_ok(strata_worker_submit(w, rk_block_orch, NULL, &c, &run));
+    assert_true(testutil_wait_until(rk_file_exists, marker, RK_WAIT_S));
     double t0 = testutil_now();
     rk_node_term(&own);
     strata_err e = strata_run_wait(run, RK_WAIT_S);

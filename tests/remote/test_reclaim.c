@@ -78,46 +78,6 @@ static int group_teardown(void **state)
     return rc;
 }
 
-struct block_ctx {
-    strata_buffer *span, *path;
-    int node;
-    uint64_t ms;
-};
-
-/* rt.span on chip 0 of c->node for c->ms, creating the marker file. */
-static strata_err block_orch(strata_orch *o, const strata_args *args,
-                             void *user)
-{
-    struct block_ctx *c = user;
-    strata_args *a = NULL;
-    size_t sh_span[1] = {sizeof(struct rt_span)};
-    size_t sh_path[1] = {strata_buffer_size(c->path)};
-    strata_err err;
-
-    (void)args;
-    it_try(strata_args_create(&a));
-    err = strata_args_add_tensor(a, c->span, 0, STRATA_U8, 1, sh_span,
-                                 STRATA_NO_DEP);
-    if (!err)
-        err = strata_args_add_tensor(a, c->path, 0, STRATA_U8, 1, sh_path,
-                                     STRATA_IN);
-    if (!err)
-        err = strata_args_add_scalar(a, c->ms);
-    if (!err)
-        err = strata_args_add_scalar(a, 0);
-    if (!err)
-        err = strata_orch_submit_next_level(o, rk_o_span, a, c->node);
-    strata_args_destroy(a);
-    return err;
-}
-
-static bool file_exists(void *arg)
-{
-    struct stat st;
-
-    return stat((const char *)arg, &st) == 0;
-}
-
 struct tree {
     pid_t pid[16];
     size_t n;
@@ -140,15 +100,15 @@ static bool tree_clean(void *arg)
 /* Starts a 30 s task on node `node` of a new L4 (forked nodes first);
  * returns once it runs. */
 static void start_blocked(size_t forked, const strata_remote_spec *s,
-                          size_t nremote, struct block_ctx *c, char *marker,
+                          size_t nremote, struct rk_block *c, char *marker,
                           strata_worker **w, strata_run **run)
 {
     it_ok(rk_l4_start(forked, s, nremote, w));
     it_ok(strata_worker_create_buffer(*w, sizeof(struct rt_span), &c->span));
     it_ok(strata_worker_create_buffer(*w, strlen(marker) + 1, &c->path));
     memcpy(strata_buffer_data(c->path), marker, strlen(marker) + 1);
-    it_ok(strata_worker_submit(*w, block_orch, NULL, c, run));
-    assert_true(testutil_wait_until(file_exists, marker, RK_WAIT_S));
+    it_ok(strata_worker_submit(*w, rk_block_orch, NULL, c, run));
+    assert_true(testutil_wait_until(rk_file_exists, marker, RK_WAIT_S));
 }
 
 /* A /dev/shm name of a dead process outside any session (a child that
@@ -187,7 +147,7 @@ static void test_reclaim_killed_session_names_removed(void **state)
     strata_remote_spec s;
     strata_worker *w = NULL;
     strata_run *run = NULL;
-    struct block_ctx c = {.node = 0, .ms = 30000};
+    struct rk_block c = {.node = 0, .ms = 30000};
     struct tree t = {.n = 0};
     char marker[RK_PATH_MAX], marker2[96];
     pid_t canary;
@@ -255,7 +215,7 @@ static void test_reclaim_killed_forked_node_names_removed(void **state)
     testutil_snapshot_take(&before);
     it_ok(rk_l4_start(1, NULL, 0, &w));
     it_ok(strata_worker_submit(w, hold_orch, NULL, NULL, &run));
-    assert_true(testutil_wait_until(file_exists, hold_marker, RK_WAIT_S));
+    assert_true(testutil_wait_until(rk_file_exists, hold_marker, RK_WAIT_S));
     testutil_children_of(getpid(), kids, &nkids, 16);
     for (size_t i = 0; i < nkids; i++)
         if (kids[i] != psk.pid)
