@@ -462,7 +462,9 @@ static void test_gd_alloc_comm_init_per_member_node_ok(void **state)
 
 /* ---- the phases fan out in parallel ------------------------------------ */
 
-#define BUSY_MS 300
+/* Long beside the allocation's own cost, which grows on a loaded machine
+ * (0.5 s seen with busy loops beside it): serial and parallel stay apart. */
+#define BUSY_MS 1000
 
 struct par {
     struct gd_spec s;
@@ -516,7 +518,7 @@ static void test_gd_alloc_phases_fan_out_in_parallel(void **state)
     if (p.alloc_s < 0.9 * BUSY_MS / 1000.0)
         fail_msg("the allocation did not wait for the busy nodes (%.3f s)",
                  p.alloc_s);
-    if (p.alloc_s >= 2.0 * BUSY_MS / 1000.0)
+    if (p.alloc_s >= 2.5 * BUSY_MS / 1000.0)
         fail_msg("the allocation took %.3f s: the nodes were driven one "
                  "after another (%zu x %d ms = %.1f s), not in parallel",
                  p.alloc_s, p.nodes, BUSY_MS, p.nodes * BUSY_MS / 1000.0);
