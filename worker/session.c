@@ -68,6 +68,7 @@ struct session {
     struct wire_conn *conn;
     strata_worker *w;
     enum session_state state; /* (loop) */
+    bool ended;               /* (loop) stop() or SIGTERM: read no more */
     bool startup_heartbeats;  /* (loop) the parent takes them */
     struct event *started;    /* the start job is done (event_active) */
     struct sstart *start;     /* that job, until the loop takes its result */
@@ -122,6 +123,7 @@ static void stop(struct session *s, int status, const char *why)
     else
         LOG_INFO("session ends: %s", why);
     s->status = status;
+    s->ended = true;
     /* Only an orderly GOODBYE lets running tasks finish. */
     if (status != 0) {
         s->abandon = true;
@@ -851,6 +853,11 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
     struct wire_msg m;
 
     (void)c;
+    /* The loop ends after this read: the frames read with the one that
+     * ended it are not acted on (a HELLO after a refused frame would still
+     * fork chips). */
+    if (s->ended)
+        return;
     if (wire_msg_unpack(type, body, len, &m) != STRATA_OK) {
         LOG_WARN("dropping the session: %s", strata_errmsg());
         stop(s, 1, "malformed message");
@@ -942,6 +949,7 @@ static void on_sigterm(evutil_socket_t fd, short what, void *arg)
      * a short grace if the peer does not read. */
     s->abandon = true;
     s->status = 0;
+    s->ended = true;
     /* Queued before the chips die, so that no completion of a task they
      * fail can reach the parent ahead of it (sends after it are refused). */
     wire_conn_close(s->conn, STRATA_EPEER, "strata-node is shutting down");

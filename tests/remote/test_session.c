@@ -725,6 +725,60 @@ static void test_session_slow_start_not_dead(void **state)
     testutil_assert_clean(&before);
 }
 
+/* A TASK before HELLO ends the session; a HELLO read with it in the same
+ * read must not start a worker. The daemon's chips stop themselves at
+ * start-up, so a worker started anyway would hold the session in its
+ * start-up (and leave stopped chips) past the bound below. */
+static void test_session_nothing_after_its_end(void **state)
+{
+    static const uint64_t id[1] = {7}, size[1] = {4096}, nb[1] = {64};
+    static const uint8_t tag[1] = {STRATA_IN};
+    static const uint32_t ids[1] = {0};
+    struct wire_msg hello = {.type = WIRE_MSG_HELLO};
+    struct wire_msg task = {.type = WIRE_MSG_TASK};
+    struct rk_node slow;
+    testutil_snapshot before;
+    struct wire_buf b;
+    struct targs a;
+    struct peer p;
+    bool gone;
+
+    (void)state;
+    assert_int_equal(
+        rk_node_start_fault(&slow, RK_INSECURE, NULL, "chip.init:1:stop"), 0);
+    testutil_snapshot_take(&before);
+    targs_make(&a, 1, id, size, nb, tag, 0, NULL);
+    task.u.task.request_id = 1;
+    memcpy(task.u.task.digest, rk_o_noop.digest, sizeof(task.u.task.digest));
+    task.u.task.args = a.blob;
+    task.u.task.args_len = a.len;
+    task.u.task.target = WIRE_TARGET_WORKER;
+    hello.u.hello.proto_min = WIRE_PROTO_MIN;
+    hello.u.hello.proto_max = WIRE_PROTO_MAX;
+    hello.u.hello.node_name = "raw-peer";
+    hello.u.hello.pid = (uint32_t)getpid();
+    hello.u.hello.platform = "sim";
+    hello.u.hello.chip_ids = ids;
+    hello.u.hello.num_chips = 1;
+    hello.u.hello.comm_profile = "sim";
+    wire_buf_init(&b);
+    assert_int_equal(wire_msg_pack(&task, &b), STRATA_OK);
+    assert_int_equal(wire_msg_pack(&hello, &b), STRATA_OK);
+    peer_connect(&p, &slow);
+    assert_true(testutil_write_full(p.fd, b.data, b.len)); /* one write */
+    wire_buf_fini(&b);
+    assert_true(peer_dropped(&p));
+    gone = rk_node_wait_sessions(&slow, 0, RK_WAIT_S);
+    cont_stopped_below(slow.pid); /* only if a chip did start */
+    if (!gone) {
+        rk_node_print_log(&slow);
+        fail_msg("the session started a worker after its end");
+    }
+    assert_true(rk_node_log_has(&slow, "a message before HELLO", RK_WAIT_S));
+    assert_int_equal(rk_node_stop(&slow), 0);
+    testutil_assert_clean(&before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -737,6 +791,7 @@ int main(void)
         cmocka_unit_test(test_session_procs_bounded),
         cmocka_unit_test(test_session_no_frame_before_hello),
         cmocka_unit_test(test_session_slow_start_not_dead),
+        cmocka_unit_test(test_session_nothing_after_its_end),
     };
 
     rk_filter_from_env();
