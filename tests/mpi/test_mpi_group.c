@@ -329,43 +329,6 @@ static void test_mpi_group_four_ranks_add_ok(void **state)
 
 /* ---- a rank killed mid-task ------------------------------------------- */
 
-struct span_ctx {
-    strata_buffer *span;
-    strata_buffer *path;
-    int node;
-    uint64_t ms; /* 0: 60 s */
-};
-
-static strata_err span_orch(strata_orch *o, const strata_args *args, void *user)
-{
-    struct span_ctx *c = user;
-    size_t shape[1] = {sizeof(struct rt_span)};
-    size_t pshape[1] = {strata_buffer_size(c->path)};
-    strata_args *a = NULL;
-    strata_err err;
-
-    (void)args;
-    it_try(strata_args_create(&a));
-    err = strata_args_add_tensor(a, c->span, 0, STRATA_U8, 1, shape,
-                                 STRATA_NO_DEP);
-    if (!err)
-        err = strata_args_add_tensor(a, c->path, 0, STRATA_U8, 1, pshape,
-                                     STRATA_IN);
-    if (!err)
-        err = strata_args_add_scalar(a, c->ms ? c->ms : 60000);
-    if (!err)
-        err = strata_args_add_scalar(a, 0);
-    if (!err)
-        err = strata_orch_submit_next_level(o, rk_o_span, a, c->node);
-    strata_args_destroy(a);
-    return err;
-}
-
-static bool exists(void *arg)
-{
-    return access((const char *)arg, F_OK) == 0;
-}
-
 static void test_mpi_group_killed_rank_epeer(void **state)
 {
     testutil_snapshot before;
@@ -373,7 +336,7 @@ static void test_mpi_group_killed_rank_epeer(void **state)
     strata_worker *w = NULL;
     int ids[MAX_RANKS];
     pid_t pids[MAX_RANKS];
-    struct span_ctx c = {0};
+    struct rk_block c = {.ms = 60000};
     char dir[] = "/tmp/strata-mpitest-XXXXXX", mark[64];
     strata_run *run = NULL;
     strata_err err;
@@ -390,8 +353,8 @@ static void test_mpi_group_killed_rank_epeer(void **state)
     it_ok(strata_worker_create_buffer(w, strlen(mark) + 1, &c.path));
     memcpy(strata_buffer_data(c.path), mark, strlen(mark) + 1);
     c.node = ids[1];
-    it_ok(strata_worker_submit(w, span_orch, NULL, &c, &run));
-    assert_true(testutil_wait_until(exists, mark, 30.0));
+    it_ok(strata_worker_submit(w, rk_block_orch, NULL, &c, &run));
+    assert_true(testutil_wait_until(rk_file_exists, mark, 30.0));
     t0 = testutil_now();
     assert_int_equal(kill(pids[1], SIGKILL), 0);
     err = strata_run_wait(run, 60.0);
@@ -527,7 +490,7 @@ static void test_mpi_group_lanes_independent(void **state)
     strata_worker *w = NULL;
     int ids[MAX_RANKS];
     pid_t pids[MAX_RANKS];
-    struct span_ctx c = {0};
+    struct rk_block c = {.ms = 60000};
     char dir[] = "/tmp/strata-mpitest-XXXXXX", mark[64];
     strata_run *run = NULL;
 
@@ -543,8 +506,8 @@ static void test_mpi_group_lanes_independent(void **state)
     memcpy(strata_buffer_data(c.path), mark, strlen(mark) + 1);
     c.node = ids[0];
     c.ms = 8000;
-    it_ok(strata_worker_submit(w, span_orch, NULL, &c, &run));
-    assert_true(testutil_wait_until(exists, mark, 30.0));
+    it_ok(strata_worker_submit(w, rk_block_orch, NULL, &c, &run));
+    assert_true(testutil_wait_until(rk_file_exists, mark, 30.0));
     for (uint32_t r = 0; r < 5; r++)
         it_ok(rk_add_run(w, &ids[1], 1, 4096, r));
     /* Rank 0's task is still running: rank 1 did not wait for it. */
@@ -569,7 +532,7 @@ static void test_mpi_group_hung_rank_epeer(void **state)
     strata_worker *w = NULL;
     int ids[MAX_RANKS];
     pid_t pids[MAX_RANKS];
-    struct span_ctx c = {0};
+    struct rk_block c = {.ms = 60000};
     char dir[] = "/tmp/strata-mpitest-XXXXXX", mark[64];
     strata_run *run = NULL;
     double t0;
@@ -585,8 +548,8 @@ static void test_mpi_group_hung_rank_epeer(void **state)
     it_ok(strata_worker_create_buffer(w, strlen(mark) + 1, &c.path));
     memcpy(strata_buffer_data(c.path), mark, strlen(mark) + 1);
     c.node = ids[1];
-    it_ok(strata_worker_submit(w, span_orch, NULL, &c, &run));
-    assert_true(testutil_wait_until(exists, mark, 30.0));
+    it_ok(strata_worker_submit(w, rk_block_orch, NULL, &c, &run));
+    assert_true(testutil_wait_until(rk_file_exists, mark, 30.0));
     t0 = testutil_now();
     assert_int_equal(kill(pids[1], SIGSTOP), 0);
     assert_int_equal(strata_run_wait(run, 60.0), STRATA_EPEER);
