@@ -218,8 +218,9 @@ static void targs_make(struct targs *a, size_t n, const uint64_t *ids,
     }
     memcpy(a->blob, &h, sizeof(h));
     memcpy(a->blob + sizeof(h), t, n * sizeof(t[0]));
-    memcpy(a->blob + sizeof(h) + n * sizeof(t[0]), scalars,
-           nscalars * sizeof(uint64_t));
+    if (nscalars) /* scalars may be NULL then */
+        memcpy(a->blob + sizeof(h) + n * sizeof(t[0]), scalars,
+               nscalars * sizeof(uint64_t));
     a->len = sizeof(h) + n * sizeof(t[0]) + nscalars * sizeof(uint64_t);
 }
 
