@@ -272,6 +272,9 @@ strata_err strata_run_wait(strata_run *run, double timeout_s)
 
     if (!run)
         return base_fail(STRATA_EINVAL, "strata_run_wait: run is NULL");
+    err = base_check_timeout(timeout_s, "strata_run_wait", "timeout_s");
+    if (err)
+        return err;
     /* Its worker was destroyed: the result is final. */
     err = run->sched ? orch_wait(run->sched, run_done, run,
                                  base_deadline_after(timeout_s))

@@ -11,9 +11,17 @@
 static strata_err check_callable(const struct orch_sched *s, strata_callable c,
                                  uint32_t want, int ep)
 {
-    const struct chip_callable *e = chip_registry_find(c.digest);
+    const struct chip_callable *e;
     char hex[65];
 
+    /* A kind outside the enum is the caller's mistake, whatever the
+     * digest: name it rather than the kind it was taken for. */
+    if (c.kind < STRATA_CALLABLE_KERNEL || c.kind > STRATA_CALLABLE_SUB)
+        return base_fail(STRATA_EINVAL,
+                         "submit: callable kind %u is not a strata_callable_"
+                         "kind (1..3); this target runs %s callables",
+                         (unsigned)c.kind, chip_callable_kind_name(want));
+    e = chip_registry_find(c.digest);
     /* A remote node runs its own modules' callables and answers for an
      * unknown digest itself; here only the kind can be checked. */
     if (ep >= 0 && s->eps[ep].notify_fd >= 0) {
@@ -216,6 +224,14 @@ static strata_err check_group(struct orch_sched *s, strata_callable c,
     if (!worker_ids || !a || n == 0)
         return base_fail(STRATA_EINVAL,
                          "a group needs n >= 1 worker ids and args lists");
+    /* Members are distinct targets, so n is bounded by the worker's before
+     * any entry is read: a count past the arrays given is refused here,
+     * not read. */
+    if (n > s->num_chips)
+        return base_fail(STRATA_EINVAL,
+                         "strata_orch_submit_next_level_group: n %zu is more "
+                         "than the worker's %zu %ss (members are distinct)",
+                         n, s->num_chips, target_name(s));
     for (size_t i = 0; !err && i < n; i++) {
         if (orch_chip_index(s, worker_ids[i]) < 0)
             return base_fail(STRATA_EINVAL, "group member %zu: no %s %d", i,
