@@ -22,12 +22,12 @@ static strata_err locate(const strata_domain *d, int chip, const char *buffer,
         return base_fail(STRATA_ENOENT,
                          "chip %d is not a member of domain '%s'", chip,
                          d->name);
-    for (size_t i = 0; buffer && i < d->num_buffers; i++)
+    for (size_t i = 0; i < d->num_buffers; i++)
         if (strcmp(d->buffers[i].name, buffer) == 0)
             b = &d->buffers[i];
     if (!b)
         return base_fail(STRATA_EINVAL, "domain '%s' has no buffer '%s'",
-                         d->name, buffer ? buffer : "(null)");
+                         d->name, buffer);
     if (nbytes == 0 || offset > b->nbytes || nbytes > b->nbytes - offset)
         return base_fail(STRATA_EINVAL,
                          "domain '%s': bytes [%zu, %zu) outside buffer '%s' "
@@ -47,11 +47,16 @@ static strata_err copy(strata_orch *o, const strata_domain *d, int chip,
     strata_args *a;
     size_t win_off = 0;
     uint32_t rank = 0;
+    const char *fn = to ? "strata_orch_copy_to" : "strata_orch_copy_from";
     strata_err err;
 
-    if (!o || !d || !host)
-        return base_fail(STRATA_EINVAL, "window copy: NULL argument");
-    err = orch_usable(o, "window copy");
+    if (!o || !d || !buffer || !host)
+        return base_fail_null(fn, !o        ? "orch"
+                                  : !d      ? "d"
+                                  : !buffer ? "buffer"
+                                  : to      ? "src"
+                                            : "dst");
+    err = orch_usable(o, fn);
     if (!err)
         err = locate(d, chip, buffer, offset, nbytes, &rank, &win_off);
     if (err)

@@ -304,8 +304,9 @@ strata_err strata_orch_allocate_domain(strata_orch *o,
     strata_err err;
 
     if (!o || !spec || !out)
-        return base_fail(STRATA_EINVAL,
-                         "strata_orch_allocate_domain: NULL argument");
+        return base_fail_null("strata_orch_allocate_domain", !o      ? "orch"
+                                                             : !spec ? "spec"
+                                                                     : "out");
     s = orch_sched_of(o);
     err = orch_usable(o, "strata_orch_allocate_domain");
     if (!err)
@@ -345,8 +346,7 @@ strata_err strata_domain_context(const strata_domain *d, int chip,
                                  strata_chip_domain_ctx *out)
 {
     if (!d || !out)
-        return base_fail(STRATA_EINVAL, "strata_domain_context: NULL "
-                                        "argument");
+        return base_fail_null("strata_domain_context", !d ? "d" : "out");
     if (__atomic_load_n(&d->released, __ATOMIC_ACQUIRE))
         return base_fail(STRATA_ESTATE, "domain '%s' is released", d->name);
     for (uint32_t r = 0; r < d->n; r++) {

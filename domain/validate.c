@@ -56,6 +56,13 @@ static strata_err check_workers(struct orch_sched *s,
 {
     if (!spec->workers || spec->num_workers == 0)
         return base_fail(STRATA_EINVAL, "domain '%s': no workers", spec->name);
+    /* Members are distinct chips of this worker: a count past that is
+     * refused before the array is read, so it cannot overrun it. */
+    if (spec->num_workers > orch_num_chips(s))
+        return base_fail(STRATA_EINVAL,
+                         "domain '%s': num_workers %zu is more than the "
+                         "worker's %zu chips",
+                         spec->name, spec->num_workers, orch_num_chips(s));
     for (size_t i = 0; i < spec->num_workers; i++) {
         if (orch_chip_index(s, spec->workers[i]) < 0)
             return base_fail(STRATA_EINVAL,
@@ -112,6 +119,13 @@ strata_err domain_check_buffers(const char *kind, const char *name,
         return base_fail(STRATA_EINVAL,
                          "%s '%s': num_buffers is %zu but buffers is NULL",
                          kind, name, n);
+    /* Each buffer takes at least a byte of the window: a count past that
+     * is refused before the array is read, so it cannot overrun it. */
+    if (n > window_size)
+        return base_fail(STRATA_EINVAL,
+                         "%s '%s': num_buffers %zu is more than a window of "
+                         "%zu bytes can hold",
+                         kind, name, n, window_size);
     for (size_t i = 0; i < n; i++) {
         err = check_buffer(kind, name, buffers, i);
         if (err)
