@@ -4,6 +4,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/futex.h"
+#include "base/shm.h"
 #include "chip_int.h"
 #include "watch.h"
 
@@ -98,10 +99,15 @@ strata_err chip_domain_ctl_map(const char *name, bool create,
         return errno == ENOENT && !create
                    ? base_fail(STRATA_ENOENT, "no control page %s", name)
                    : base_fail_errno(errno, "shm_open %s", name);
-    /* New: zero. Made by a peer already: the same size, nothing changes. */
-    if (ftruncate(fd, (off_t)ctl_size()) != 0) {
+    /* New: zero. Made by a peer already: the same size, nothing changes.
+     * Its pages are reserved as every other segment's are (a page already
+     * there is kept as it is), so a full /dev/shm is an error here, not a
+     * SIGBUS when a chip marks or waits on it. */
+    if (ftruncate(fd, (off_t)ctl_size()) != 0)
         err = base_fail_errno(errno, "ftruncate %s", name);
-    } else {
+    if (!err)
+        err = base_shm_reserve(fd, ctl_size(), "a domain control page");
+    if (!err) {
         p = mmap(NULL, ctl_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED)
             err = base_fail_errno(errno, "mmap %s", name);
