@@ -599,7 +599,10 @@ strata_orch_allocate_global_domain(strata_orch *o,
 
     if (!w || !spec || !out)
         return base_fail(STRATA_EINVAL,
-                         "strata_orch_allocate_global_domain: NULL argument");
+                         "strata_orch_allocate_global_domain: %s is NULL",
+                         !w      ? "orch"
+                         : !spec ? "spec"
+                                 : "out");
     err = orch_usable(o, "strata_orch_allocate_global_domain");
     if (err)
         return err;
@@ -744,14 +747,20 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
                        const char *buffer, size_t offset, void *data, size_t n,
                        bool write)
 {
+    const char *fn = write ? "strata_orch_copy_to_global_domain"
+                           : "strata_orch_copy_from_global_domain";
     const struct wire_domain_member *m;
     size_t base = 0;
     size_t limit;
     strata_err err;
 
     if (!o || !g || !data)
-        return base_fail(STRATA_EINVAL, "global window copy: NULL argument");
-    err = orch_usable(o, "global window copy");
+        return base_fail(STRATA_EINVAL, "%s: %s is NULL", fn,
+                         !o      ? "orch"
+                         : !g    ? "g"
+                         : write ? "src"
+                                 : "dst");
+    err = orch_usable(o, fn);
     if (err)
         return err;
     if (g->released || !g->committed)

@@ -567,7 +567,8 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
 
     if (!w || !out)
         return base_fail(STRATA_EINVAL,
-                         "strata_orch_get_global_domain: NULL argument");
+                         "strata_orch_get_global_domain: %s is NULL",
+                         !w ? "orch" : "out");
     err = orch_usable(o, "strata_orch_get_global_domain");
     if (err)
         return err;
@@ -614,7 +615,8 @@ strata_err strata_global_view_context(const strata_global_view *v,
 {
     if (!v || !out)
         return base_fail(STRATA_EINVAL,
-                         "strata_global_view_context: NULL argument");
+                         "strata_global_view_context: %s is NULL",
+                         !v ? "v" : "out");
     for (uint32_t i = 0; i < v->nlocal; i++) {
         if (v->chips[i] != local_chip)
             continue;
