@@ -77,7 +77,8 @@ void gnode_free_all(strata_worker *w)
         struct strata_global_view *v = w->gviews;
 
         w->gviews = v->next;
-        if (v->lazy && v->state != VIEW_GONE && gnode_lazy_touched(v))
+        if (v->lazy && v->state != VIEW_GONE &&
+            (gnode_lazy_touched(v) || v->watched))
             gnode_lazy_unlink(w, v);
         view_free(v);
     }
