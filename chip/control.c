@@ -178,13 +178,13 @@ static strata_err staged_copy(strata_chip *chip, struct mbx_frame *f,
 }
 
 /* Maps the control page of the domain whose windows were just adopted
- * at [base, + rank_count x map) and watches it. A local domain's page is
- * created by whichever member maps first, as its windows are, and its
- * worker unlinks it with them (domain/adopt.c). A global domain's (local
- * false) is mapped only if it exists: its nodes do not unlink one (yet).
- * On failure the windows are released again. */
+ * at [base, + rank_count x map) and watches it. The page is created by
+ * whichever member maps first, as the windows are, and goes with them: a
+ * local domain's worker unlinks it (domain/adopt.c), a global domain's
+ * nodes at ABORT or teardown (worker/gnode_lazy.c). On failure the
+ * windows are released again. */
 static strata_err watch_adopted(strata_chip *chip,
-                                const struct chip_window_req *req, bool local,
+                                const struct chip_window_req *req,
                                 uint64_t base, uint64_t map)
 {
     const struct chip_backend_ops *ops = chip->cfg->ops;
@@ -195,9 +195,7 @@ static strata_err watch_adopted(strata_chip *chip,
 
     if (!chip_domain_ctl_name(ops, req, name, sizeof(name)))
         return STRATA_OK;
-    err = chip_domain_ctl_map(name, local, &ctl);
-    if (err == STRATA_ENOENT)
-        return STRATA_OK;
+    err = chip_domain_ctl_map(name, true, &ctl);
     if (!err)
         err = chip_watch_add(req->alloc_id, ctl, &at, 1,
                              (uintptr_t)(map * req->rank_count));
@@ -236,7 +234,7 @@ static strata_err adopt(strata_chip *chip, struct mbx_frame *f)
                          req.rank_count, (unsigned long long)map,
                          (unsigned long long)base);
     err = ops->window_adopt(chip->state, &req, base, map);
-    return err ? err : watch_adopted(chip, &req, creator == 0, base, map);
+    return err ? err : watch_adopted(chip, &req, base, map);
 }
 
 strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)

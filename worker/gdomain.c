@@ -63,6 +63,8 @@ struct strata_global_domain {
     struct strata_global_domain *next;
 };
 
+static void unlink_after_death(struct strata_global_domain *g);
+
 /* ---- the domain object ---------------------------------------------- */
 
 static void gd_free(struct strata_global_domain *g)
@@ -94,6 +96,10 @@ void gdomain_free_all(strata_worker *w)
         struct strata_global_domain *g = w->gdomains;
 
         w->gdomains = g->next;
+        /* Never released (retained past close): the nodes are gone, and
+         * the L4 may have made the control page at a node's death. */
+        if (g->committed && !g->freed)
+            unlink_after_death(g);
         gd_free(g);
     }
 }
@@ -520,6 +526,25 @@ static void abort_all(struct strata_global_domain *g, strata_orch *o)
 
 /* ---- lifetime --------------------------------------------------------- */
 
+/* A node that dies with the domain committed cannot mark its members'
+ * control page (worker/gnode_lazy.c marks it for one member's death):
+ * the L4 does, for each member node, with that node's first rank. */
+static strata_err watch_nodes(struct strata_global_domain *g)
+{
+    const struct chip_backend_ops *ops = chip_backend_find("sim");
+    strata_err err = STRATA_OK;
+
+    for (uint32_t i = 0; ops && i < g->num_nodes && !err; i++) {
+        uint32_t r = 0;
+
+        while (g->members[r].node_worker_id != (uint32_t)g->nodes[i])
+            r++;
+        err = gwin_watch(g->w->sched, ops, cluster_id(g->w), g->id, g->n,
+                         g->name, g->nodes[i], r);
+    }
+    return err;
+}
+
 static void release_done(struct orch_ctl *c, void *arg)
 {
     struct strata_global_domain *g = arg;
@@ -539,6 +564,7 @@ static void release_locked(struct strata_global_domain *g)
 
     if (g->freed || g->pending || !g->committed)
         return;
+    orch_mark_forget_locked(s, GLOBAL_ALLOC_TAG | g->id);
     g->pending = 1;
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         struct orch_ctl *c = &g->ctls[i];
@@ -599,7 +625,10 @@ strata_orch_allocate_global_domain(strata_orch *o,
 
     if (!w || !spec || !out)
         return base_fail(STRATA_EINVAL,
-                         "strata_orch_allocate_global_domain: NULL argument");
+                         "strata_orch_allocate_global_domain: %s is NULL",
+                         !w      ? "orch"
+                         : !spec ? "spec"
+                                 : "out");
     err = orch_usable(o, "strata_orch_allocate_global_domain");
     if (err)
         return err;
@@ -635,10 +664,13 @@ strata_orch_allocate_global_domain(strata_orch *o,
         err = phase(g, o, WIRE_PHASE_COMMIT);
     if (!err)
         err = pack_release(g);
+    if (!err)
+        err = watch_nodes(g);
     if (err) {
         char msg[STRATA_ERRMSG_MAX];
 
         snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+        orch_mark_forget(w->sched, GLOBAL_ALLOC_TAG | g->id);
         abort_all(g, o);
         g->released = true;
         return base_fail(err, "global domain '%s': %s", g->name, msg);
@@ -657,6 +689,7 @@ static strata_err release_now(struct strata_global_domain *g)
     strata_err err = STRATA_OK;
     uint32_t posted = 0;
 
+    orch_mark_forget(s, GLOBAL_ALLOC_TAG | g->id);
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
         ctl_for(&g->ctls[i], &g->cmds[i], g->release_req[i],
                 g->replies + (size_t)i * g->reply_cap, g->reply_cap);
@@ -744,14 +777,20 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
                        const char *buffer, size_t offset, void *data, size_t n,
                        bool write)
 {
+    const char *fn = write ? "strata_orch_copy_to_global_domain"
+                           : "strata_orch_copy_from_global_domain";
     const struct wire_domain_member *m;
     size_t base = 0;
     size_t limit;
     strata_err err;
 
     if (!o || !g || !data)
-        return base_fail(STRATA_EINVAL, "global window copy: NULL argument");
-    err = orch_usable(o, "global window copy");
+        return base_fail(STRATA_EINVAL, "%s: %s is NULL", fn,
+                         !o      ? "orch"
+                         : !g    ? "g"
+                         : write ? "src"
+                                 : "dst");
+    err = orch_usable(o, fn);
     if (err)
         return err;
     if (g->released || !g->committed)

@@ -77,7 +77,8 @@ void gnode_free_all(strata_worker *w)
         struct strata_global_view *v = w->gviews;
 
         w->gviews = v->next;
-        if (v->lazy && v->state != VIEW_GONE && gnode_lazy_touched(v))
+        if (v->lazy && v->state != VIEW_GONE &&
+            (gnode_lazy_touched(v) || v->watched))
             gnode_lazy_unlink(w, v);
         view_free(v);
     }
@@ -567,7 +568,8 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
 
     if (!w || !out)
         return base_fail(STRATA_EINVAL,
-                         "strata_orch_get_global_domain: NULL argument");
+                         "strata_orch_get_global_domain: %s is NULL",
+                         !w ? "orch" : "out");
     err = orch_usable(o, "strata_orch_get_global_domain");
     if (err)
         return err;
@@ -614,7 +616,8 @@ strata_err strata_global_view_context(const strata_global_view *v,
 {
     if (!v || !out)
         return base_fail(STRATA_EINVAL,
-                         "strata_global_view_context: NULL argument");
+                         "strata_global_view_context: %s is NULL",
+                         !v ? "v" : "out");
     for (uint32_t i = 0; i < v->nlocal; i++) {
         if (v->chips[i] != local_chip)
             continue;

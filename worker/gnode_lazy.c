@@ -21,11 +21,14 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/fault.h"
+#include "chip/peer.h"
 #include "domain/exchange.h"
 #include "gview.h"
 #include "orch/control.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static struct chip_window_req
 lazy_req(const strata_worker *w, const struct strata_global_view *v, uint32_t r)
@@ -48,16 +51,35 @@ bool gnode_lazy_touched(const struct strata_global_view *v)
 void gwin_unlink_all(const struct chip_backend_ops *ops, uint64_t cluster_id,
                      uint64_t domain_id, uint32_t n, size_t window_size)
 {
-    for (uint32_t r = 0; r < n; r++) {
-        struct chip_window_req req =
-            gwin_req(cluster_id, domain_id, r, n, window_size);
+    struct chip_window_req req =
+        gwin_req(cluster_id, domain_id, 0, n, window_size);
+    char name[CHIP_WINDOW_HANDLE_MAX];
 
+    for (uint32_t r = 0; r < n; r++) {
+        req.rank = r;
         ops->host_window_unlink(&req);
     }
+    if (chip_domain_ctl_name(ops, &req, name, sizeof(name)))
+        shm_unlink(name);
 }
 
-/* Drops every rank's name: a member of this node opens (and may create)
- * all of them. */
+strata_err gwin_watch(struct orch_sched *s, const struct chip_backend_ops *ops,
+                      uint64_t cluster_id, uint64_t domain_id, uint32_t n,
+                      const char *name, int ep, uint32_t rank)
+{
+    struct chip_window_req req = gwin_req(cluster_id, domain_id, 0, n, 0);
+    char page[CHIP_WINDOW_HANDLE_MAX], label[64];
+
+    if (!chip_domain_ctl_name(ops, &req, page, sizeof(page)))
+        return STRATA_OK;
+    snprintf(label, sizeof(label), "global domain '%.40s'", name);
+    return orch_mark_on_death(s, ep, page, label, rank,
+                              GLOBAL_ALLOC_TAG | domain_id);
+}
+
+/* Drops every rank's name and the control page's: a member of this node
+ * opens (and may create) all of them, and a member's death may make the
+ * page. */
 void gnode_lazy_unlink(const strata_worker *w,
                        const struct strata_global_view *v)
 {
@@ -139,6 +161,14 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
                 r, d->handle, (unsigned long long)d->mapping_size, want,
                 (unsigned long long)v->mapping_size);
     }
+    /* Before any member maps: the death of one marks the control page
+     * the others watch (the L4 marks it for a whole node's). */
+    v->watched = true;
+    for (uint32_t i = 0; i < v->nlocal && !err; i++)
+        err = gwin_watch(w->sched, w->ops, w->cluster_id, v->domain_id, v->n,
+                         v->name, v->eps[i], v->ranks[i]);
+    if (err)
+        return err;
     /* Until it is posted, a member's ADOPT counts as withdrawn: that
      * member never maps, so ABORT has nothing to wait for or release. */
     for (uint32_t i = 0; i < v->nlocal; i++)
@@ -215,6 +245,8 @@ strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v)
     if (BASE_FAULT("gnode.release"))
         err = base_fail(STRATA_EIO, "fault point gnode.release");
     orch_lock(w->sched);
+    /* No death may make the control page again once its name goes. */
+    orch_mark_forget_locked(w->sched, GLOBAL_ALLOC_TAG | v->domain_id);
     for (uint32_t i = 0; v->adopts_posted && i < v->nlocal; i++) {
         struct orch_ctl *a = &v->adopt_ctls[i];
 
@@ -240,7 +272,7 @@ strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v)
             err = perr ? perr : werr;
     }
     orch_lock(w->sched);
-    touched = gnode_lazy_touched(v);
+    touched = gnode_lazy_touched(v) || v->watched;
     if (!err && v->va_len)
         orch_va_free_locked(w->sched, v->va_start, v->va_len);
     orch_unlock(w->sched);

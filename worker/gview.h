@@ -42,7 +42,8 @@ struct strata_global_view {
     /* Members map lazily (gnode_lazy.c): */
     bool lazy;
     bool adopts_posted;
-    bool mapped; /* every member ran its ADOPT: lookups need not wait */
+    bool mapped;  /* every member ran its ADOPT: lookups need not wait */
+    bool watched; /* members' deaths mark the control page (IMPORT on) */
     uint64_t va_start, va_len;   /* the node's range piece (0: none) */
     struct orch_ctl *adopt_ctls; /* apart from ctls, which RELEASE uses */
     /* Lookups holding v: from strata_orch_get_global_domain until the
@@ -69,9 +70,19 @@ static inline struct chip_window_req gwin_req(uint64_t cluster_id,
     };
 }
 
-/* Drops every rank's name of that domain (ENOENT: never made). */
+/* Drops every rank's name of that domain and its control page's
+ * (ENOENT: never made). */
 void gwin_unlink_all(const struct chip_backend_ops *ops, uint64_t cluster_id,
                      uint64_t domain_id, uint32_t n, size_t window_size);
+/* Registers the control page (chip/peer.h) of that domain, named like
+ * its windows, to be marked when endpoint ep of s dies, naming rank and
+ * the domain (orch_mark_on_death, keyed GLOBAL_ALLOC_TAG | domain_id): a
+ * node for each of its members, an L4 for each member node. A page
+ * nobody made is made then: whoever registers forgets (orch_mark_forget)
+ * before the names go. STRATA_OK without a host-window backend. */
+strata_err gwin_watch(struct orch_sched *s, const struct chip_backend_ops *ops,
+                      uint64_t cluster_id, uint64_t domain_id, uint32_t n,
+                      const char *name, int ep, uint32_t rank);
 
 /* gnode_lazy.c. Under gv_mu unless said. */
 /* Makes v lazy when it can be (v->lazy says). */

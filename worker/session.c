@@ -803,6 +803,30 @@ static void on_started(evutil_socket_t fd, short what, void *arg)
     base_free(st);
 }
 
+/* Counts want processes in the daemon's total (worker_proc_cap), or
+ * STRATA_EBUSY naming the limit when they would pass it. */
+static strata_err reserve_procs(const struct worker_proc_cap *c, uint32_t want)
+{
+    uint64_t total = 0;
+
+    if (!c || !c->slots || c->slot >= c->num_slots)
+        return STRATA_OK;
+    /* Store, then sum (both sequentially consistent): of two sessions
+     * racing, each sees the other's store or the other sees its own. */
+    __atomic_store_n(&c->slots[c->slot], want, __ATOMIC_SEQ_CST);
+    for (uint32_t i = 0; i < c->num_slots; i++)
+        total += __atomic_load_n(&c->slots[i], __ATOMIC_SEQ_CST);
+    if (total <= c->max_total)
+        return STRATA_OK;
+    __atomic_store_n(&c->slots[c->slot], 0, __ATOMIC_SEQ_CST);
+    return base_fail(STRATA_EBUSY,
+                     "HELLO asks for %u chips and sub workers: this node "
+                     "already runs %llu of the %u processes it allows for "
+                     "all its sessions together (strata-node "
+                     "--max-procs-total); try again later",
+                     want, (unsigned long long)(total - want), c->max_total);
+}
+
 /* Takes m's memory. */
 static void on_hello(struct session *s, struct wire_msg *m)
 {
@@ -819,6 +843,9 @@ static void on_hello(struct session *s, struct wire_msg *m)
                         "node allows %u processes per session "
                         "(strata-node --max-procs)",
                         h->num_chips, h->num_sub_workers, s->lim.max_procs);
+    if (!err)
+        err = reserve_procs(s->lim.procs,
+                            (uint32_t)h->num_chips + h->num_sub_workers);
     st = err ? NULL : base_calloc(1, sizeof(*st));
     if (!err && !st)
         err = base_fail(STRATA_ENOMEM, "out of memory");
@@ -990,6 +1017,7 @@ void worker_session_limits_default(struct worker_session_limits *l)
     l->max_buffer_bytes = (uint64_t)16 << 30;
     l->max_procs = 512;
     l->reply_high_water = (size_t)64 << 20;
+    l->procs = NULL;
 }
 
 int worker_session_main(int fd, SSL *ssl, const char *peer,

@@ -152,7 +152,7 @@ void chaos_config_read(void)
     v = getenv("CHAOS_ONLY");
     chaos_cfg.only = v && v[0] ? atol(v) : -1;
     v = getenv("CHAOS_KERNEL_WAIT_S");
-    w = v && v[0] ? atof(v) : 5.0;
+    w = v && v[0] ? atof(v) : -1.0;
     chaos_cfg.wait_ms = w < 0 ? CHAOS_WAIT_FOREVER : (uint64_t)(w * 1e3);
     chaos_cfg.kinds = parse_mask("CHAOS_KINDS", chaos_kind_name, CHAOS_KINDS,
                                  (1u << CHAOS_KINDS) - 1);

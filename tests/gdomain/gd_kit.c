@@ -29,7 +29,7 @@
 extern char **environ;
 
 strata_callable gd_o_query, gd_o_fill, gd_o_allreduce, gd_o_read;
-strata_callable gd_o_sleep;
+strata_callable gd_o_sleep, gd_o_wait;
 
 static strata_worker *tracked[4]; /* started by gd_l4_start, not destroyed */
 
@@ -47,7 +47,8 @@ int gd_register(void)
                                 &gd_o_allreduce) ||
         strata_callable_by_name(STRATA_CALLABLE_ORCH, GD_O_READ, &gd_o_read) ||
         strata_callable_by_name(STRATA_CALLABLE_ORCH, GD_O_SLEEP,
-                                &gd_o_sleep)) {
+                                &gd_o_sleep) ||
+        strata_callable_by_name(STRATA_CALLABLE_ORCH, GD_O_WAIT, &gd_o_wait)) {
         print_error("registering the gdomain callables: %s\n", strata_errmsg());
         return -1;
     }
@@ -419,6 +420,14 @@ strata_err gd_submit_allreduce(strata_orch *o, const struct gd_spec *s,
     return per_node(o, s, gd_o_allreduce, head, 6, out, count * 4);
 }
 
+strata_err gd_submit_wait(strata_orch *o, const struct gd_spec *s, uint64_t id,
+                          size_t flag_off, uint64_t tag)
+{
+    uint64_t head[3] = {id, flag_off, tag};
+
+    return per_node(o, s, gd_o_wait, head, 3, NULL, 0);
+}
+
 size_t gd_check_allreduce(strata_buffer *out, size_t n, size_t count,
                           uint32_t seed)
 {
@@ -540,7 +549,9 @@ size_t gd_domain_maps_below(uint64_t id)
     return maps_below(false, GLOBAL_TAG | id);
 }
 
-size_t gd_shm_windows(const pid_t *pids, size_t n)
+/* Window segments (and control pages) named for one of pids[0..n), of
+ * global domain id only when id is not 0. */
+static size_t shm_windows(const pid_t *pids, size_t n, uint64_t id)
 {
     DIR *d = opendir("/dev/shm");
     struct dirent *e;
@@ -549,12 +560,15 @@ size_t gd_shm_windows(const pid_t *pids, size_t n)
     if (!d)
         return 0;
     while ((e = readdir(d)) != NULL) {
+        unsigned long long alloc = 0;
         unsigned uid;
         int pid;
         char kind;
 
-        if (sscanf(e->d_name, "strata-%u-%d-%c", &uid, &pid, &kind) != 3 ||
-            kind != 'd' || uid != (unsigned)getuid())
+        if (sscanf(e->d_name, "strata-%u-%d-%c%llu", &uid, &pid, &kind,
+                   &alloc) < 3 ||
+            kind != 'd' || uid != (unsigned)getuid() ||
+            (id && alloc != (GLOBAL_TAG | id)))
             continue;
         for (size_t i = 0; i < n; i++) {
             if (pids[i] != pid)
@@ -565,6 +579,16 @@ size_t gd_shm_windows(const pid_t *pids, size_t n)
     }
     closedir(d);
     return found;
+}
+
+size_t gd_shm_windows(const pid_t *pids, size_t n)
+{
+    return shm_windows(pids, n, 0);
+}
+
+size_t gd_shm_domain_windows(const pid_t *pids, size_t n, uint64_t id)
+{
+    return shm_windows(pids, n, id);
 }
 
 size_t gd_shm_windows_below(const pid_t *extra, size_t ne)

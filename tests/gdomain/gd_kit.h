@@ -35,7 +35,7 @@
 
 /* Node callables, looked up by name (gd_register). */
 extern strata_callable gd_o_query, gd_o_fill, gd_o_allreduce, gd_o_read;
-extern strata_callable gd_o_sleep;
+extern strata_callable gd_o_sleep, gd_o_wait;
 
 /* Registers the module's callables here (forked nodes inherit them) and
  * looks up gd_o_*. 0 or -1. Call from a group setup. */
@@ -151,6 +151,10 @@ static inline size_t gd_flag_off(size_t count)
 {
     return (count * 4 + 63) / 64 * 64;
 }
+/* gd.o.wait on every node of s: each member waits with no timeout for
+ * its flag word at flag_off (files under tag: gd_lost_path). */
+strata_err gd_submit_wait(strata_orch *o, const struct gd_spec *s, uint64_t id,
+                          size_t flag_off, uint64_t tag);
 /* Number of wrong words in out (n slots of count), the first printed. */
 size_t gd_check_allreduce(strata_buffer *out, size_t n, size_t count,
                           uint32_t seed);
@@ -180,6 +184,8 @@ size_t gd_window_maps_below(void);
 size_t gd_domain_maps_below(uint64_t id);
 /* /dev/shm window segments whose name carries one of pids[0..n). */
 size_t gd_shm_windows(const pid_t *pids, size_t n);
+/* The same, of global domain id only. */
+size_t gd_shm_domain_windows(const pid_t *pids, size_t n, uint64_t id);
 /* Every /dev/shm window segment named for a process below this one or
  * for one of extra[0..ne) (a node that died). */
 size_t gd_shm_windows_below(const pid_t *extra, size_t ne);

@@ -7,12 +7,14 @@
 #include "gd_module.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define GD_MAX_CHIPS 32
 
-static strata_callable k_fill, k_allreduce, k_read, k_sleep;
+static strata_callable k_fill, k_allreduce, k_read, k_sleep, k_wait;
 
 static const strata_comm_context *context(strata_chip *chip,
                                           const strata_args *a)
@@ -132,6 +134,48 @@ static strata_err sleep_kernel(strata_chip *chip, const strata_args *a)
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
     return STRATA_OK;
+}
+
+/* Writes text to path (through path.tmp, renamed: a reader sees all of
+ * it or nothing). */
+static void put_file(const char *path, const char *text)
+{
+    char tmp[GD_LOST_PATH_MAX + 8];
+    FILE *f;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fputs(text, f);
+    if (fclose(f) == 0)
+        rename(tmp, path);
+}
+
+static strata_err wait_kernel(strata_chip *chip, const strata_args *a)
+{
+    const strata_comm_context *cc = context(chip, a);
+    uint64_t flag = strata_args_scalar(a, 1);
+    uint64_t tag = strata_args_scalar(a, 2);
+    char path[GD_LOST_PATH_MAX], text[512];
+    strata_err e;
+
+    if (!cc)
+        return STRATA_ENOENT;
+    if (!fits(cc, flag, 4) || flag % 4) {
+        strata_errmsg_set("gd.k.wait: bad flag offset");
+        return STRATA_EINVAL;
+    }
+    gd_lost_path(path, sizeof(path), tag, cc->rank, "pid");
+    snprintf(text, sizeof(text), "%d\n", (int)getpid());
+    put_file(path, text);
+    e = strata_signal_wait(
+        (volatile uint32_t *)((char *)cc->window_base[cc->rank] + flag), 1,
+        -1.0);
+    gd_lost_path(path, sizeof(path), tag, cc->rank, "out");
+    snprintf(text, sizeof(text), "%d %s\n", (int)e, e ? strata_errmsg() : "");
+    put_file(path, text);
+    return e;
 }
 
 /* ---- node side ------------------------------------------------------- */
@@ -315,6 +359,16 @@ static strata_err sleep_orch(strata_orch *o, const strata_args *args,
     return e;
 }
 
+static strata_err wait_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    uint64_t extra[2] = {strata_args_scalar(args, 1),
+                         strata_args_scalar(args, 2)};
+    struct per_chip pc = {extra, 2, false, 0, STRATA_U8};
+
+    (void)user;
+    return submit_all(o, args, 3, k_wait, &pc, false);
+}
+
 strata_err strata_module_init(void)
 {
     strata_callable c;
@@ -327,6 +381,10 @@ strata_err strata_module_init(void)
         e = strata_register_kernel(GD_K_READ, read_kernel, &k_read);
     if (e == STRATA_OK)
         e = strata_register_kernel("gd.k.sleep", sleep_kernel, &k_sleep);
+    if (e == STRATA_OK)
+        e = strata_register_kernel(GD_K_WAIT, wait_kernel, &k_wait);
+    if (e == STRATA_OK)
+        e = strata_register_orch(GD_O_WAIT, wait_orch, &c);
     if (e == STRATA_OK)
         e = strata_register_orch(GD_O_QUERY, query_orch, &c);
     if (e == STRATA_OK)

@@ -15,6 +15,11 @@
  *   gd.k.read       s1 rank (GD_OWN: its own), s2 byte offset; t0 OUT
  *                   bytes = that rank's window from offset.
  *   gd.k.sleep      s0 milliseconds: sleeps (no domain).
+ *   gd.k.wait       s1 flag offset, s2 tag: writes its pid to
+ *                   gd_lost_path(tag, rank, "pid"), waits with no timeout
+ *                   for its own flag to reach 1, then writes "<code>
+ *                   <message>" to gd_lost_path(tag, rank, "out") and
+ *                   returns the code (a dead member's peers are woken).
  *
  * Node orch callables (what an L4 orch fn submits to a node id); the chips
  * to use come last, as a count and then chip ids, because a node does not
@@ -34,6 +39,8 @@
  *                   each chip into slice k.
  *   gd.o.sleep      s0 milliseconds, s1 n, s2.. chips: gd.k.sleep on each
  *                   chip (the node is busy until they end).
+ *   gd.o.wait       s0 domain id, s1 flag offset, s2 tag, s3 n, s4..
+ *                   chips: gd.k.wait on each chip.
  * A node callable fails with the error of strata_orch_get_global_domain or
  * strata_global_view_context when the domain or a chip is not there.
  */
@@ -41,6 +48,7 @@
 #define STRATA_GD_MODULE_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <strata/strata.h>
 
@@ -55,6 +63,18 @@
 #define GD_O_ALLREDUCE "gd.o.allreduce"
 #define GD_O_READ "gd.o.read"
 #define GD_O_SLEEP "gd.o.sleep"
+#define GD_K_WAIT "gd.k.wait"
+#define GD_O_WAIT "gd.o.wait"
+
+#define GD_LOST_PATH_MAX 96
+
+/* The file gd.k.wait writes for rank r under tag (what, "pid" or "out"). */
+static inline void gd_lost_path(char *out, size_t cap, uint64_t tag,
+                                uint32_t rank, const char *what)
+{
+    snprintf(out, cap, "/tmp/strata-gdlost-%llu-r%u.%s",
+             (unsigned long long)tag, rank, what);
+}
 
 /* What gd.o.query reports for one chip. */
 struct gd_query {

@@ -29,8 +29,8 @@
  *   CHAOS_PHASES=a,b    kill only in these phases (init,alloc,run,release,
  *                       destroy)
  *   CHAOS_KERNEL_WAIT_S bound of the kernels' wait for their peers
- *                       (default 5; -1: forever, which needs dead peers to
- *                       wake the survivors)
+ *                       (default -1: forever; a dead peer must wake the
+ *                       survivors, issue 14 defect 6)
  *   CHAOS_HANG_S=s      an iteration running s seconds is a hang
  *                       (default 90): the tree is printed and killed
  *   CHAOS_KNOWN_BUGS=1  fail on the known bugs the test tolerates, and

@@ -199,7 +199,11 @@ static strata_err fault_orch(strata_orch *o, const strata_args *args,
     snprintf(f->msg, sizeof(f->msg), "%s", strata_errmsg());
     /* ABORT is over when the allocation returns: nothing may be left. */
     f->maps_after = gd_window_maps_below() - gd_domain_maps_below(f->before_id);
-    f->shm_after = gd_shm_windows(f->node_pids, f->num_node_pids);
+    /* A member's death marks the control page of the domain before it,
+     * released but freed only at the fence: that one goes there. */
+    f->shm_after =
+        gd_shm_windows(f->node_pids, f->num_node_pids) -
+        gd_shm_domain_windows(f->node_pids, f->num_node_pids, f->before_id);
     return STRATA_OK;
 }
 

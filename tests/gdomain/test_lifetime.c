@@ -672,8 +672,9 @@ static void kill_doomed(bool busy, double within_s)
         fail_msg("the doomed L4 did not start (%d %d %d)", pids[0], pids[1],
                  pids[2]);
     }
-    /* The members made the names: there is something to leave behind. */
-    assert_int_equal(gd_shm_windows(&l4, 1), 2);
+    /* The members made the names (two windows and the domain's control
+     * page): there is something to leave behind. */
+    assert_int_equal(gd_shm_windows(&l4, 1), 3);
     for (int i = 1; i < 3; i++) {
         t.pid[t.n++] = pids[i];
         t.n += gd_descendants(pids[i], t.pid + t.n, 6);

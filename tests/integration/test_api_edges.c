@@ -760,11 +760,11 @@ static strata_err wait_nan_unfinished(void)
     X(O, STRATA_EINVAL, "outside", NULL,                                       \
       strata_orch_copy_from(E.o, E.d, 0, "buf", 60, E.b, 0, 8))                \
     /* global domains */                                                       \
-    X(N, STRATA_EINVAL, "orch is NULL", "worker/gdomain.c",                    \
+    X(N, STRATA_EINVAL, "orch is NULL", NULL,                                  \
       strata_orch_allocate_global_domain(NULL, &E.gspec, &E.g))                \
-    X(G, STRATA_EINVAL, "spec is NULL", "worker/gdomain.c",                    \
+    X(G, STRATA_EINVAL, "spec is NULL", NULL,                                  \
       strata_orch_allocate_global_domain(E.o, NULL, &E.g))                     \
-    X(G, STRATA_EINVAL, "out is NULL", "worker/gdomain.c",                     \
+    X(G, STRATA_EINVAL, "out is NULL", NULL,                                   \
       strata_orch_allocate_global_domain(E.o, &E.gspec, NULL))                 \
     X(G, STRATA_EINVAL, "members", NULL, gdomain_with(4096, NULL, 2))          \
     X(G, STRATA_EINVAL, "no members", NULL, gdomain_with(4096, members2, 0))   \
@@ -778,11 +778,11 @@ static strata_err wait_nan_unfinished(void)
     X(N, STRATA_OK, NULL, NULL, neutral(strata_global_domain_id(NULL) == 0))   \
     X(N, STRATA_OK, NULL, NULL, neutral(!strata_global_domain_released(NULL))) \
     X(N, STRATA_OK, NULL, NULL, neutral(!strata_global_domain_freed(NULL)))    \
-    X(N, STRATA_EINVAL, "orch is NULL", "worker/gdomain.c",                    \
+    X(N, STRATA_EINVAL, "orch is NULL", NULL,                                  \
       strata_orch_copy_to_global_domain(NULL, E.g, 0, NULL, 0, E.bytes, 4))    \
-    X(G, STRATA_EINVAL, "g is NULL", "worker/gdomain.c",                       \
+    X(G, STRATA_EINVAL, "g is NULL", NULL,                                     \
       strata_orch_copy_to_global_domain(E.o, NULL, 0, NULL, 0, E.bytes, 4))    \
-    X(G, STRATA_EINVAL, "src is NULL", "worker/gdomain.c",                     \
+    X(G, STRATA_EINVAL, "src is NULL", NULL,                                   \
       strata_orch_copy_to_global_domain(E.o, E.g, 0, NULL, 0, NULL, 4))        \
     X(G, STRATA_EINVAL, "rank", NULL,                                          \
       strata_orch_copy_to_global_domain(E.o, E.g, 2, NULL, 0, E.bytes, 4))     \
@@ -792,25 +792,25 @@ static strata_err wait_nan_unfinished(void)
     X(G, STRATA_EINVAL, "1 MiB", NULL,                                         \
       strata_orch_copy_to_global_domain(E.o, E.g, 0, NULL, 0, E.bytes,         \
                                         SIZE_MAX))                             \
-    X(N, STRATA_EINVAL, "orch is NULL", "worker/gdomain.c",                    \
+    X(N, STRATA_EINVAL, "orch is NULL", NULL,                                  \
       strata_orch_copy_from_global_domain(NULL, E.g, 0, NULL, 0, E.bytes, 4))  \
-    X(G, STRATA_EINVAL, "g is NULL", "worker/gdomain.c",                       \
+    X(G, STRATA_EINVAL, "g is NULL", NULL,                                     \
       strata_orch_copy_from_global_domain(E.o, NULL, 0, NULL, 0, E.bytes, 4))  \
-    X(G, STRATA_EINVAL, "dst is NULL", "worker/gdomain.c",                     \
+    X(G, STRATA_EINVAL, "dst is NULL", NULL,                                   \
       strata_orch_copy_from_global_domain(E.o, E.g, 0, NULL, 0, NULL, 4))      \
     X(G, STRATA_EINVAL, "rank", NULL,                                          \
       strata_orch_copy_from_global_domain(E.o, E.g, UINT32_MAX, NULL, 0,       \
                                           E.bytes, 4))                         \
-    X(N, STRATA_EINVAL, "orch is NULL", "worker/gnode.c",                      \
+    X(N, STRATA_EINVAL, "orch is NULL", NULL,                                  \
       strata_orch_get_global_domain(NULL, 1, AS(strata_global_view **, &E.p))) \
-    X(O, STRATA_EINVAL, "out is NULL", "worker/gnode.c",                       \
+    X(O, STRATA_EINVAL, "out is NULL", NULL,                                   \
       strata_orch_get_global_domain(E.o, 1, NULL))                             \
     X(O, STRATA_ENOENT, "domain", NULL,                                        \
       strata_orch_get_global_domain(E.o, UINT64_MAX,                           \
                                     AS(strata_global_view **, &E.p)))          \
     X(G, STRATA_EINVAL, "level", NULL,                                         \
       strata_orch_get_global_domain(E.o, 1, AS(strata_global_view **, &E.p)))  \
-    X(N, STRATA_EINVAL, "v is NULL", "worker/gnode.c",                         \
+    X(N, STRATA_EINVAL, "v is NULL", NULL,                                     \
       strata_global_view_context(NULL, 0, &E.dctx))                            \
     /* kernel side and signals */                                              \
     X(N, STRATA_OK, NULL, NULL,                                                \

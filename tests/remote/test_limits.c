@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -56,6 +57,46 @@ static void full_node(enum rk_auth auth)
     rk_assert_serves(&n);
     assert_true(rk_node_log_has(&n, "is full", RK_WAIT_S));
     assert_true(rk_node_alive(&n));
+    assert_int_equal(rk_node_stop(&n), 0);
+    testutil_assert_clean(&before);
+}
+
+/* With --max-procs-total 3: a parent holding 2 chips leaves room for one
+ * more process, not two; a HELLO past the total is refused with
+ * STRATA_EBUSY naming the option, the first parent goes on, and once it
+ * has left (or was killed) its processes count no more. */
+static void test_limits_procs_total_refused_ebusy(void **state)
+{
+    static const char *const extra[] = {"--max-procs-total", "3", NULL};
+    static const int node0[1] = {0};
+    testutil_snapshot before;
+    struct rk_node n;
+    strata_remote_spec s2, s1;
+    strata_worker *w = NULL, *w1 = NULL;
+    pid_t session = 0;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_int_equal(lk_node_start(&n, RK_PSK, extra), 0);
+    rk_spec(&s2, &n, 2);
+    rk_spec(&s1, &n, 1);
+    it_ok(rk_l4_start(0, &s2, 1, &w));
+    expect_ebusy(&s2, "--max-procs-total", "already runs 2 of the 3");
+    /* One more fits; then nothing does. */
+    it_ok(rk_l4_start(0, &s1, 1, &w1));
+    expect_ebusy(&s1, "--max-procs-total", "already runs 3 of the 3");
+    it_ok(rk_add_run(w, node0, 1, 100, 3));
+    rk_destroy(w, STRATA_OK);
+    /* A session killed outright gives its processes back too. */
+    assert_true(rk_node_wait_sessions(&n, 1, RK_WAIT_S));
+    assert_int_equal(rk_node_sessions(&n, &session, 1), 1);
+    assert_int_equal(kill(session, SIGKILL), 0);
+    rk_destroy(w1, STRATA_EPEER);
+    assert_true(rk_node_wait_sessions(&n, 0, RK_WAIT_S));
+    it_ok(rk_l4_start(0, &s2, 1, &w));
+    rk_destroy(w, STRATA_OK);
+    assert_true(rk_node_wait_sessions(&n, 0, RK_WAIT_S));
+    assert_true(rk_node_log_has(&n, "--max-procs-total", RK_WAIT_S));
     assert_int_equal(rk_node_stop(&n), 0);
     testutil_assert_clean(&before);
 }
@@ -188,6 +229,7 @@ static void test_limits_bad_options_refused(void **state)
         {"--max-buffer-bytes", "12XB", "KiB, MiB, GiB or TiB"},
         {"--max-buffer-bytes", "99999999TiB", "size from"},
         {"--max-procs", "", "whole number"},
+        {"--max-procs-total", "0", "from 1 to 1048576"},
         {"--reply-high-water", "1KiB", "size from 65536"},
     };
     char out[4096], opt[96];
@@ -224,6 +266,8 @@ static void test_limits_good_options_accepted(void **state)
                                         "1GiB",
                                         "--max-procs",
                                         "16",
+                                        "--max-procs-total",
+                                        "100",
                                         "--reply-high-water",
                                         "8M",
                                         NULL};
@@ -243,6 +287,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_limits_full_node_psk_ebusy),
         cmocka_unit_test(test_limits_full_node_plaintext_ebusy),
+        cmocka_unit_test(test_limits_procs_total_refused_ebusy),
         cmocka_unit_test(test_limits_unauth_full_dropped_not_eauth),
         cmocka_unit_test(test_limits_handshake_timeout_drops_silent),
         cmocka_unit_test(test_limits_bad_options_refused),

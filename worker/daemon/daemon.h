@@ -18,6 +18,7 @@
 /* Limits of the daemon itself (docs/deployment.md, "Limits"). */
 struct daemon_limits {
     uint32_t max_sessions;      /* sessions running at once */
+    uint32_t max_procs_total;   /* chips + sub workers of all sessions */
     uint32_t unauth_start;      /* unauthenticated connections: from here */
     uint32_t unauth_rate;       /* on, drop this percentage of new ones, */
     uint32_t unauth_full;       /* rising to all of them here */

@@ -34,6 +34,8 @@ static void usage(FILE *f)
         "\n"
         "Limits (defaults in brackets; docs/deployment.md, \"Limits\"):\n"
         "  --max-sessions N            sessions at once [64]\n"
+        "  --max-procs-total N         chips + sub workers of all sessions "
+        "[2048]\n"
         "  --max-unauth START:RATE:FULL  connections not yet authenticated:"
         "\n"
         "                              from START on drop RATE%% of new ones,"
@@ -192,6 +194,7 @@ enum {
     OPT_MAX_BUFFER,
     OPT_MAX_PROCS,
     OPT_HIGH_WATER,
+    OPT_MAX_PROCS_TOTAL,
 };
 
 static const struct option longs[] = {
@@ -213,6 +216,7 @@ static const struct option longs[] = {
     {"max-buffer-bytes", required_argument, NULL, OPT_MAX_BUFFER},
     {"max-procs", required_argument, NULL, OPT_MAX_PROCS},
     {"reply-high-water", required_argument, NULL, OPT_HIGH_WATER},
+    {"max-procs-total", required_argument, NULL, OPT_MAX_PROCS_TOTAL},
     {NULL, 0, NULL, 0},
 };
 
@@ -240,6 +244,8 @@ static int parse_limit(int ch, const char *arg, struct daemon_options *o)
     switch (ch) {
     case OPT_MAX_SESSIONS:
         return parse_u32(opt, arg, 1, 65536, &o->lim.max_sessions);
+    case OPT_MAX_PROCS_TOTAL:
+        return parse_u32(opt, arg, 1, 1u << 20, &o->lim.max_procs_total);
     case OPT_MAX_UNAUTH:
         return parse_startups(opt, arg, &o->lim);
     case OPT_PER_SOURCE:
@@ -269,6 +275,7 @@ static void defaults(struct daemon_options *o)
 {
     memset(o, 0, sizeof(*o));
     o->lim.max_sessions = 64;
+    o->lim.max_procs_total = 2048;
     o->lim.unauth_start = 32;
     o->lim.unauth_rate = 30;
     o->lim.unauth_full = 128;

@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -38,6 +39,10 @@ struct daemon {
     struct gate *gate;
     pid_t *sessions; /* o->lim.max_sessions */
     uint32_t num_sessions;
+    /* Slot i of the process count (worker_proc_cap) is session
+     * slot_pid[i]'s (0: free); the count is shared with the sessions. */
+    pid_t *slot_pid;
+    uint32_t *proc_slots;
     struct {
         pid_t pid;
         uint64_t at_ns;
@@ -117,11 +122,24 @@ static int write_port(int fd, const char *path)
     return 0;
 }
 
+/* A dead session's processes leave the daemon's count. */
+static void free_slot(struct daemon *d, pid_t pid)
+{
+    for (uint32_t i = 0; i < d->o->lim.max_sessions; i++) {
+        if (d->slot_pid[i] == pid) {
+            __atomic_store_n(&d->proc_slots[i], 0, __ATOMIC_SEQ_CST);
+            d->slot_pid[i] = 0;
+            return;
+        }
+    }
+}
+
 static bool is_session(struct daemon *d, pid_t pid)
 {
     for (uint32_t i = 0; i < d->num_sessions; i++) {
         if (d->sessions[i] == pid) {
             d->sessions[i] = d->sessions[--d->num_sessions];
+            free_slot(d, pid);
             return true;
         }
     }
@@ -193,8 +211,13 @@ static void local_name(int fd, char *buf, size_t cap)
 }
 
 static _Noreturn void run_session(struct daemon *d, int fd, SSL *ssl,
-                                  const char *peer)
+                                  const char *peer, uint32_t slot)
 {
+    struct worker_proc_cap cap = {.slots = d->proc_slots,
+                                  .num_slots = d->o->lim.max_sessions,
+                                  .slot = slot,
+                                  .max_total = d->o->lim.max_procs_total};
+    struct worker_session_limits lim = d->o->session;
     sigset_t none;
 
     /* A session does not outlive its daemon. */
@@ -206,7 +229,8 @@ static _Noreturn void run_session(struct daemon *d, int fd, SSL *ssl,
     gate_forget_in_child(d->gate, fd);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    exit(worker_session_main(fd, ssl, peer, &d->o->session));
+    lim.procs = &cap;
+    exit(worker_session_main(fd, ssl, peer, &lim));
 }
 
 static strata_err admit(void *arg, int fd, SSL *ssl, const char *peer,
@@ -214,6 +238,7 @@ static strata_err admit(void *arg, int fd, SSL *ssl, const char *peer,
 {
     struct daemon *d = arg;
     char where[NI_MAXHOST + NI_MAXSERV + 4];
+    uint32_t slot = 0;
     pid_t pid;
 
     local_name(fd, where, sizeof(where));
@@ -224,6 +249,9 @@ static strata_err admit(void *arg, int fd, SSL *ssl, const char *peer,
                  where, d->num_sessions);
         return STRATA_EBUSY;
     }
+    /* Fewer sessions than slots: one is free. */
+    while (d->slot_pid[slot] != 0)
+        slot++;
     pid = fork();
     if (pid < 0) {
         snprintf(why, cap, "strata-node at %s cannot start a session: %s",
@@ -232,8 +260,9 @@ static strata_err admit(void *arg, int fd, SSL *ssl, const char *peer,
         return errno == EAGAIN || errno == ENOMEM ? STRATA_EBUSY : STRATA_ESYS;
     }
     if (pid == 0)
-        run_session(d, fd, ssl, peer);
+        run_session(d, fd, ssl, peer, slot);
     d->sessions[d->num_sessions++] = pid;
+    d->slot_pid[slot] = pid;
     LOG_INFO("session %d for %s", (int)pid, peer);
     return STRATA_OK;
 }
@@ -334,8 +363,14 @@ static int start(struct daemon_options *o)
     /* Orphans of a session's tree come to us: reaped, their names go. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     d.sessions = base_calloc(o->lim.max_sessions, sizeof(*d.sessions));
+    d.slot_pid = base_calloc(o->lim.max_sessions, sizeof(*d.slot_pid));
+    d.proc_slots =
+        mmap(NULL, o->lim.max_sessions * sizeof(*d.proc_slots),
+             PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (d.proc_slots == MAP_FAILED)
+        d.proc_slots = NULL;
     d.gate = gate_create(ctx, &o->lim, admit, &d);
-    if (!d.sessions || !d.gate)
+    if (!d.sessions || !d.slot_pid || !d.proc_slots || !d.gate)
         LOG_ERROR("out of memory for %u sessions", o->lim.max_sessions);
     else if ((d.lfd = open_listener(o)) >= 0 &&
              write_port(d.lfd, o->port_file) == 0)
@@ -344,6 +379,9 @@ static int start(struct daemon_options *o)
         close(d.lfd);
     gate_destroy(d.gate);
     base_free(d.sessions);
+    base_free(d.slot_pid);
+    if (d.proc_slots)
+        munmap(d.proc_slots, o->lim.max_sessions * sizeof(*d.proc_slots));
     wire_tls_ctx_free(ctx);
     return rc;
 }

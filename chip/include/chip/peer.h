@@ -7,10 +7,12 @@
  * It is named like the windows, "/strata-<uid>-<creator>-d<id>-ctl" (and
  * "-<token>" where they carry one), on backends whose windows are host
  * memory (sim; none elsewhere). Whoever makes the windows' names makes
- * and unlinks it: for a local domain the members create it as they adopt
- * the windows (or the worker, on the exchange of descriptors) and the
- * worker unlinks it with the windows; for a global domain the chips only
- * map it where their node made it. */
+ * and unlinks it: the members create it as they adopt the windows (or a
+ * local domain's worker, on the exchange of descriptors, or whoever marks
+ * it first) and the worker unlinks it with the windows (a global
+ * domain's nodes at ABORT or teardown, its L4 after a node died). A
+ * global domain's page has the same name on every node, so a member's
+ * node, or the L4 for a whole node, wakes every member on the host. */
 #ifndef CHIP_PEER_H
 #define CHIP_PEER_H
 

@@ -8,6 +8,20 @@
 #include <stdint.h>
 #include <strata/strata.h>
 
+/* The daemon's count of processes across its sessions (strata-node
+ * --max-procs-total): one word per session slot, in memory the daemon
+ * shares with every session. A session's HELLO stores its chips and sub
+ * workers in its slot, then sums the slots: past max_total it clears its
+ * slot and is refused (two HELLOs racing at the cap may both be: never
+ * more than the cap). The daemon clears a slot when it reaps its
+ * session. */
+struct worker_proc_cap {
+    uint32_t *slots; /* num_slots words, shared */
+    uint32_t num_slots;
+    uint32_t slot; /* this session's */
+    uint32_t max_total;
+};
+
 /* What one session may hold at once (strata-node's --max-* options; the
  * defaults are in docs/deployment.md). A request past a cap is refused
  * with an error naming it; the session goes on. */
@@ -18,6 +32,7 @@ struct worker_session_limits {
     uint32_t max_procs;        /* chips + sub workers HELLO may ask for */
     size_t reply_high_water;   /* bytes queued for the peer before the
                                   session stops reading it */
+    const struct worker_proc_cap *procs; /* daemon-wide; NULL: none */
 };
 
 void worker_session_limits_default(struct worker_session_limits *l);

@@ -1,0 +1,244 @@
+/*
+ * A member of a global domain lost while its peers wait (issue 14,
+ * defect 6): four members, two chips of a forked node (ranks 0, 1) and two
+ * of a remote node in a real strata-node (ranks 2, 3), wait with
+ * timeout_s = -1 on a flag word of the domain that nobody adds to. Once
+ * the others sleep in strata_signal_wait, one process is SIGKILLed: a
+ * member chip of the remote node, one of the forked node, or the remote
+ * node's whole session. Every survivor must wake with STRATA_EPEER naming
+ * the domain and the lost rank, on its own node and on the other (the
+ * node of a dead chip marks the domain's control page, the L4 does for a
+ * dead node), the run must end with STRATA_EPEER, strata_worker_destroy
+ * must return, and no window, control page or session may be left.
+ * Without the fix the survivors sleep forever: the run's bounded wait
+ * fails.
+ */
+#define _GNU_SOURCE
+#include "gd_kit.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LOST_BOUND_S 30.0 /* a loaded machine; the fix takes milliseconds */
+#define LOST_N 4
+
+static struct gd_daemon daemon_;
+static uint64_t next_tag;
+
+static int group_setup(void **state)
+{
+    if (gd_setup(state) != 0)
+        return -1;
+    return gd_daemon_start(&daemon_, NULL, NULL);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    return gd_daemon_stop(&daemon_);
+}
+
+struct lost {
+    struct gd_spec s;
+    strata_global_domain *g;
+    uint64_t tag;
+};
+
+static strata_err lost_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct lost *l = user;
+
+    (void)args;
+    gd_spec_init(&l->s, "lost", 4096);
+    gd_spec_grid(&l->s, 0, 2, 2);
+    gd_try(strata_orch_allocate_global_domain(o, &l->s.spec, &l->g));
+    return gd_submit_wait(o, &l->s, strata_global_domain_id(l->g), 0, l->tag);
+}
+
+/* The pid rank r's kernel wrote, or 0 before it did. */
+static pid_t member_pid(uint64_t tag, uint32_t r)
+{
+    char path[GD_LOST_PATH_MAX];
+    FILE *f;
+    int pid = 0;
+
+    gd_lost_path(path, sizeof(path), tag, r, "pid");
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%d", &pid) != 1)
+        pid = 0;
+    fclose(f);
+    return (pid_t)pid;
+}
+
+/* Whether process pid sleeps (state S), from /proc/<pid>/stat. */
+static bool sleeping(pid_t pid)
+{
+    char path[64], buf[512];
+    FILE *fp;
+    const char *p;
+    bool s = false;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fp = fopen(path, "r");
+    if (!fp)
+        return false;
+    if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')')) != NULL)
+        s = p[1] == ' ' && p[2] == 'S';
+    fclose(fp);
+    return s;
+}
+
+struct parked {
+    uint64_t tag;
+    pid_t pid[LOST_N];
+};
+
+/* Every member has begun its wait (its pid is written) and sleeps. */
+static bool all_parked(void *arg)
+{
+    struct parked *p = arg;
+
+    for (uint32_t r = 0; r < LOST_N; r++) {
+        if (!p->pid[r])
+            p->pid[r] = member_pid(p->tag, r);
+        if (!p->pid[r] || !sleeping(p->pid[r]))
+            return false;
+    }
+    return true;
+}
+
+/* What rank r's wait returned ("<code> <message>"); -1 if nothing. */
+static int member_result(uint64_t tag, uint32_t r, char *msg, size_t cap)
+{
+    char path[GD_LOST_PATH_MAX];
+    FILE *f;
+    int code = -1;
+
+    msg[0] = '\0';
+    gd_lost_path(path, sizeof(path), tag, r, "out");
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    if (fscanf(f, "%d ", &code) != 1)
+        code = -1;
+    if (!fgets(msg, (int)cap, f))
+        msg[0] = '\0';
+    fclose(f);
+    return code;
+}
+
+static void remove_files(uint64_t tag)
+{
+    static const char *const what[] = {"pid", "out", "pid.tmp", "out.tmp"};
+    char path[GD_LOST_PATH_MAX + 8];
+
+    for (uint32_t r = 0; r < LOST_N; r++) {
+        for (size_t k = 0; k < sizeof(what) / sizeof(what[0]); k++) {
+            gd_lost_path(path, sizeof(path), tag, r, what[k]);
+            unlink(path);
+        }
+    }
+}
+
+/* Kills whichever the victim is once every member sleeps in its wait:
+ * rank victim's chip, or (victim < 0) the remote node's session. */
+static pid_t kill_when_parked(struct parked *p, int victim)
+{
+    pid_t pid = 0;
+
+    if (!testutil_wait_until(all_parked, p, LOST_BOUND_S))
+        fail_msg("the members did not all begin their waits");
+    if (victim >= 0)
+        pid = p->pid[victim];
+    else
+        assert_int_equal(gd_daemon_sessions(&daemon_, &pid, 1), 1);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    return pid;
+}
+
+/* Every survivor's wait returned STRATA_EPEER naming the domain and the
+ * lost rank. */
+static void assert_survivors_told(uint64_t tag, uint32_t first, uint32_t end,
+                                  uint32_t skip, const char *lost)
+{
+    char msg[512];
+
+    for (uint32_t r = first; r < end; r++) {
+        int code;
+
+        if (r == skip)
+            continue;
+        code = member_result(tag, r, msg, sizeof(msg));
+        print_message("rank %u: %s: %s", r,
+                      code < 0 ? "nothing" : strata_errname(code), msg);
+        assert_int_equal(code, STRATA_EPEER);
+        gd_assert_contains(msg, "global domain 'lost'");
+        gd_assert_contains(msg, lost);
+    }
+}
+
+/* Runs the waits, kills victim (a rank, or -1: the session), and checks
+ * that the run ends with STRATA_EPEER and that the survivors of ranks
+ * [first, end) were told that lost was lost. */
+static void lost_case(int victim, uint32_t first, uint32_t end,
+                      const char *lost)
+{
+    const struct gd_daemon *ds[1] = {&daemon_};
+    struct lost l = {.tag = (uint64_t)getpid() * 1000 + ++next_tag};
+    struct parked p = {.tag = l.tag};
+    strata_worker *w = NULL;
+    strata_run *run = NULL;
+    pid_t dead[2];
+    strata_err e;
+
+    gd_ok(gd_l4_start(1, 2, ds, 1, 2, &w));
+    gd_ok(strata_worker_submit(w, lost_orch, NULL, &l, &run));
+    dead[0] = kill_when_parked(&p, victim);
+    e = strata_run_wait(run, LOST_BOUND_S);
+    print_message("run: %s: %s\n", strata_errname(e), strata_errmsg());
+    gd_expect(STRATA_EPEER, e);
+    strata_run_free(run);
+    assert_survivors_told(l.tag, first, end, (uint32_t)victim, lost);
+    assert_true(strata_global_domain_freed(l.g));
+    gd_destroy(w, STRATA_OK);
+    remove_files(l.tag);
+    assert_true(gd_daemon_idle(&daemon_, LOST_BOUND_S));
+    dead[1] = p.pid[victim < 0 ? 2 : victim];
+    assert_int_equal(gd_shm_windows_below(dead, 2), 0);
+}
+
+static void test_gdomain_lost_remote_chip_killed_waiters_epeer(void **state)
+{
+    (void)state;
+    /* The session marks the page; the forked node's members wake too. */
+    lost_case(2, 0, LOST_N, "rank 2");
+}
+
+static void test_gdomain_lost_forked_chip_killed_waiters_epeer(void **state)
+{
+    (void)state;
+    lost_case(1, 0, LOST_N, "rank 1");
+}
+
+static void test_gdomain_lost_session_killed_waiters_epeer(void **state)
+{
+    (void)state;
+    /* The session's chips die with it: the L4 marks the page for the
+     * node, naming its first rank. */
+    lost_case(-1, 0, 2, "rank 2");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        gd_test(test_gdomain_lost_remote_chip_killed_waiters_epeer),
+        gd_test(test_gdomain_lost_forked_chip_killed_waiters_epeer),
+        gd_test(test_gdomain_lost_session_killed_waiters_epeer),
+    };
+
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
