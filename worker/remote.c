@@ -403,6 +403,11 @@ static void on_reply(struct remote_node *r, const struct wire_hello_reply *h)
     }
     r->ready = true;
     r->session_pid = h->pid;
+    /* An MPI rank said where it is in its identity record already. */
+    if (h->boot_id && h->boot_id[0] && !r->host_id.boot[0]) {
+        snprintf(r->host_id.name, sizeof(r->host_id.name), "%s", h->node_name);
+        snprintf(r->host_id.boot, sizeof(r->host_id.boot), "%s", h->boot_id);
+    }
     LOG_INFO("remote %s ready (session pid %u)", r->endpoint, h->pid);
     mbx_child_init_done(r->ep->mbx, STRATA_OK, "");
     ring_doorbell(r->w);

@@ -479,6 +479,64 @@ static void test_mpi_group_global_domain_ok(void **state)
     assert_no_group_left(&before, pids);
 }
 
+/* Rank 1 says it runs on another host (its boot id and host name, test
+ * hook mpirank.otherhost.1): a sim domain over both ranks is refused at
+ * PREPARE with STRATA_EINVAL naming both hosts, before any node creates
+ * a window; the group itself keeps working. */
+struct far_ctx {
+    const int *ids;
+    strata_err err;
+    char msg[STRATA_ERRMSG_MAX];
+};
+
+static strata_err far_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct far_ctx *c = user;
+    const strata_global_member members[2] = {{c->ids[0], 0}, {c->ids[1], 0}};
+    const strata_global_domain_spec spec = {.name = "mpi_far",
+                                            .members = members,
+                                            .num_members = 2,
+                                            .window_size = 4096};
+    strata_global_domain *g = NULL;
+
+    (void)args;
+    c->err = strata_orch_allocate_global_domain(o, &spec, &g);
+    snprintf(c->msg, sizeof(c->msg), "%s", strata_errmsg());
+    return STRATA_OK;
+}
+
+static void test_mpi_group_global_domain_other_host_einval(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t pids[MAX_RANKS];
+    const char *args[3] = {"--oversubscribe", "-x",
+                           "STRATA_FAULT=mpirank.otherhost.1:1"};
+    struct far_ctx c = {.ids = ids};
+    char me[256] = "";
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_int_equal(gethostname(me, sizeof(me) - 1), 0);
+    group_spec(&s, 2, 1, args, 3);
+    it_ok(l4_with_group(&s, 60, ids, &w));
+    assert_int_equal(rank_pids(pids), 2);
+    it_ok(strata_worker_run(w, far_orch, NULL, &c));
+    print_message("allocate: %s\n", c.msg);
+    assert_int_equal(c.err, STRATA_EINVAL);
+    rk_assert_contains(c.msg, "one host");
+    rk_assert_contains(c.msg, "strata-other-host-1");
+    rk_assert_contains(c.msg, me);
+    for (size_t i = 0; i < 2; i++)
+        assert_false(shm_of(pids[i]));
+    /* Refused before anything went out: the ranks still serve work. */
+    it_ok(rk_add_run(w, ids, 2, 1024, 1));
+    rk_destroy(w, STRATA_OK);
+    assert_no_group_left(&before, pids);
+}
+
 /* ---- per-rank lanes ---------------------------------------------------- */
 
 /* A long task on rank 0 holds up no work on rank 1: rank 1 serves several
@@ -809,13 +867,48 @@ static void test_mpi_group_bad_spec_einval(void **state)
     testutil_assert_clean(&before);
 }
 
+/* Where this process's MPI jobs put their shared-memory segments: Open
+ * MPI's vader BTL leaves vader_segment.* files behind when a job is
+ * killed (tests here kill ranks); in a folder of our own they are
+ * removed with it at the end, and never mixed with other jobs'. */
+static char seg_dir[] = "/tmp/strata-mpitest-shm-XXXXXX";
+
+static void remove_seg_dir(void)
+{
+    DIR *d = opendir(seg_dir);
+    struct dirent *e;
+    char path[sizeof(seg_dir) + 256];
+
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", seg_dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(seg_dir);
+}
+
 static int setup(void **state)
 {
     (void)state;
     /* Open MPI refuses root unless told; this process and its mpirun only. */
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    if (!mkdtemp(seg_dir))
+        return -1;
+    setenv("OMPI_MCA_btl_vader_backing_directory", seg_dir, 1);
+    setenv("OMPI_MCA_osc_sm_backing_directory", seg_dir, 1);
     return rk_register();
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    remove_seg_dir();
+    return 0;
 }
 
 int main(void)
@@ -828,6 +921,7 @@ int main(void)
         cmocka_unit_test(test_mpi_group_two_groups_beside_forked_node_ok),
         cmocka_unit_test(test_mpi_group_lanes_independent),
         cmocka_unit_test(test_mpi_group_global_domain_ok),
+        cmocka_unit_test(test_mpi_group_global_domain_other_host_einval),
         cmocka_unit_test(test_mpi_group_killed_rank_epeer),
         cmocka_unit_test(test_mpi_group_hung_rank_epeer),
         cmocka_unit_test(test_mpi_group_l4_killed_ends_job),
@@ -837,5 +931,5 @@ int main(void)
     };
 
     rk_filter_from_env();
-    return cmocka_run_group_tests(tests, setup, NULL);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }
