@@ -10,6 +10,7 @@
  */
 #include "base/fault.h"
 #include "remote_kit.h"
+#include "worker/mpidomain_stats.h"
 
 #include <strata/domain.h>
 
@@ -419,22 +420,27 @@ static void test_mpi_group_two_groups_beside_forked_node_ok(void **state)
 
 struct gd_ctx {
     const int *ids;
+    bool part; /* over rank 1's chips only: part of the group */
     uint32_t pattern[GD_COUNT], back[GD_COUNT], back0[GD_COUNT];
 };
 
-/* Over both chips of both ranks (the L4 path: ranks on this host, so the
- * sim profile's windows are shared): a pattern into rank 3 (rank 1's
- * second chip) and rank 0, read back from each. */
+/* Over both chips of both ranks, the whole group: the ranks gather the
+ * descriptors with MPI_Allgather (ranks on this host, so the sim
+ * profile's windows are shared); or (part) over rank 1's two chips, the
+ * L4 path. A pattern into domain rank 3 (or 1) and rank 0, read back from
+ * each. */
 static strata_err gd_orch(strata_orch *o, const strata_args *args, void *user)
 {
     struct gd_ctx *c = user;
-    const strata_global_member members[4] = {
+    const strata_global_member all[4] = {
         {c->ids[0], 0}, {c->ids[0], 1}, {c->ids[1], 0}, {c->ids[1], 1}};
+    const strata_global_member *members = c->part ? all + 2 : all;
+    uint32_t last = c->part ? 1 : 3;
     const strata_comm_buffer_spec buf = {"vec", STRATA_U32, GD_COUNT,
                                          GD_COUNT * 4};
     const strata_global_domain_spec spec = {.name = "mpi_gd",
                                             .members = members,
-                                            .num_members = 4,
+                                            .num_members = c->part ? 2 : 4,
                                             .window_size = 4096,
                                             .buffers = &buf,
                                             .num_buffers = 1};
@@ -442,9 +448,9 @@ static strata_err gd_orch(strata_orch *o, const strata_args *args, void *user)
 
     (void)args;
     it_try(strata_orch_allocate_global_domain(o, &spec, &g));
-    it_try(strata_orch_copy_to_global_domain(o, g, 3, "vec", 0, c->pattern,
+    it_try(strata_orch_copy_to_global_domain(o, g, last, "vec", 0, c->pattern,
                                              sizeof(c->pattern)));
-    it_try(strata_orch_copy_from_global_domain(o, g, 3, "vec", 0, c->back,
+    it_try(strata_orch_copy_from_global_domain(o, g, last, "vec", 0, c->back,
                                                sizeof(c->back)));
     it_try(strata_orch_copy_to_global_domain(o, g, 0, "vec", 0, c->back,
                                              sizeof(c->back)));
@@ -466,7 +472,12 @@ static void test_mpi_group_global_domain_ok(void **state)
     group_spec(&s, 2, 2, over, 1);
     it_ok(l4_with_group(&s, 60, ids, &w));
     assert_int_equal(rank_pids(pids), 2);
-    for (uint32_t run = 0; run < 2; run++) {
+    /* Two over the whole group (gathered inside it), one over part of it
+     * (the L4 path), one more over the whole group. */
+    for (uint32_t run = 0; run < 4; run++) {
+        uint64_t gathers = worker_mpi_gathers();
+
+        c.part = run == 2;
         for (uint32_t i = 0; i < GD_COUNT; i++)
             c.pattern[i] = 0x7e000000u + 1000 * run + i;
         memset(c.back, 0, sizeof(c.back));
@@ -474,6 +485,7 @@ static void test_mpi_group_global_domain_ok(void **state)
         it_ok(strata_worker_run(w, gd_orch, NULL, &c));
         assert_memory_equal(c.back, c.pattern, sizeof(c.pattern));
         assert_memory_equal(c.back0, c.pattern, sizeof(c.pattern));
+        assert_int_equal(worker_mpi_gathers() - gathers, c.part ? 0 : 1);
     }
     rk_destroy(w, STRATA_OK);
     assert_no_group_left(&before, pids);
@@ -534,6 +546,37 @@ static void test_mpi_group_global_domain_other_host_einval(void **state)
     /* Refused before anything went out: the ranks still serve work. */
     it_ok(rk_add_run(w, ids, 2, 1024, 1));
     rk_destroy(w, STRATA_OK);
+    assert_no_group_left(&before, pids);
+}
+
+/* Rank 1 stops instead of taking part in the descriptor gather (fault
+ * point mpirank.gather.1:stop): rank 0's collective deadline (2 s here)
+ * ends the MPI job, the allocation fails with STRATA_EPEER, so does any
+ * later work on the group's ids, and nothing of the job is left. */
+static void test_mpi_group_gather_deadline_epeer(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t pids[MAX_RANKS];
+    const char *args[5] = {"--oversubscribe", "-x",
+                           "STRATA_FAULT=mpirank.gather.1:1:stop", "-x",
+                           "STRATA_MPI_COLLECTIVE_TIMEOUT_S=2"};
+    struct gd_ctx c = {.ids = ids};
+    uint64_t gathers;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    group_spec(&s, 2, 2, args, 5);
+    it_ok(l4_with_group(&s, 60, ids, &w));
+    assert_int_equal(rank_pids(pids), 2);
+    gathers = worker_mpi_gathers();
+    assert_int_equal(strata_worker_run(w, gd_orch, NULL, &c), STRATA_EPEER);
+    print_message("allocate: %s\n", strata_errmsg());
+    assert_int_equal(worker_mpi_gathers() - gathers, 1);
+    assert_int_equal(rk_add_run(w, ids, 2, 64, 1), STRATA_EPEER);
+    rk_destroy(w, STRATA_EPEER);
     assert_no_group_left(&before, pids);
 }
 
@@ -922,6 +965,7 @@ int main(void)
         cmocka_unit_test(test_mpi_group_lanes_independent),
         cmocka_unit_test(test_mpi_group_global_domain_ok),
         cmocka_unit_test(test_mpi_group_global_domain_other_host_einval),
+        cmocka_unit_test(test_mpi_group_gather_deadline_epeer),
         cmocka_unit_test(test_mpi_group_killed_rank_epeer),
         cmocka_unit_test(test_mpi_group_hung_rank_epeer),
         cmocka_unit_test(test_mpi_group_l4_killed_ends_job),

@@ -10,6 +10,7 @@
 #include "base/err.h"
 #include "base/fault.h"
 #include "base/log.h"
+#include "rank_coll.h"
 #include "wire/endpoint.h"
 #include "wire/tls.h"
 #include "worker/mpiident.h"
@@ -243,8 +244,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "strata-rank: %s\n", strata_errmsg());
             return 2;
         }
-    /* Only this thread calls MPI; the session's threads never do. */
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    /* One thread at a time calls MPI: this one at start and end, the
+     * collectives' helper in between (rank_coll.c). */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != o.ranks) {
@@ -273,6 +275,7 @@ int main(int argc, char **argv)
     ssl = join(&o, rank, size, &fd);
     if (!ssl)
         MPI_Abort(MPI_COMM_WORLD, 1);
+    rank_coll_start(rank, size, provided);
     launcher = getppid();
     status = worker_session_main(fd, ssl, o.connect, NULL);
     /* mpirun (or its daemon) gone: MPI_Finalize would wait for it. */
@@ -283,6 +286,7 @@ int main(int argc, char **argv)
         LOG_WARN("rank %d: the L4 is lost: ending the MPI job", rank);
         MPI_Abort(MPI_COMM_WORLD, status);
     }
+    rank_coll_stop();
     check_leaks_before_mpi_ends();
     MPI_Finalize();
     return 0;
