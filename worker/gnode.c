@@ -368,7 +368,10 @@ static strata_err abort_view(strata_worker *w, uint64_t id)
     return err;
 }
 
-static strata_err commit(strata_worker *w, uint64_t id)
+/* unlink: drop the window names now (every member of every node has
+ * mapped); false keeps them until ABORT (a gathered domain, whose other
+ * ranks may still be importing). */
+static strata_err commit(strata_worker *w, uint64_t id, bool unlink)
 {
     struct strata_global_view *v = find(w, id);
 
@@ -376,14 +379,15 @@ static strata_err commit(strata_worker *w, uint64_t id)
         return base_fail(STRATA_ESTATE, "COMMIT of domain %llu before IMPORT",
                          (unsigned long long)id);
     v->state = VIEW_COMMITTED;
-    if (!v->lazy) /* every member has mapped */
+    if (!v->lazy && unlink) /* every member has mapped */
         unlink_names(v);
     return STRATA_OK;
 }
 
 /* PREPARE_EXPORT with gather (every rank of an MPI group, mpidomain.c):
- * the ranks exchange the table among themselves, import it, agree that
- * every rank did and commit; prep_err is how the prepare went. */
+ * the ranks exchange the table among themselves, import it and commit;
+ * prep_err is how the prepare went. A rank whose import failed says so,
+ * and the L4 ABORTs the domain everywhere, committed or not. */
 static strata_err gather_commit(strata_worker *w,
                                 const struct wire_domain_cmd *c,
                                 strata_err prep_err,
@@ -400,9 +404,8 @@ static strata_err gather_commit(strata_worker *w,
         ic.num_descriptors = c->num_members;
         err = import(w, &ic);
     }
-    err = mpidomain_agree(err);
     if (!err)
-        err = commit(w, c->domain_id);
+        err = commit(w, c->domain_id, false);
     mpidomain_table_free(table);
     return err;
 }
@@ -440,7 +443,7 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
         err = import(w, c);
         break;
     case WIRE_PHASE_COMMIT:
-        err = commit(w, c->domain_id);
+        err = commit(w, c->domain_id, true);
         break;
     case WIRE_PHASE_ABORT:
         err = abort_view(w, c->domain_id);

@@ -2,9 +2,11 @@
  * sends each rank one PREPARE_EXPORT with gather set; each rank prepares
  * its windows, then the ranks exchange what they made with one
  * MPI_Allgather of fixed-size blocks (outcome, then descriptors), import
- * the whole table, agree with a second, tiny one that everyone imported,
- * and commit before answering. So the L4 waits for one round instead of
- * three, and no descriptor table travels through it. */
+ * the whole table and commit before answering (keeping the window names
+ * until ABORT: another rank may still be importing). A rank whose import
+ * failed says so and the L4 ABORTs the domain on every rank. So the L4 waits
+ * for one round instead of three, and no descriptor table travels through it.
+ */
 #include "mpidomain.h"
 
 #include "base/alloc.h"
@@ -45,10 +47,24 @@ uint64_t worker_mpi_gathers(void)
     return __atomic_load_n(&gathers, __ATOMIC_RELAXED);
 }
 
+uint64_t worker_node_tasks_sent(const strata_worker *w, int id)
+{
+    const struct remote_node *r;
+
+    if (!w || id < 0 || (size_t)id >= w->num_nodes)
+        return 0;
+    r = w->nodes[id].remote;
+    return r ? __atomic_load_n(&r->tasks_sent, __ATOMIC_RELAXED) : 0;
+}
+
 bool mpidomain_whole_group(const strata_worker *w, const int *nodes, uint32_t n)
 {
     const struct mpi_group *g = NULL;
+    const char *off = getenv("STRATA_MPI_GATHER");
 
+    /* STRATA_MPI_GATHER=0: the L4 path always (benchmarks, debugging). */
+    if (off && strcmp(off, "0") == 0)
+        return false;
     for (uint32_t i = 0; i < n; i++) {
         const struct remote_node *r = w->nodes[nodes[i]].remote;
 
@@ -263,34 +279,4 @@ strata_err mpidomain_gather(const struct wire_domain_cmd *c,
 void mpidomain_table_free(struct wire_descriptor *table)
 {
     base_free(table);
-}
-
-strata_err mpidomain_agree(strata_err import_err)
-{
-    struct {
-        int32_t err;
-        char msg[MSG_MAX];
-    } mine, *all;
-    strata_err err;
-
-    if (!coll_fn)
-        return import_err;
-    memset(&mine, 0, sizeof(mine));
-    mine.err = (int32_t)import_err;
-    if (import_err)
-        snprintf(mine.msg, sizeof(mine.msg), "%s", strata_errmsg());
-    all = base_calloc((size_t)coll_size, sizeof(*all));
-    if (!all)
-        return base_fail(STRATA_ENOMEM, "out of memory for the agreement");
-    err = run_allgather(&mine, sizeof(mine), all);
-    for (int r = coll_rank; !err && r < coll_rank + coll_size; r++) {
-        int q = r % coll_size;
-
-        all[q].msg[MSG_MAX - 1] = '\0';
-        if (all[q].err)
-            err = base_fail((strata_err)all[q].err, "MPI rank %d: %s", q,
-                            all[q].msg);
-    }
-    base_free(all);
-    return err;
 }

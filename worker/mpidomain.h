@@ -36,8 +36,5 @@ strata_err mpidomain_gather(const struct wire_domain_cmd *c,
                             const struct wire_descriptor *descs, size_t ndesc,
                             struct wire_descriptor **table);
 void mpidomain_table_free(struct wire_descriptor *table);
-/* After the import: every rank's outcome; the first failure (this rank's
- * own first), or STRATA_OK when every rank imported. */
-strata_err mpidomain_agree(strata_err import_err);
 
 #endif

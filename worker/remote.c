@@ -176,6 +176,7 @@ static void send_task(struct remote_node *r, unsigned pos,
         if (sends_input(x->tag) && !(b && b->remote))
             ins[nin++] = i;
     }
+    __atomic_add_fetch(&r->tasks_sent, 1, __ATOMIC_RELAXED);
     t->request_id = r->req[pos];
     t->deadline_ms = f->arg[0];
     t->run_id = f->run_id;

@@ -42,6 +42,7 @@ struct remote_node {
     /* the node's host (HELLO_REPLY, or an MPI rank's identity record);
      * boot "" when the node did not say (an older strata-node) */
     struct base_host_id host_id;
+    uint64_t tasks_sent; /* TASK frames (atomic; tests and benchmarks) */
     bool closed;
     char why[STRATA_ERRMSG_MAX];
     uint64_t deadline;

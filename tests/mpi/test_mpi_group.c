@@ -328,6 +328,49 @@ static void test_mpi_group_four_ranks_add_ok(void **state)
     run_group(4, 1);
 }
 
+/* A group task over the whole MPI group: one request (TASK frame) per
+ * rank, whatever the group's size, and every member runs. */
+struct whole_ctx {
+    const int *ids;
+    size_t n;
+};
+
+static strata_err whole_orch(strata_orch *o, const strata_args *args,
+                             void *user)
+{
+    const struct whole_ctx *c = user;
+    const strata_args *a[MAX_RANKS] = {NULL};
+
+    (void)args;
+    return strata_orch_submit_next_level_group(o, rk_o_noop, a, c->ids, c->n);
+}
+
+static void test_mpi_group_group_task_one_request_per_rank(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t pids[MAX_RANKS];
+    uint64_t sent[MAX_RANKS];
+    struct whole_ctx c = {.ids = ids, .n = 4};
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    group_spec(&s, 4, 2, over, 1);
+    it_ok(l4_with_group(&s, 60, ids, &w));
+    assert_int_equal(rank_pids(pids), 4);
+    for (uint32_t round = 1; round <= 3; round++) {
+        for (size_t r = 0; r < 4; r++)
+            sent[r] = worker_node_tasks_sent(w, ids[r]);
+        it_ok(strata_worker_run(w, whole_orch, NULL, &c));
+        for (size_t r = 0; r < 4; r++)
+            assert_int_equal(worker_node_tasks_sent(w, ids[r]) - sent[r], 1);
+    }
+    rk_destroy(w, STRATA_OK);
+    assert_no_group_left(&before, pids);
+}
+
 /* ---- a rank killed mid-task ------------------------------------------- */
 
 static void test_mpi_group_killed_rank_epeer(void **state)
@@ -961,6 +1004,7 @@ int main(void)
         cmocka_unit_test(test_mpi_group_add_enomem_adds_nothing),
         cmocka_unit_test(test_mpi_group_two_ranks_add_ok),
         cmocka_unit_test(test_mpi_group_four_ranks_add_ok),
+        cmocka_unit_test(test_mpi_group_group_task_one_request_per_rank),
         cmocka_unit_test(test_mpi_group_two_groups_beside_forked_node_ok),
         cmocka_unit_test(test_mpi_group_lanes_independent),
         cmocka_unit_test(test_mpi_group_global_domain_ok),

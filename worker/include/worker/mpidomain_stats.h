@@ -4,7 +4,11 @@
 #define WORKER_MPIDOMAIN_STATS_H
 
 #include <stdint.h>
+#include <strata/strata.h>
 
 uint64_t worker_mpi_gathers(void);
+
+/* TASK frames sent to remote node id of w so far (0 for other nodes). */
+uint64_t worker_node_tasks_sent(const strata_worker *w, int id);
 
 #endif
