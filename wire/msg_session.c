@@ -1,6 +1,7 @@
 /* Session messages: HELLO, HELLO_REPLY, HEARTBEAT, GOODBYE, and protocol
  * version negotiation. */
 #include "base/err.h"
+#include "base/hostid.h"
 #include "codec.h"
 
 #include <string.h>
@@ -151,9 +152,10 @@ enum {
     HELLO_REPLY_CAPABILITIES = 4,
     HELLO_REPLY_NODE_NAME = 5,
     HELLO_REPLY_PID = 6,
+    HELLO_REPLY_BOOT_ID = 7,
 };
 
-static const unsigned hello_reply_nkeys = HELLO_REPLY_PID;
+static const unsigned hello_reply_nkeys = HELLO_REPLY_BOOT_ID;
 static const char *const hello_reply_names[] = {
     [HELLO_REPLY_VERSION] = "version",
     [HELLO_REPLY_ERROR] = "error",
@@ -161,6 +163,7 @@ static const char *const hello_reply_names[] = {
     [HELLO_REPLY_CAPABILITIES] = "capabilities",
     [HELLO_REPLY_NODE_NAME] = "node_name",
     [HELLO_REPLY_PID] = "pid",
+    [HELLO_REPLY_BOOT_ID] = "boot_id",
 };
 
 static strata_err hello_reply_check(struct wire_dec *d, const void *vm)
@@ -179,6 +182,9 @@ static strata_err hello_reply_check(struct wire_dec *d, const void *vm)
     WIRE_TRY(wire_check_str(d, "node_name", m->node_name, 1, WIRE_NAME_MAX));
     if (m->pid < 1 || m->pid > INT32_MAX)
         return wire_dec_fail(d, "pid", "is %u, not a process id", m->pid);
+    WIRE_TRY(wire_check_opt_str(d, "boot_id", m->boot_id, WIRE_BOOT_ID_MAX));
+    if (WIRE_HAS_STR(m->boot_id) && !base_boot_id_valid(m->boot_id))
+        return wire_dec_fail(d, "boot_id", "is not a boot id");
     return STRATA_OK;
 }
 
@@ -198,16 +204,19 @@ static strata_err hello_reply_read(struct wire_dec *d,
                            UINT64_MAX, &m->capabilities));
     WIRE_TRY(wire_get_str(d, WIRE_FIELD(b, HELLO_REPLY_NODE_NAME), 1,
                           WIRE_NAME_MAX, &m->node_name));
-    return wire_get_u32(d, WIRE_FIELD(b, HELLO_REPLY_PID), 1, INT32_MAX,
-                        &m->pid);
+    WIRE_TRY(
+        wire_get_u32(d, WIRE_FIELD(b, HELLO_REPLY_PID), 1, INT32_MAX, &m->pid));
+    return wire_get_opt_str(d, WIRE_FIELD(b, HELLO_REPLY_BOOT_ID),
+                            WIRE_BOOT_ID_MAX, &m->boot_id);
 }
 
 static void hello_reply_write(struct wire_pk *p,
                               const struct wire_hello_reply *m)
 {
     bool msg = WIRE_HAS_STR(m->message);
+    bool boot = WIRE_HAS_STR(m->boot_id);
 
-    wire_pk_map(p, 5 + msg);
+    wire_pk_map(p, 5 + msg + boot);
     wire_pk_key_uint(p, HELLO_REPLY_VERSION, m->version);
     wire_pk_key_uint(p, HELLO_REPLY_ERROR, (uint64_t)m->error);
     if (msg)
@@ -215,6 +224,8 @@ static void hello_reply_write(struct wire_pk *p,
     wire_pk_key_uint(p, HELLO_REPLY_CAPABILITIES, m->capabilities);
     wire_pk_key_str(p, HELLO_REPLY_NODE_NAME, m->node_name);
     wire_pk_key_uint(p, HELLO_REPLY_PID, m->pid);
+    if (boot)
+        wire_pk_key_str(p, HELLO_REPLY_BOOT_ID, m->boot_id);
 }
 
 WIRE_DEFINE_CODEC(hello_reply, HELLO_REPLY)

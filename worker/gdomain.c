@@ -10,6 +10,7 @@
 #include "chip/chip.h"
 #include "gdomain_int.h"
 #include "gview.h"
+#include "mpidomain.h"
 #include "orch/control.h"
 #include "remote.h"
 #include "wire/msg.h"
@@ -59,6 +60,7 @@ struct strata_global_domain {
     bool released;
     bool freed;
     bool node_died; /* seen by the release's ABORTs */
+    bool gather;    /* every rank of one MPI group (mpidomain.c) */
     uint32_t pending;
     struct strata_global_domain *next;
 };
@@ -239,6 +241,7 @@ static void cmd_init(const struct strata_global_domain *g,
     if (phase == WIRE_PHASE_PREPARE_EXPORT) {
         c->attach_rows = g->rows;
         c->num_attach_rows = g->num_rows;
+        c->gather = g->gather;
     }
     if (phase == WIRE_PHASE_IMPORT || phase == WIRE_PHASE_COMMIT) {
         c->descriptors = g->table;
@@ -653,14 +656,22 @@ strata_orch_allocate_global_domain(strata_orch *o,
     g->next = w->gdomains;
     w->gdomains = g;
     err = comm_init(g, o);
-    if (!err)
+    /* Over a whole MPI group the ranks gather, import and commit among
+     * themselves in the one PREPARE_EXPORT round (mpidomain.c). */
+    g->gather = mpidomain_whole_group(w, g->nodes, g->num_nodes);
+    if (!err) {
+        if (g->gather)
+            mpidomain_lock();
         err = phase(g, o, WIRE_PHASE_PREPARE_EXPORT);
+        if (g->gather)
+            mpidomain_unlock();
+    }
     if (!err)
         err =
             wire_descriptor_table_check(g->table, g->n, "sim", g->window_size);
-    if (!err)
+    if (!err && !g->gather)
         err = phase(g, o, WIRE_PHASE_IMPORT);
-    if (!err)
+    if (!err && !g->gather)
         err = phase(g, o, WIRE_PHASE_COMMIT);
     if (!err)
         err = pack_release(g);

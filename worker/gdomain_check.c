@@ -23,6 +23,7 @@ void gdomain_node_info(const strata_worker *w, int id, struct node_info *ni)
         ni->profile = nd->remote->comm_profile;
         ni->remote = true;
         ni->host = nd->remote->host;
+        ni->host_id = &nd->remote->host_id;
     }
 }
 
@@ -41,6 +42,34 @@ static bool has_chip(const struct node_info *ni, int chip)
         if (ni->chips[i] == chip)
             return true;
     return false;
+}
+
+/* A sim domain maps every window into every member's process and the
+ * L4's: a remote member must be on the L4's host. Judged by the boot id
+ * and host name the node reported; a node that reported none (an older
+ * strata-node) by the address the L4 reaches it at. */
+static strata_err check_host(const strata_global_domain_spec *s, int id,
+                             const struct node_info *ni)
+{
+    struct base_host_id me;
+
+    if (!ni->host_id || !ni->host_id->boot[0]) {
+        if (wire_addr_is_loopback(ni->host))
+            return STRATA_OK;
+        return base_fail(STRATA_EINVAL,
+                         "global domain '%s': the sim profile needs every "
+                         "node on one host, and node %d is at %s",
+                         s->name, id, ni->host);
+    }
+    base_host_id(&me);
+    if (base_host_id_same(ni->host_id, &me))
+        return STRATA_OK;
+    return base_fail(STRATA_EINVAL,
+                     "global domain '%s': the sim profile needs every node "
+                     "on one host, and node %d is on host %s (boot id %s), "
+                     "this L4 on host %s (boot id %s)",
+                     s->name, id, ni->host_id->name, ni->host_id->boot, me.name,
+                     me.boot[0] ? me.boot : "unknown");
 }
 
 static strata_err check_member(const strata_worker *w,
@@ -72,12 +101,7 @@ static strata_err check_member(const strata_worker *w,
                          "global domain '%s': node %d uses comm profile "
                          "'%s'; only 'sim' is supported",
                          s->name, m->node_worker_id, ni.profile);
-    if (ni.remote && !wire_addr_is_loopback(ni.host))
-        return base_fail(STRATA_EINVAL,
-                         "global domain '%s': the sim profile needs every "
-                         "node on one host, and node %d is at %s",
-                         s->name, m->node_worker_id, ni.host);
-    return STRATA_OK;
+    return ni.remote ? check_host(s, m->node_worker_id, &ni) : STRATA_OK;
 }
 
 static strata_err check_attachments(const strata_worker *w,

@@ -3,6 +3,7 @@
 #ifndef WORKER_GDOMAIN_INT_H
 #define WORKER_GDOMAIN_INT_H
 
+#include "base/hostid.h"
 #include "worker_int.h"
 
 #include <strata/domain.h>
@@ -14,6 +15,7 @@ struct node_info {
     const char *profile;
     bool remote;
     const char *host;
+    const struct base_host_id *host_id; /* remote: what the node reported */
 };
 
 void gdomain_node_info(const strata_worker *w, int id, struct node_info *ni);

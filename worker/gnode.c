@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "base/fault.h"
 #include "gview.h"
+#include "mpidomain.h"
 #include "orch/control.h"
 
 #include <stdio.h>
@@ -368,6 +369,48 @@ static strata_err abort_view(strata_worker *w, uint64_t id)
     return err;
 }
 
+/* unlink: drop the window names now (every member of every node has
+ * mapped); false keeps them until ABORT (a gathered domain, whose other
+ * ranks may still be importing). */
+static strata_err commit(strata_worker *w, uint64_t id, bool unlink)
+{
+    struct strata_global_view *v = find(w, id);
+
+    if (!v || v->state != VIEW_IMPORTED)
+        return base_fail(STRATA_ESTATE, "COMMIT of domain %llu before IMPORT",
+                         (unsigned long long)id);
+    v->state = VIEW_COMMITTED;
+    if (!v->lazy && unlink) /* every member has mapped */
+        unlink_names(v);
+    return STRATA_OK;
+}
+
+/* PREPARE_EXPORT with gather (every rank of an MPI group, mpidomain.c):
+ * the ranks exchange the table among themselves, import it and commit;
+ * prep_err is how the prepare went. A rank whose import failed says so,
+ * and the L4 ABORTs the domain everywhere, committed or not. */
+static strata_err gather_commit(strata_worker *w,
+                                const struct wire_domain_cmd *c,
+                                strata_err prep_err,
+                                const struct wire_descriptor *descs,
+                                size_t ndesc)
+{
+    struct wire_domain_cmd ic = *c;
+    struct wire_descriptor *table = NULL;
+    strata_err err = mpidomain_gather(c, prep_err, descs, ndesc, &table);
+
+    if (!err) {
+        ic.phase = WIRE_PHASE_IMPORT;
+        ic.descriptors = table;
+        ic.num_descriptors = c->num_members;
+        err = import(w, &ic);
+    }
+    if (!err)
+        err = commit(w, c->domain_id, false);
+    mpidomain_table_free(table);
+    return err;
+}
+
 static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
                              struct wire_domain_reply *r,
                              struct wire_descriptor *descs,
@@ -394,22 +437,14 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
     case WIRE_PHASE_PREPARE_EXPORT:
         err = prepare(w, c, descs, handles, &r->num_descriptors);
         r->descriptors = descs;
+        if (c->gather)
+            err = gather_commit(w, c, err, descs, r->num_descriptors);
         break;
     case WIRE_PHASE_IMPORT:
         err = import(w, c);
         break;
     case WIRE_PHASE_COMMIT:
-        v = find(w, c->domain_id);
-        if (!v || v->state != VIEW_IMPORTED)
-            err = base_fail(STRATA_ESTATE,
-                            "COMMIT of domain %llu before "
-                            "IMPORT",
-                            (unsigned long long)c->domain_id);
-        else {
-            v->state = VIEW_COMMITTED;
-            if (!v->lazy) /* every member has mapped */
-                unlink_names(v);
-        }
+        err = commit(w, c->domain_id, true);
         break;
     case WIRE_PHASE_ABORT:
         err = abort_view(w, c->domain_id);

@@ -97,24 +97,20 @@ static int want(struct mpi_pending *p, int rc, const char *what)
     }
 }
 
-static struct remote_node *claim(struct mpi_pending *p, unsigned *pid_out,
-                                 char *host, size_t cap)
+static struct remote_node *claim(struct mpi_pending *p, struct mpi_ident *id)
 {
     struct mpi_group *g = p->g;
-    unsigned rank, size;
     struct remote_node *r;
 
-    p->ident[MPI_IDENT_LEN - 1] = '\0';
-    if (cap < 256 || sscanf(p->ident, MPI_IDENT_MAGIC " %u %u %u %255s", &rank,
-                            &size, pid_out, host) != 4) {
-        refuse(p, "not a strata rank");
+    if (mpi_ident_parse(p->ident, id) != STRATA_OK) {
+        refuse(p, strata_errmsg());
         return NULL;
     }
-    if (size != g->n || rank >= g->n) {
+    if (id->size != g->n) {
         refuse(p, "a rank of another launch");
         return NULL;
     }
-    r = mpigroup_node(g, rank);
+    r = mpigroup_node(g, id->rank);
     if (r->conn || r->lost) {
         refuse(p, "a rank that has joined already");
         return NULL;
@@ -122,29 +118,24 @@ static struct remote_node *claim(struct mpi_pending *p, unsigned *pid_out,
     return r;
 }
 
-static bool same_host(const char *host)
-{
-    char me[256] = "";
-
-    return gethostname(me, sizeof(me) - 1) == 0 && strcmp(me, host) == 0;
-}
-
 static void join(struct mpi_pending *p)
 {
     struct mpi_group *g = p->g;
-    char host[256] = "";
-    unsigned pid = 0;
-    struct remote_node *r = claim(p, &pid, host, sizeof(host));
+    struct mpi_ident id;
+    struct base_host_id me;
+    struct remote_node *r = claim(p, &id);
 
     if (!r)
         return;
     snprintf(r->endpoint, 384, "MPI rank %u on %s (pid %u)", (unsigned)r->rank,
-             host, pid);
-    /* Where the rank is, as global domains judge it (a sim domain needs
-     * every member on this host: a rank that dialed a loopback address). */
+             id.host.name, id.pid);
     snprintf(r->host, sizeof(r->host), "%s", p->addr);
-    if (same_host(host))
-        g->local_pids[r->rank] = (pid_t)pid;
+    /* Where the rank is, as global domains and the teardown judge it: its
+     * boot id and host name, not the address it dialed from. */
+    r->host_id = id.host;
+    base_host_id(&me);
+    if (base_host_id_same(&id.host, &me))
+        g->local_pids[r->rank] = (pid_t)id.pid;
     if (p->ev)
         event_free(p->ev);
     p->ev = NULL;

@@ -6,15 +6,11 @@
 #ifndef WORKER_MPIGROUP_H
 #define WORKER_MPIGROUP_H
 
+#include "mpiident.h"
 #include "remote.h"
 
 #include <limits.h>
 #include <sys/types.h>
-
-/* What a rank sends first over its TLS connection, NUL-padded:
- * "STRATA-RANK 1 <rank> <size> <pid> <host>". */
-#define MPI_IDENT_LEN 320
-#define MPI_IDENT_MAGIC "STRATA-RANK 1"
 
 struct mpi_pending; /* a connection that has not said who it is yet */
 

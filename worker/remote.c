@@ -176,6 +176,7 @@ static void send_task(struct remote_node *r, unsigned pos,
         if (sends_input(x->tag) && !(b && b->remote))
             ins[nin++] = i;
     }
+    __atomic_add_fetch(&r->tasks_sent, 1, __ATOMIC_RELAXED);
     t->request_id = r->req[pos];
     t->deadline_ms = f->arg[0];
     t->run_id = f->run_id;
@@ -403,6 +404,11 @@ static void on_reply(struct remote_node *r, const struct wire_hello_reply *h)
     }
     r->ready = true;
     r->session_pid = h->pid;
+    /* An MPI rank said where it is in its identity record already. */
+    if (h->boot_id && h->boot_id[0] && !r->host_id.boot[0]) {
+        snprintf(r->host_id.name, sizeof(r->host_id.name), "%s", h->node_name);
+        snprintf(r->host_id.boot, sizeof(r->host_id.boot), "%s", h->boot_id);
+    }
     LOG_INFO("remote %s ready (session pid %u)", r->endpoint, h->pid);
     mbx_child_init_done(r->ep->mbx, STRATA_OK, "");
     ring_doorbell(r->w);

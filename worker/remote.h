@@ -2,6 +2,7 @@
 #ifndef WORKER_REMOTE_H
 #define WORKER_REMOTE_H
 
+#include "base/hostid.h"
 #include "wire/conn.h"
 #include "wire/msg.h"
 #include "wire/tls.h"
@@ -38,6 +39,10 @@ struct remote_node {
     bool ready;
     bool lost;
     uint32_t session_pid; /* from HELLO_REPLY (on this host with sim) */
+    /* the node's host (HELLO_REPLY, or an MPI rank's identity record);
+     * boot "" when the node did not say (an older strata-node) */
+    struct base_host_id host_id;
+    uint64_t tasks_sent; /* TASK frames (atomic; tests and benchmarks) */
     bool closed;
     char why[STRATA_ERRMSG_MAX];
     uint64_t deadline;

@@ -14,6 +14,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/hostid.h"
 #include "base/log.h"
 #include "chip/registry.h"
 #include "spool.h"
@@ -757,11 +758,13 @@ static void send_hello_reply(struct session *s, const struct wire_hello *h,
 {
     struct wire_msg m = {.type = WIRE_MSG_HELLO_REPLY};
     struct wire_hello_reply *r = &m.u.hello_reply;
+    struct base_host_id id;
     char host[WIRE_NAME_MAX + 1];
 
-    if (gethostname(host, sizeof(host)) != 0)
-        snprintf(host, sizeof(host), "strata-node");
-    host[sizeof(host) - 1] = '\0';
+    /* Which host this is (boot id and name), as global domains judge it. */
+    base_host_id(&id);
+    snprintf(host, sizeof(host), "%s", id.name[0] ? id.name : "strata-node");
+    r->boot_id = id.boot;
     r->version = err ? 0 : version;
     s->proto = r->version;
     r->error = err;

@@ -10,6 +10,7 @@
  */
 #include "base/fault.h"
 #include "remote_kit.h"
+#include "worker/mpidomain_stats.h"
 
 #include <strata/domain.h>
 
@@ -327,6 +328,49 @@ static void test_mpi_group_four_ranks_add_ok(void **state)
     run_group(4, 1);
 }
 
+/* A group task over the whole MPI group: one request (TASK frame) per
+ * rank, whatever the group's size, and every member runs. */
+struct whole_ctx {
+    const int *ids;
+    size_t n;
+};
+
+static strata_err whole_orch(strata_orch *o, const strata_args *args,
+                             void *user)
+{
+    const struct whole_ctx *c = user;
+    const strata_args *a[MAX_RANKS] = {NULL};
+
+    (void)args;
+    return strata_orch_submit_next_level_group(o, rk_o_noop, a, c->ids, c->n);
+}
+
+static void test_mpi_group_group_task_one_request_per_rank(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t pids[MAX_RANKS];
+    uint64_t sent[MAX_RANKS];
+    struct whole_ctx c = {.ids = ids, .n = 4};
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    group_spec(&s, 4, 2, over, 1);
+    it_ok(l4_with_group(&s, 60, ids, &w));
+    assert_int_equal(rank_pids(pids), 4);
+    for (uint32_t round = 1; round <= 3; round++) {
+        for (size_t r = 0; r < 4; r++)
+            sent[r] = worker_node_tasks_sent(w, ids[r]);
+        it_ok(strata_worker_run(w, whole_orch, NULL, &c));
+        for (size_t r = 0; r < 4; r++)
+            assert_int_equal(worker_node_tasks_sent(w, ids[r]) - sent[r], 1);
+    }
+    rk_destroy(w, STRATA_OK);
+    assert_no_group_left(&before, pids);
+}
+
 /* ---- a rank killed mid-task ------------------------------------------- */
 
 static void test_mpi_group_killed_rank_epeer(void **state)
@@ -419,22 +463,27 @@ static void test_mpi_group_two_groups_beside_forked_node_ok(void **state)
 
 struct gd_ctx {
     const int *ids;
+    bool part; /* over rank 1's chips only: part of the group */
     uint32_t pattern[GD_COUNT], back[GD_COUNT], back0[GD_COUNT];
 };
 
-/* Over both chips of both ranks (the L4 path: ranks on this host, so the
- * sim profile's windows are shared): a pattern into rank 3 (rank 1's
- * second chip) and rank 0, read back from each. */
+/* Over both chips of both ranks, the whole group: the ranks gather the
+ * descriptors with MPI_Allgather (ranks on this host, so the sim
+ * profile's windows are shared); or (part) over rank 1's two chips, the
+ * L4 path. A pattern into domain rank 3 (or 1) and rank 0, read back from
+ * each. */
 static strata_err gd_orch(strata_orch *o, const strata_args *args, void *user)
 {
     struct gd_ctx *c = user;
-    const strata_global_member members[4] = {
+    const strata_global_member all[4] = {
         {c->ids[0], 0}, {c->ids[0], 1}, {c->ids[1], 0}, {c->ids[1], 1}};
+    const strata_global_member *members = c->part ? all + 2 : all;
+    uint32_t last = c->part ? 1 : 3;
     const strata_comm_buffer_spec buf = {"vec", STRATA_U32, GD_COUNT,
                                          GD_COUNT * 4};
     const strata_global_domain_spec spec = {.name = "mpi_gd",
                                             .members = members,
-                                            .num_members = 4,
+                                            .num_members = c->part ? 2 : 4,
                                             .window_size = 4096,
                                             .buffers = &buf,
                                             .num_buffers = 1};
@@ -442,9 +491,9 @@ static strata_err gd_orch(strata_orch *o, const strata_args *args, void *user)
 
     (void)args;
     it_try(strata_orch_allocate_global_domain(o, &spec, &g));
-    it_try(strata_orch_copy_to_global_domain(o, g, 3, "vec", 0, c->pattern,
+    it_try(strata_orch_copy_to_global_domain(o, g, last, "vec", 0, c->pattern,
                                              sizeof(c->pattern)));
-    it_try(strata_orch_copy_from_global_domain(o, g, 3, "vec", 0, c->back,
+    it_try(strata_orch_copy_from_global_domain(o, g, last, "vec", 0, c->back,
                                                sizeof(c->back)));
     it_try(strata_orch_copy_to_global_domain(o, g, 0, "vec", 0, c->back,
                                              sizeof(c->back)));
@@ -466,7 +515,12 @@ static void test_mpi_group_global_domain_ok(void **state)
     group_spec(&s, 2, 2, over, 1);
     it_ok(l4_with_group(&s, 60, ids, &w));
     assert_int_equal(rank_pids(pids), 2);
-    for (uint32_t run = 0; run < 2; run++) {
+    /* Two over the whole group (gathered inside it), one over part of it
+     * (the L4 path), one more over the whole group. */
+    for (uint32_t run = 0; run < 4; run++) {
+        uint64_t gathers = worker_mpi_gathers();
+
+        c.part = run == 2;
         for (uint32_t i = 0; i < GD_COUNT; i++)
             c.pattern[i] = 0x7e000000u + 1000 * run + i;
         memset(c.back, 0, sizeof(c.back));
@@ -474,8 +528,98 @@ static void test_mpi_group_global_domain_ok(void **state)
         it_ok(strata_worker_run(w, gd_orch, NULL, &c));
         assert_memory_equal(c.back, c.pattern, sizeof(c.pattern));
         assert_memory_equal(c.back0, c.pattern, sizeof(c.pattern));
+        assert_int_equal(worker_mpi_gathers() - gathers, c.part ? 0 : 1);
     }
     rk_destroy(w, STRATA_OK);
+    assert_no_group_left(&before, pids);
+}
+
+/* Rank 1 says it runs on another host (its boot id and host name, test
+ * hook mpirank.otherhost.1): a sim domain over both ranks is refused at
+ * PREPARE with STRATA_EINVAL naming both hosts, before any node creates
+ * a window; the group itself keeps working. */
+struct far_ctx {
+    const int *ids;
+    strata_err err;
+    char msg[STRATA_ERRMSG_MAX];
+};
+
+static strata_err far_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct far_ctx *c = user;
+    const strata_global_member members[2] = {{c->ids[0], 0}, {c->ids[1], 0}};
+    const strata_global_domain_spec spec = {.name = "mpi_far",
+                                            .members = members,
+                                            .num_members = 2,
+                                            .window_size = 4096};
+    strata_global_domain *g = NULL;
+
+    (void)args;
+    c->err = strata_orch_allocate_global_domain(o, &spec, &g);
+    snprintf(c->msg, sizeof(c->msg), "%s", strata_errmsg());
+    return STRATA_OK;
+}
+
+static void test_mpi_group_global_domain_other_host_einval(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t pids[MAX_RANKS];
+    const char *args[3] = {"--oversubscribe", "-x",
+                           "STRATA_FAULT=mpirank.otherhost.1:1"};
+    struct far_ctx c = {.ids = ids};
+    char me[256] = "";
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_int_equal(gethostname(me, sizeof(me) - 1), 0);
+    group_spec(&s, 2, 1, args, 3);
+    it_ok(l4_with_group(&s, 60, ids, &w));
+    assert_int_equal(rank_pids(pids), 2);
+    it_ok(strata_worker_run(w, far_orch, NULL, &c));
+    print_message("allocate: %s\n", c.msg);
+    assert_int_equal(c.err, STRATA_EINVAL);
+    rk_assert_contains(c.msg, "one host");
+    rk_assert_contains(c.msg, "strata-other-host-1");
+    rk_assert_contains(c.msg, me);
+    for (size_t i = 0; i < 2; i++)
+        assert_false(shm_of(pids[i]));
+    /* Refused before anything went out: the ranks still serve work. */
+    it_ok(rk_add_run(w, ids, 2, 1024, 1));
+    rk_destroy(w, STRATA_OK);
+    assert_no_group_left(&before, pids);
+}
+
+/* Rank 1 stops instead of taking part in the descriptor gather (fault
+ * point mpirank.gather.1:stop): rank 0's collective deadline (2 s here)
+ * ends the MPI job, the allocation fails with STRATA_EPEER, so does any
+ * later work on the group's ids, and nothing of the job is left. */
+static void test_mpi_group_gather_deadline_epeer(void **state)
+{
+    testutil_snapshot before;
+    strata_mpi_group_spec s;
+    strata_worker *w = NULL;
+    int ids[MAX_RANKS];
+    pid_t pids[MAX_RANKS];
+    const char *args[5] = {"--oversubscribe", "-x",
+                           "STRATA_FAULT=mpirank.gather.1:1:stop", "-x",
+                           "STRATA_MPI_COLLECTIVE_TIMEOUT_S=2"};
+    struct gd_ctx c = {.ids = ids};
+    uint64_t gathers;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    group_spec(&s, 2, 2, args, 5);
+    it_ok(l4_with_group(&s, 60, ids, &w));
+    assert_int_equal(rank_pids(pids), 2);
+    gathers = worker_mpi_gathers();
+    assert_int_equal(strata_worker_run(w, gd_orch, NULL, &c), STRATA_EPEER);
+    print_message("allocate: %s\n", strata_errmsg());
+    assert_int_equal(worker_mpi_gathers() - gathers, 1);
+    assert_int_equal(rk_add_run(w, ids, 2, 64, 1), STRATA_EPEER);
+    rk_destroy(w, STRATA_EPEER);
     assert_no_group_left(&before, pids);
 }
 
@@ -809,13 +953,48 @@ static void test_mpi_group_bad_spec_einval(void **state)
     testutil_assert_clean(&before);
 }
 
+/* Where this process's MPI jobs put their shared-memory segments: Open
+ * MPI's vader BTL leaves vader_segment.* files behind when a job is
+ * killed (tests here kill ranks); in a folder of our own they are
+ * removed with it at the end, and never mixed with other jobs'. */
+static char seg_dir[] = "/tmp/strata-mpitest-shm-XXXXXX";
+
+static void remove_seg_dir(void)
+{
+    DIR *d = opendir(seg_dir);
+    struct dirent *e;
+    char path[sizeof(seg_dir) + 256];
+
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", seg_dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(seg_dir);
+}
+
 static int setup(void **state)
 {
     (void)state;
     /* Open MPI refuses root unless told; this process and its mpirun only. */
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    if (!mkdtemp(seg_dir))
+        return -1;
+    setenv("OMPI_MCA_btl_vader_backing_directory", seg_dir, 1);
+    setenv("OMPI_MCA_osc_sm_backing_directory", seg_dir, 1);
     return rk_register();
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    remove_seg_dir();
+    return 0;
 }
 
 int main(void)
@@ -825,9 +1004,12 @@ int main(void)
         cmocka_unit_test(test_mpi_group_add_enomem_adds_nothing),
         cmocka_unit_test(test_mpi_group_two_ranks_add_ok),
         cmocka_unit_test(test_mpi_group_four_ranks_add_ok),
+        cmocka_unit_test(test_mpi_group_group_task_one_request_per_rank),
         cmocka_unit_test(test_mpi_group_two_groups_beside_forked_node_ok),
         cmocka_unit_test(test_mpi_group_lanes_independent),
         cmocka_unit_test(test_mpi_group_global_domain_ok),
+        cmocka_unit_test(test_mpi_group_global_domain_other_host_einval),
+        cmocka_unit_test(test_mpi_group_gather_deadline_epeer),
         cmocka_unit_test(test_mpi_group_killed_rank_epeer),
         cmocka_unit_test(test_mpi_group_hung_rank_epeer),
         cmocka_unit_test(test_mpi_group_l4_killed_ends_job),
@@ -837,5 +1019,5 @@ int main(void)
     };
 
     rk_filter_from_env();
-    return cmocka_run_group_tests(tests, setup, NULL);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }

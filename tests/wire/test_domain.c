@@ -21,6 +21,7 @@ enum {
     ATTACH = 10,
     BUFFERS = 11,
     DESCS = 12,
+    GATHER = 13,
 };
 
 /* A pointer to a copy of v that stays valid for a few dozen calls. */
@@ -69,6 +70,22 @@ static void test_domain_phase_rules_eproto(void **state)
                      "field 'attachments' not allowed in phase COMMIT");
     WIRE_EXPECT_EDIT(&prep, WIRE_PATH(PHASE), u(WIRE_PHASE_ABORT),
                      "field 'attachments' not allowed in phase ABORT");
+    /* gather rides on PREPARE_EXPORT only, and is 1 when there. */
+    {
+        struct wire_msg gat = wire_sample_copy("domain_prepare_gather");
+
+        WIRE_EXPECT_EDIT(&gat, WIRE_PATH(GATHER), u(0), "field 'gather' is 0");
+        WIRE_EXPECT_EDIT(&gat, WIRE_PATH(GATHER), u(2), "field 'gather' is 2");
+        WIRE_EXPECT_EDIT(&gat, WIRE_PATH(PHASE), u(WIRE_PHASE_ABORT),
+                         "field 'attachments' not allowed in phase ABORT");
+        gat.u.domain_cmd.attach_rows = NULL;
+        gat.u.domain_cmd.num_attach_rows = 0;
+        WIRE_EXPECT_EDIT(&gat, WIRE_PATH(PHASE), u(WIRE_PHASE_ABORT),
+                         "field 'gather' not allowed in phase ABORT");
+        gat.u.domain_cmd.phase = WIRE_PHASE_ABORT;
+        WIRE_EXPECT_PACK_EINVAL(&gat, "field 'gather' not allowed in phase "
+                                      "ABORT");
+    }
     /* Descriptors ride on IMPORT and COMMIT only, and must be there. */
     WIRE_EXPECT_EDIT(&imp, WIRE_PATH(PHASE), u(WIRE_PHASE_PREPARE_EXPORT),
                      "field 'descriptors' not allowed in phase "

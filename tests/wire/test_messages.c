@@ -127,6 +127,11 @@ static void test_messages_hello_reply_rules_eproto(void **state)
     m = wire_sample_copy("hello_reply_accept");
     WIRE_EXPECT_EDIT(&m, WIRE_PATH(1), obj(u(0)),
                      "field 'version' is 0 in an accepting reply");
+    WIRE_EXPECT_EDIT(&m, WIRE_PATH(7), obj(s("0f4e2a3c/../x")),
+                     "field 'boot_id' is not a boot id");
+    m.u.hello_reply.boot_id = "a b";
+    WIRE_EXPECT_PACK_EINVAL(&m, "field 'boot_id' is not a boot id");
+    m = wire_sample_copy("hello_reply_accept");
     m.u.hello_reply.error = (strata_err)77;
     WIRE_EXPECT_PACK_EINVAL(&m, "field 'error' has unknown error code 77");
     m = wire_sample_copy("hello_reply_refuse");

@@ -20,13 +20,13 @@
 
 /* Key names and the keys whose absence is legal, per type (the spec in
  * docs/wire.md, restated here independently of the codecs). */
-static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][13] = {
+static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][14] = {
     [WIRE_MSG_HELLO] = {NULL, "proto_min", "proto_max", "capabilities",
                         "node_name", "pid", "platform", "chip_ids",
                         "num_sub_workers", "comm_profile",
                         "global_device_ranks", "startup_budget_ms"},
     [WIRE_MSG_HELLO_REPLY] = {NULL, "version", "error", "message",
-                              "capabilities", "node_name", "pid"},
+                              "capabilities", "node_name", "pid", "boot_id"},
     [WIRE_MSG_TASK] = {NULL, "request_id", "run_id", "digest", "args", "target",
                        "chip", "deadline_ms", "data_tensors"},
     [WIRE_MSG_COMPLETION] = {NULL, "request_id", "error", "message",
@@ -41,7 +41,7 @@ static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][13] = {
     [WIRE_MSG_DOMAIN_CMD] = {NULL, "request_id", "version", "phase",
                              "domain_id", "generation", "window_size", "name",
                              "profile", "members", "attachments", "buffers",
-                             "descriptors"},
+                             "descriptors", "gather"},
     [WIRE_MSG_DOMAIN_REPLY] = {NULL, "request_id", "phase", "domain_id",
                                "generation", "error", "message", "descriptors"},
     [WIRE_MSG_COMM_INIT] = {NULL, "request_id", "version", "cluster_id",
@@ -52,14 +52,14 @@ static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][13] = {
 #define K(k) (1u << (k))
 static const unsigned may_be_absent[WIRE_MSG_TYPE_MAX + 1] = {
     [WIRE_MSG_HELLO] = K(10) | K(11),
-    [WIRE_MSG_HELLO_REPLY] = K(3),
+    [WIRE_MSG_HELLO_REPLY] = K(3) | K(7),
     [WIRE_MSG_TASK] = K(7) | K(8),
     [WIRE_MSG_COMPLETION] = K(3) | K(4) | K(5),
     [WIRE_MSG_CONTROL] = K(3),
     [WIRE_MSG_CONTROL_REPLY] = K(4) | K(5),
     [WIRE_MSG_HEARTBEAT] = K(3),
     [WIRE_MSG_GOODBYE] = K(2),
-    [WIRE_MSG_DOMAIN_CMD] = K(10),
+    [WIRE_MSG_DOMAIN_CMD] = K(10) | K(13),
     [WIRE_MSG_DOMAIN_REPLY] = K(6),
     [WIRE_MSG_COMM_INIT] = K(8),
 };

@@ -69,6 +69,7 @@ static bool hello_reply_eq(const struct wire_hello_reply *a,
     EQ(capabilities);
     EQ_STR(node_name);
     EQ(pid);
+    EQ_STR(boot_id);
     return true;
 }
 
@@ -233,6 +234,7 @@ static bool domain_cmd_eq(const struct wire_domain_cmd *a,
     for (size_t k = 0; k < a->num_descriptors; k++)
         if (!descriptor_eq(&a->descriptors[k], &b->descriptors[k], why, n))
             return false;
+    EQ(gather);
     return true;
 }
 

@@ -10,8 +10,10 @@
 #include "base/err.h"
 #include "base/fault.h"
 #include "base/log.h"
+#include "rank_coll.h"
 #include "wire/endpoint.h"
 #include "wire/tls.h"
+#include "worker/mpiident.h"
 #include "worker/session.h"
 
 #include <errno.h>
@@ -26,7 +28,6 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define IDENT_LEN 320 /* worker/mpigroup.h's MPI_IDENT_LEN */
 #define DIAL_TIMEOUT_S 30
 
 struct opts {
@@ -180,15 +181,21 @@ static SSL_CTX *make_ctx(const char *key_file, int rank)
 /* Dials, authenticates and says who this is; the TLS connection or NULL. */
 static SSL *join(const struct opts *o, int rank, int size, int *fd_out)
 {
-    char ident[IDENT_LEN] = {0}, host[256] = "?", tls[160];
+    char ident[MPI_IDENT_LEN], tls[160];
+    struct mpi_ident id = {.rank = (uint32_t)rank,
+                           .size = (uint32_t)size,
+                           .pid = (uint32_t)getpid()};
     SSL_CTX *ctx = make_ctx(o->key_file, rank);
     SSL *ssl = NULL;
     int fd = ctx ? dial(o->connect) : -1;
     struct timeval none = {0, 0};
 
-    gethostname(host, sizeof(host) - 1);
-    snprintf(ident, sizeof(ident), "STRATA-RANK 1 %d %d %d %s", rank, size,
-             (int)getpid(), host);
+    base_host_id(&id.host);
+    if (fd >= 0 && mpi_ident_format(&id, ident) != STRATA_OK) {
+        fprintf(stderr, "strata-rank %d: %s\n", rank, strata_errmsg());
+        close(fd);
+        fd = -1;
+    }
     if (fd >= 0 && (ssl = SSL_new(ctx)) && SSL_set_fd(ssl, fd) == 1 &&
         SSL_connect(ssl) == 1 &&
         SSL_write(ssl, ident, (int)sizeof(ident)) == (int)sizeof(ident)) {
@@ -237,8 +244,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "strata-rank: %s\n", strata_errmsg());
             return 2;
         }
-    /* Only this thread calls MPI; the session's threads never do. */
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    /* One thread at a time calls MPI: this one at start and end, the
+     * collectives' helper in between (rank_coll.c). */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != o.ranks) {
@@ -251,9 +259,23 @@ int main(int argc, char **argv)
     snprintf(point, sizeof(point), "mpirank.dial.%d", rank);
     if (BASE_FAULT(point))
         MPI_Abort(MPI_COMM_WORLD, 3);
+#ifdef STRATA_TESTING
+    /* Test hook: this rank says it runs on another host (a sim global
+     * domain over it must be refused at PREPARE). */
+    snprintf(point, sizeof(point), "mpirank.otherhost.%d", rank);
+    if (BASE_FAULT(point)) {
+        char other[80];
+
+        snprintf(other, sizeof(other),
+                 "strata-other-host-%d/00000000-0000-4000-8000-%012d", rank,
+                 rank);
+        setenv("STRATA_TEST_HOST_ID", other, 1);
+    }
+#endif
     ssl = join(&o, rank, size, &fd);
     if (!ssl)
         MPI_Abort(MPI_COMM_WORLD, 1);
+    rank_coll_start(rank, size, provided);
     launcher = getppid();
     status = worker_session_main(fd, ssl, o.connect, NULL);
     /* mpirun (or its daemon) gone: MPI_Finalize would wait for it. */
@@ -264,6 +286,7 @@ int main(int argc, char **argv)
         LOG_WARN("rank %d: the L4 is lost: ending the MPI job", rank);
         MPI_Abort(MPI_COMM_WORLD, status);
     }
+    rank_coll_stop();
     check_leaks_before_mpi_ends();
     MPI_Finalize();
     return 0;

@@ -30,6 +30,7 @@
 /* Limits (bytes exclude the terminating NUL). */
 #define WIRE_NAME_MAX 255     /* node, domain, buffer names; handles */
 #define WIRE_PROFILE_MAX 63   /* platform, comm/adapter/descriptor profiles */
+#define WIRE_BOOT_ID_MAX 63   /* HELLO_REPLY boot_id (base/hostid.h) */
 #define WIRE_MESSAGE_MAX 4095 /* error and goodbye messages */
 #define WIRE_MAX_CHIPS 1024   /* chips on one node */
 #define WIRE_MAX_SUBS 1024    /* sub workers on one node */
@@ -83,6 +84,9 @@ struct wire_hello_reply {
     uint64_t capabilities; /* granted WIRE_CAP_* */
     const char *node_name; /* the session's host/node label, 1..255 */
     uint32_t pid;          /* the session process, 1..INT32_MAX */
+    /* optional: the node's boot id (base/hostid.h), 1..63 bytes of
+     * [0-9a-zA-Z-]; with node_name it says which host the node is on */
+    const char *boot_id;
 };
 
 /* Picks the highest version in both [min, max] ranges: STRATA_OK and

@@ -112,6 +112,11 @@ struct wire_domain_cmd {
     size_t num_buffers;
     const struct wire_descriptor *descriptors; /* num_members or none */
     size_t num_descriptors;
+    /* PREPARE_EXPORT only: the member nodes are every rank of one MPI
+     * group; they gather their descriptors among themselves (one
+     * MPI_Allgather), import and commit before they answer, so no IMPORT
+     * and no COMMIT follow (docs/mpi.md). */
+    bool gather;
 };
 
 /* A node's answer to one DOMAIN_CMD. A successful PREPARE_EXPORT reply
