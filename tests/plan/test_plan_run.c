@@ -479,6 +479,24 @@ static void test_plan_run_submit_errors_name_the_invocation(void **state)
     /* fill goes (and stays submitted); slow, a kernel, has no chip. */
     expect_run_error(f.w, &j, "'slow'", "strata_plan_bind_target");
     assert_int_equal(strata_plan_bindings_destroy(other), STRATA_OK);
+    /* A callable nobody registered. */
+    {
+        strata_plan_invocation g = {0};
+        strata_plan_spec spec = {NULL, 0, &g, 1, NULL, 0};
+        strata_plan *gp = NULL;
+
+        g.name = "ghost";
+        g.callable = "plan_test.nothing";
+        assert_int_equal(strata_plan_create(&spec, &gp), STRATA_OK);
+        assert_int_equal(strata_plan_bindings_create(gp, f.w, &other), 0);
+        j = (struct job){gp, other};
+        expect_run_error(f.w, &j, "'ghost'", "not registered");
+        /* Bindings made for another plan. */
+        j = (struct job){f.p, other};
+        expect_run_error(f.w, &j, "strata_orch_submit_plan", "another plan");
+        assert_int_equal(strata_plan_bindings_destroy(other), STRATA_OK);
+        strata_plan_destroy(gp);
+    }
     /* No bindings. */
     j = (struct job){f.p, NULL};
     expect_run_error(f.w, &j, "strata_orch_submit_plan", "b is NULL");

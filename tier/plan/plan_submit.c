@@ -8,6 +8,7 @@
  * without a callback) submit nothing: their dependants take on their
  * predecessors. */
 #include "base/alloc.h"
+#include "base/digest.h"
 #include "base/err.h"
 #include "chip/registry.h"
 #include "plan/reserved.h"
@@ -15,6 +16,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,6 +265,23 @@ static strata_err add_arguments(const struct submit *s,
     return STRATA_OK;
 }
 
+/* The registered callable of kind called name, by its digest
+ * (SHA-256 of "kind:name"): a lookup that, unlike strata_callable_by_name,
+ * leaves no trace of names that are not registered. */
+static bool registered(strata_callable_kind kind, const char *name,
+                       strata_callable *c)
+{
+    static const char *const kinds[] = {"", "kernel", "orch", "sub"};
+    char key[STRATA_PLAN_NAME_MAX + 16];
+    int n = snprintf(key, sizeof(key), "%s:%s", kinds[kind], name);
+
+    memset(c, 0, sizeof(*c));
+    c->kind = kind;
+    return n > 0 && (size_t)n < sizeof(key) &&
+           base_sha256(key, (size_t)n, c->digest) == STRATA_OK &&
+           chip_registry_find(c->digest) != NULL;
+}
+
 static strata_err resolve(const struct submit *s, size_t i, strata_callable *c,
                           int *target)
 {
@@ -279,9 +298,7 @@ static strata_err resolve(const struct submit *s, size_t i, strata_callable *c,
             found = true;
         }
     for (size_t k = 0; k < 3 && !found; k++)
-        found =
-            strata_callable_by_name(kinds[k], v->callable, c) == STRATA_OK &&
-            chip_registry_find(c->digest) != NULL;
+        found = registered(kinds[k], v->callable, c);
     if (!found)
         return base_fail(STRATA_EINVAL,
                          "plan invocation '%s': callable '%s' is not "
