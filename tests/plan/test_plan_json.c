@@ -10,6 +10,8 @@
 
 #include <strata/plan.h>
 
+#include "base/fault.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +344,38 @@ static void test_plan_json_not_terminated_text(void **state)
     strata_plan_json_free(NULL);
 }
 
+/* The n-th allocation failing, for every n: STRATA_ENOMEM, nothing else,
+ * and (in the ASan build) no leak. */
+static void test_plan_json_allocation_countdown(void **state)
+{
+    size_t len;
+    char *text = slurp("degree_buckets.json", &len);
+    long n;
+
+    (void)state;
+    for (n = 1; n < 100000; n++) {
+        strata_plan *p = NULL;
+        char *out = NULL;
+        strata_err err;
+
+        base_alloc_fail_after(n);
+        err = strata_plan_from_json(text, len, &p);
+        if (!err) {
+            err = strata_plan_to_json(p, &out, NULL);
+            strata_plan_json_free(out);
+            strata_plan_destroy(p);
+        }
+        base_alloc_fail_after(0);
+        if (err && err != STRATA_ENOMEM)
+            fail_msg("allocation %ld: %s (%s)", n, strata_errname(err),
+                     strata_errmsg());
+        if (!err && base_alloc_failures() == 0)
+            break;
+    }
+    assert_true(n > 10 && n < 100000);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_plan_json_reference_file_loads),
         cmocka_unit_test(test_plan_json_malformed_names_the_field),
         cmocka_unit_test(test_plan_json_not_terminated_text),
+        cmocka_unit_test(test_plan_json_allocation_countdown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
