@@ -29,7 +29,7 @@ struct plan_log {
 };
 
 static strata_callable k_scale, k_slow, s_fill, s_sum, s_late, s_double,
-    s_copy_cb, s_noop;
+    s_copy_cb, s_noop, s_bump, s_snap;
 
 static struct plan_log *log_of(const strata_args *a, size_t i)
 {
@@ -141,6 +141,22 @@ static strata_err copy_plus_one(const strata_args *a)
     return STRATA_OK;
 }
 
+/* ++t0.counter; snap: t0.flag = t0.counter. */
+static strata_err bump(const strata_args *a)
+{
+    (void)stamp(log_of(a, 0));
+    return STRATA_OK;
+}
+
+static strata_err snap(const strata_args *a)
+{
+    struct plan_log *l = log_of(a, 0);
+
+    testutil_store_u32(&l->flag,
+                       __atomic_load_n(&l->counter, __ATOMIC_ACQUIRE));
+    return STRATA_OK;
+}
+
 static strata_err noop(const strata_args *a)
 {
     (void)a;
@@ -157,7 +173,9 @@ static int group_setup(void **state)
         strata_register_sub("plan_test.late", late, &s_late) ||
         strata_register_sub("plan_test.double", twice, &s_double) ||
         strata_register_sub("plan_test.copy_cb", copy_plus_one, &s_copy_cb) ||
-        strata_register_sub("plan_test.noop", noop, &s_noop))
+        strata_register_sub("plan_test.noop", noop, &s_noop) ||
+        strata_register_sub("plan_test.bump", bump, &s_bump) ||
+        strata_register_sub("plan_test.snap", snap, &s_snap))
         return -1;
     return 0;
 }
@@ -449,6 +467,69 @@ static void test_plan_run_reserved_callbacks(void **state)
     testutil_assert_clean(&snap);
 }
 
+/* ---- more predecessors than a task has tensors ---- */
+
+#define FAN 600 /* every other one, 300, feeds the join */
+
+static void test_plan_run_wide_join_merges_tokens(void **state)
+{
+    static char names[FAN][16];
+    static const char *deps[FAN / 2];
+    static strata_plan_invocation v[FAN + 3];
+    static const char *const on_all[] = {"all", "all2"};
+    testutil_snapshot snap_before;
+    strata_plan_spec spec = {NULL, 0, v, FAN + 3, NULL, 0};
+    strata_plan *p = NULL;
+    strata_plan_bindings *b = NULL;
+    strata_worker *w;
+    strata_buffer *log;
+    struct job j;
+
+    (void)state;
+    testutil_snapshot_take(&snap_before);
+    for (size_t i = 0; i < FAN; i++) {
+        snprintf(names[i], sizeof(names[i]), "n%zu", i);
+        v[i] = (strata_plan_invocation){0};
+        v[i].name = names[i];
+        v[i].callable = i % 2 ? "plan_test.noop" : "plan_test.bump";
+        v[i].arguments = log_args;
+        v[i].num_arguments = 1;
+        if (i % 2 == 0)
+            deps[i / 2] = names[i];
+    }
+    /* Two joins (a list holds 256 names at most), one task after both. */
+    v[FAN].name = "all";
+    v[FAN].callable = STRATA_PLAN_JOIN;
+    v[FAN].depends_on = deps;
+    v[FAN].num_depends_on = FAN / 4;
+    v[FAN + 1].name = "all2";
+    v[FAN + 1].callable = STRATA_PLAN_JOIN;
+    v[FAN + 1].depends_on = deps + FAN / 4;
+    v[FAN + 1].num_depends_on = FAN / 4;
+    v[FAN + 2].name = "last";
+    v[FAN + 2].callable = "plan_test.snap";
+    v[FAN + 2].depends_on = on_all;
+    v[FAN + 2].num_depends_on = 2;
+    v[FAN + 2].arguments = log_args;
+    v[FAN + 2].num_arguments = 1;
+    if (strata_plan_create(&spec, &p) != STRATA_OK)
+        fail_msg("plan: %s", strata_errmsg());
+    w = start_worker(2);
+    log = buffer(w, sizeof(struct plan_log));
+    assert_int_equal(strata_plan_bindings_create(p, w, &b), STRATA_OK);
+    assert_int_equal(strata_plan_bind_buffer(b, "log", log, 0, 0), 0);
+    j = (struct job){p, b};
+    if (strata_worker_run(w, run_plan, NULL, &j) != STRATA_OK)
+        fail_msg("run: %s", strata_errmsg());
+    /* last started after all 300 bumps. */
+    assert_int_equal(((struct plan_log *)strata_buffer_data(log))->flag,
+                     FAN / 2);
+    assert_int_equal(strata_plan_bindings_destroy(b), STRATA_OK);
+    strata_plan_destroy(p);
+    assert_int_equal(strata_worker_destroy(w), STRATA_OK);
+    testutil_assert_clean(&snap_before);
+}
+
 /* ---- submission errors ---- */
 
 static void expect_run_error(strata_worker *w, struct job *j, const char *word1,
@@ -547,6 +628,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_run_pipeline_in_dependency_order),
         cmocka_unit_test(test_plan_run_reserved_callbacks),
+        cmocka_unit_test(test_plan_run_wide_join_merges_tokens),
         cmocka_unit_test(test_plan_run_submit_errors_name_the_invocation),
     };
 

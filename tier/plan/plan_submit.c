@@ -172,6 +172,14 @@ static strata_err add_tokens(struct submit *s, size_t r, strata_args *a,
     return err;
 }
 
+/* Tensors left in a for predecessor tokens (one more is the task's own). */
+static size_t token_budget(const strata_args *a)
+{
+    size_t used = strata_args_num_tensors(a) + 1;
+
+    return used >= STRATA_MAX_TENSORS ? 0 : STRATA_MAX_TENSORS - used;
+}
+
 /* The bytes an access in a bound partition names, if it has one. */
 static strata_err partition_range(const struct submit *s,
                                   const strata_plan_invocation *v, size_t k,
@@ -363,9 +371,7 @@ static strata_err submit_reserved(struct submit *s, size_t i, strata_args *a)
                           v->num_arguments, a,           s->b->targets[i]};
     err = add_arguments(s, v, a, ops);
     if (!err)
-        err = add_tokens(s, s->pos[i], a,
-                         STRATA_MAX_TENSORS - 1 - strata_args_num_tensors(a),
-                         v->name);
+        err = add_tokens(s, s->pos[i], a, token_budget(a), v->name);
     if (!err)
         err = fn ? fn(s->o, &op, s->ctx) : default_transfer(s->o, &op);
     base_free(ops);
@@ -383,11 +389,7 @@ static strata_err submit_task(struct submit *s, size_t i, strata_args *a)
     if (!err)
         err = add_arguments(s, v, a, NULL);
     if (!err)
-        err = add_tokens(s, s->pos[i], a,
-                         v->num_arguments + 1 >= STRATA_MAX_TENSORS
-                             ? 0
-                             : STRATA_MAX_TENSORS - 1 - v->num_arguments,
-                         v->name);
+        err = add_tokens(s, s->pos[i], a, token_budget(a), v->name);
     for (size_t k = 0; !err && k < v->num_scalars; k++)
         err = strata_args_add_scalar(a, v->scalars[k]);
     if (err)
