@@ -5,11 +5,11 @@
  * so that no CUDA library or context is ever in the worker process (a
  * CUDA context does not survive fork). */
 #define _GNU_SOURCE /* dladdr */
-#include "../cuda/include/cuda/cuda_plugin.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "chip/chip.h"
 #include "chip_int.h"
+#include "wire/cuda_plugin.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -88,9 +88,15 @@ static void host_log(int level, const char *fmt, ...)
     base_log(l, "%s", line);
 }
 
+static int host_device_ordinal(const strata_chip *chip)
+{
+    return chip && chip->cfg ? chip->cfg->device_ordinal : -1;
+}
+
 static const struct cuda_plugin_host cuda_host = {
     .abi = CUDA_PLUGIN_ABI,
     .chip_id = strata_chip_id,
+    .device_ordinal = host_device_ordinal,
     .fail = base_fail,
     .log = host_log,
 };

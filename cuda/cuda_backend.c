@@ -13,7 +13,8 @@
 struct cuda_chip {
     const struct cuda_driver *d;
     int chip_id;
-    int ordinal; /* among the visible devices */
+    int ordinal;      /* among the visible devices */
+    bool from_config; /* device_ordinals gave it */
     CUdevice dev;
     CUcontext ctx; /* the device's primary context, retained */
     CUstream stream;
@@ -34,12 +35,18 @@ static strata_err fail_dev(const struct cuda_chip *c, CUresult r,
     return cuda_fail(host, c->d, r, what);
 }
 
-/* The chip's device ordinal, from STRATA_CUDA_DEVICES or its id; checked
- * before the driver is asked anything. */
-static strata_err map_device(struct cuda_chip *c)
+/* The chip's device ordinal: the config's device_ordinals, else
+ * STRATA_CUDA_DEVICES, else its id; checked before the driver is asked
+ * anything. */
+static strata_err map_device(struct cuda_chip *c, int configured)
 {
     char why[192];
 
+    c->from_config = configured >= 0;
+    if (c->from_config) {
+        c->ordinal = configured;
+        return STRATA_OK;
+    }
     if (cuda_device_map_lookup(getenv("STRATA_CUDA_DEVICES"), c->chip_id,
                                &c->ordinal, why, sizeof(why)))
         return host->fail(STRATA_EINVAL, "%s", why);
@@ -62,10 +69,15 @@ static strata_err pick_device(struct cuda_chip *c)
                           visible ? visible : "(unset)");
     if (c->ordinal >= count)
         return host->fail(STRATA_EINVAL,
-                          "device ordinal %d is out of range: %d CUDA "
+                          "device ordinal %d (%s) is out of range: %d CUDA "
                           "device%s visible (CUDA_VISIBLE_DEVICES=%s); map "
-                          "chips to devices with STRATA_CUDA_DEVICES",
-                          c->ordinal, count, count == 1 ? " is" : "s are",
+                          "chips to devices with the config's "
+                          "device_ordinals or STRATA_CUDA_DEVICES",
+                          c->ordinal,
+                          c->from_config ? "from device_ordinals"
+                                         : "the default or "
+                                           "STRATA_CUDA_DEVICES",
+                          count, count == 1 ? " is" : "s are",
                           visible ? visible : "(unset)");
     r = c->d->cuDeviceGet(&c->dev, c->ordinal);
     if (r != CUDA_SUCCESS)
@@ -142,7 +154,7 @@ static strata_err cuda_init(strata_chip *chip, void **state_out)
     if (!c)
         return host->fail(STRATA_ENOMEM, "cuda backend: out of memory");
     c->chip_id = host->chip_id(chip);
-    err = map_device(c);
+    err = map_device(c, host->device_ordinal(chip));
     if (!err)
         err = cuda_driver_load(host, &c->d);
     if (!err)
@@ -313,7 +325,8 @@ strata_cuda_plugin_open(const struct cuda_plugin_host *h,
 strata_err strata_cuda_plugin_open(const struct cuda_plugin_host *h,
                                    const struct cuda_plugin **out)
 {
-    if (!h || h->abi != CUDA_PLUGIN_ABI || !h->fail || !h->chip_id || !h->log)
+    if (!h || h->abi != CUDA_PLUGIN_ABI || !h->fail || !h->chip_id ||
+        !h->device_ordinal || !h->log)
         return h && h->fail ? h->fail(STRATA_ENOTSUP,
                                       "libstrata-cuda.so: host ABI %u, "
                                       "plug-in ABI %u",

@@ -4,7 +4,7 @@
 #ifndef CUDA_DRIVER_H
 #define CUDA_DRIVER_H
 
-#include "cuda/cuda_plugin.h"
+#include "wire/cuda_plugin.h"
 
 #include <cuda.h>
 #include <stdbool.h>

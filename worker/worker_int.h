@@ -27,6 +27,7 @@ struct strata_worker {
     char platform[32];
     char comm_profile[32];
     int *chip_ids;
+    int *device_ordinals; /* cuda: num_chips entries, or NULL */
     size_t num_chips;
     size_t num_subs;
     double startup_timeout_s;
