@@ -241,6 +241,12 @@ static strata_err cl_copy_d2h(void *state, void *dst, const void *src, size_t n)
                              : missing("device-to-host copy");
 }
 
+static strata_err cl_copy_d2d(void *state, void *dst, const void *src, size_t n)
+{
+    return CUDA_OP(copy_d2d) ? CUDA_OP(copy_d2d)(state, dst, src, n)
+                             : missing("device-to-device copy");
+}
+
 static strata_err cl_comm_init(void *state, uint32_t rank, uint32_t size)
 {
     return CUDA_OP(comm_init) ? CUDA_OP(comm_init)(state, rank, size)
@@ -311,6 +317,7 @@ static const struct chip_backend_ops cuda_loader_ops = {
     .free = cl_free,
     .copy_h2d = cl_copy_h2d,
     .copy_d2h = cl_copy_d2h,
+    .copy_d2d = cl_copy_d2d,
     .comm_init = cl_comm_init,
     .window_prepare = cl_window_prepare,
     .window_import = cl_window_import,

@@ -276,6 +276,12 @@ strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)
         return staged_copy(chip, f, true);
     case MBX_CTL_WINDOW_READ:
         return staged_copy(chip, f, false);
+    case MBX_CTL_DEV_ALLOC:
+    case MBX_CTL_DEV_FREE:
+    case MBX_CTL_DEV_WRITE:
+    case MBX_CTL_DEV_READ:
+    case MBX_CTL_DEV_COPY:
+        return chip_devmem_control(chip, f);
     }
     return base_fail(STRATA_EPROTO, "unknown control op %u", f->op);
 }

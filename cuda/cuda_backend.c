@@ -207,6 +207,12 @@ static strata_err cuda_malloc(void *state, size_t nbytes, void **dev_out)
 
     if (r != CUDA_SUCCESS)
         return fail_dev(c, r, "cuMemAlloc");
+    /* Zeroed, as host buffers are; synchronous (the null stream). */
+    r = c->d->cuMemsetD8(p, 0, nbytes);
+    if (r != CUDA_SUCCESS) {
+        c->d->cuMemFree(p);
+        return fail_dev(c, r, "cuMemsetD8");
+    }
     *dev_out = (void *)(uintptr_t)p;
     return STRATA_OK;
 }
@@ -238,6 +244,16 @@ static strata_err cuda_copy_d2h(void *state, void *dst, const void *src,
     CUresult r = c->d->cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, n);
 
     return r == CUDA_SUCCESS ? STRATA_OK : fail_dev(c, r, "cuMemcpyDtoH");
+}
+
+static strata_err cuda_copy_d2d(void *state, void *dst, const void *src,
+                                size_t n)
+{
+    struct cuda_chip *c = state;
+    CUresult r = c->d->cuMemcpyDtoD((CUdeviceptr)(uintptr_t)dst,
+                                    (CUdeviceptr)(uintptr_t)src, n);
+
+    return r == CUDA_SUCCESS ? STRATA_OK : fail_dev(c, r, "cuMemcpyDtoD");
 }
 
 /* Waits, asleep, for everything the task put on the stream. */
@@ -306,6 +322,7 @@ static const struct chip_backend_ops cuda_ops = {
     .free = cuda_free,
     .copy_h2d = cuda_copy_h2d,
     .copy_d2h = cuda_copy_d2h,
+    .copy_d2d = cuda_copy_d2d,
     .comm_init = cuda_comm_init,
     .launch = cuda_launch,
     .sync = cuda_sync,

@@ -37,7 +37,9 @@
     X(cuMemAlloc)                                                              \
     X(cuMemFree)                                                               \
     X(cuMemcpyHtoD)                                                            \
-    X(cuMemcpyDtoH)
+    X(cuMemcpyDtoH)                                                            \
+    X(cuMemcpyDtoD)                                                            \
+    X(cuMemsetD8)
 
 struct cuda_driver {
     void *lib;
