@@ -87,9 +87,22 @@ static strata_err check_config(const strata_worker_config *cfg)
                                  "device ordinal is >= 0",
                                  i, cfg->device_ordinals[i], cfg->chip_ids[i]);
     }
-    if (cfg->comm_profile && strcmp(cfg->comm_profile, "sim") != 0)
+    if (cfg->comm_profile && strcmp(cfg->comm_profile, "cuda-fabric") == 0)
+        return base_fail(STRATA_ENOTSUP,
+                         "comm_profile 'cuda-fabric' is not supported: "
+                         "fabric handles (multi-node NVLink) are not built; "
+                         "use \"cuda-ipc\" for the chips of one host");
+    if (cfg->comm_profile && strcmp(cfg->comm_profile, "cuda-ipc") == 0 &&
+        (!cfg->platform || strcmp(cfg->platform, "cuda") != 0))
         return base_fail(STRATA_EINVAL,
-                         "comm_profile '%s' is not supported (use \"sim\")",
+                         "comm_profile 'cuda-ipc' needs platform \"cuda\" "
+                         "(the platform is '%s')",
+                         cfg->platform ? cfg->platform : "sim");
+    if (cfg->comm_profile && strcmp(cfg->comm_profile, "sim") != 0 &&
+        strcmp(cfg->comm_profile, "cuda-ipc") != 0)
+        return base_fail(STRATA_EINVAL,
+                         "comm_profile '%s' is not supported (use \"sim\", "
+                         "or \"cuda-ipc\" on platform \"cuda\")",
                          cfg->comm_profile);
     return STRATA_OK;
 }
