@@ -39,7 +39,17 @@
     X(cuMemcpyHtoD)                                                            \
     X(cuMemcpyDtoH)                                                            \
     X(cuMemcpyDtoD)                                                            \
-    X(cuMemsetD8)
+    X(cuMemsetD8)                                                              \
+    X(cuMemGetAllocationGranularity)                                           \
+    X(cuMemCreate)                                                             \
+    X(cuMemRelease)                                                            \
+    X(cuMemAddressReserve)                                                     \
+    X(cuMemAddressFree)                                                        \
+    X(cuMemMap)                                                                \
+    X(cuMemUnmap)                                                              \
+    X(cuMemSetAccess)                                                          \
+    X(cuMemExportToShareableHandle)                                            \
+    X(cuMemImportFromShareableHandle)
 
 struct cuda_driver {
     void *lib;

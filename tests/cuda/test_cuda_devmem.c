@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <strata/cuda.h>
 #include <strata/device.h>
+#include <strata/domain.h>
 #include <strata/strata.h>
 #include <string.h>
 
@@ -114,6 +115,8 @@ static void start(size_t chips, size_t subs)
     cfg.chip_ids = ids;
     cfg.num_chips = chips;
     cfg.num_sub_workers = subs;
+    if (strcmp(platform, "cuda") == 0)
+        cfg.device_ordinals = (const int[]){0, 0}; /* one GPU will do */
     assert_int_equal(strata_worker_create(&cfg, &fx.w), STRATA_OK);
     if (strata_worker_init(fx.w) != STRATA_OK)
         fail_msg("strata_worker_init: %s", strata_errmsg());
@@ -532,6 +535,66 @@ static void test_devmem_create_refusals(void **state)
     testutil_assert_clean(&fx.before);
 }
 
+struct win_job {
+    strata_buffer *in, *zeros, *out;
+    size_t n;
+};
+
+/* A domain of chips 0 and 1: each window reads as zeros, takes bytes and
+ * gives them back; on cuda through cuda-ipc windows (cuMemCreate, fd
+ * export, pidfd_getfd, import, cuMemMap) and the backend's copies. */
+static strata_err window_job(strata_orch *o, const strata_args *unused,
+                             void *user)
+{
+    static const int members[] = {0, 1};
+    struct win_job *j = user;
+    const strata_comm_buffer_spec buf = {"b", STRATA_U8, j->n, j->n};
+    const strata_domain_spec spec = {"devwin", members, 2, j->n, &buf, 1};
+    strata_domain *d = NULL;
+    strata_err err;
+
+    (void)unused;
+    err = strata_orch_allocate_domain(o, &spec, &d);
+    for (int r = 0; !err && r < 2; r++) {
+        err = strata_orch_copy_from(o, d, r, "b", 0, j->zeros, (size_t)r * j->n,
+                                    j->n);
+        if (!err)
+            err = strata_orch_copy_to(o, d, r, "b", 0, j->in, 0, j->n);
+        if (!err)
+            err = strata_orch_copy_from(o, d, r, "b", 0, j->out,
+                                        (size_t)r * j->n, j->n);
+    }
+    if (d && strata_domain_release(d) != STRATA_OK && !err)
+        err = STRATA_ESTATE;
+    return err;
+}
+
+static void test_devmem_domain_windows_round_trip(void **state)
+{
+    struct win_job j = {.n = 1u << 16};
+    uint8_t *in, *zeros, *out;
+
+    (void)state;
+    start(2, 0);
+    j.in = host(j.n);
+    j.zeros = host(2 * j.n);
+    j.out = host(2 * j.n);
+    in = strata_buffer_data(j.in);
+    zeros = strata_buffer_data(j.zeros);
+    out = strata_buffer_data(j.out);
+    memset(zeros, 0xee, 2 * j.n);
+    for (size_t i = 0; i < j.n; i++)
+        in[i] = (uint8_t)(i * 7u + 1u);
+    if (strata_worker_run(fx.w, window_job, NULL, &j) != STRATA_OK)
+        fail_msg("domain windows: %s", strata_errmsg());
+    for (size_t i = 0; i < 2 * j.n; i++)
+        if (zeros[i])
+            fail_msg("byte %zu of a new window is %u", i, zeros[i]);
+    assert_memory_equal(out, in, j.n);
+    assert_memory_equal(out + j.n, in, j.n);
+    stop();
+}
+
 /* Is there a device for platform "cuda"? */
 static bool cuda_usable(char *why, size_t cap)
 {
@@ -544,6 +607,7 @@ static bool cuda_usable(char *why, size_t cap)
     cfg.platform = "cuda";
     cfg.chip_ids = ids;
     cfg.num_chips = 1;
+    cfg.device_ordinals = (const int[]){0};
     if (strata_worker_create(&cfg, &w) != STRATA_OK)
         return false;
     err = strata_worker_init(w);
@@ -563,6 +627,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_devmem_tensor_for_other_chip_or_subs_einval),
         cmocka_unit_test(test_devmem_release_while_named_estate),
         cmocka_unit_test(test_devmem_create_refusals),
+        cmocka_unit_test(test_devmem_domain_windows_round_trip),
     };
     char why[STRATA_ERRMSG_MAX];
 
