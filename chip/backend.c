@@ -5,11 +5,11 @@
  * so that no CUDA library or context is ever in the worker process (a
  * CUDA context does not survive fork). */
 #define _GNU_SOURCE /* dladdr */
-#include "../cuda/include/cuda/cuda_plugin.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "chip/chip.h"
 #include "chip_int.h"
+#include "wire/cuda_plugin.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -88,9 +88,15 @@ static void host_log(int level, const char *fmt, ...)
     base_log(l, "%s", line);
 }
 
+static int host_device_ordinal(const strata_chip *chip)
+{
+    return chip && chip->cfg ? chip->cfg->device_ordinal : -1;
+}
+
 static const struct cuda_plugin_host cuda_host = {
     .abi = CUDA_PLUGIN_ABI,
     .chip_id = strata_chip_id,
+    .device_ordinal = host_device_ordinal,
     .fail = base_fail,
     .log = host_log,
 };
@@ -235,6 +241,12 @@ static strata_err cl_copy_d2h(void *state, void *dst, const void *src, size_t n)
                              : missing("device-to-host copy");
 }
 
+static strata_err cl_copy_d2d(void *state, void *dst, const void *src, size_t n)
+{
+    return CUDA_OP(copy_d2d) ? CUDA_OP(copy_d2d)(state, dst, src, n)
+                             : missing("device-to-device copy");
+}
+
 static strata_err cl_comm_init(void *state, uint32_t rank, uint32_t size)
 {
     return CUDA_OP(comm_init) ? CUDA_OP(comm_init)(state, rank, size)
@@ -305,6 +317,7 @@ static const struct chip_backend_ops cuda_loader_ops = {
     .free = cl_free,
     .copy_h2d = cl_copy_h2d,
     .copy_d2h = cl_copy_d2h,
+    .copy_d2d = cl_copy_d2d,
     .comm_init = cl_comm_init,
     .window_prepare = cl_window_prepare,
     .window_import = cl_window_import,

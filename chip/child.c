@@ -33,6 +33,11 @@ static const char *role(const struct chip_child_cfg *cfg)
     return cfg->is_sub ? "sub" : "chip";
 }
 
+static bool cfg_is_chip(const strata_chip *chip)
+{
+    return !chip->cfg->is_sub && chip->cfg->ops;
+}
+
 strata_err chip_resolve_args(strata_chip *chip, const struct mbx_frame *f)
 {
     strata_err err = wire_args_decode(f->args, f->args_len, &chip->args);
@@ -43,8 +48,17 @@ strata_err chip_resolve_args(strata_chip *chip, const struct mbx_frame *f)
         const struct wire_tensor *t = &chip->args.tensors[i];
         void *base;
 
-        err = bufmap_get(&chip->map, t->creator, t->buffer_id, t->buffer_size,
-                         &base);
+        if (t->flags & WIRE_TENSOR_DEVICE)
+            err = cfg_is_chip(chip)
+                      ? chip_devmem_resolve(chip, t->creator, t->buffer_id,
+                                            t->buffer_size, &base)
+                      : base_fail(STRATA_EINVAL,
+                                  "tensor %u: a device buffer, sent to sub "
+                                  "worker %d",
+                                  i, chip->cfg->id);
+        else
+            err = bufmap_get(&chip->map, t->creator, t->buffer_id,
+                             t->buffer_size, &base);
         if (err)
             return err;
         chip->args.data[i] = (char *)base + t->offset;
@@ -164,6 +178,7 @@ _Noreturn void chip_child_main(const struct chip_child_cfg *cfg)
         chip_signal_bind(&cfg->shared->signal_parked, cfg->va_base,
                          chip_va_local_size(cfg->va_size));
     bufmap_init(&chip.map);
+    bufmap_init(&chip.devs);
     err = start(&chip);
     mbx_child_init_done(cfg->mbx, err, err ? strata_errmsg() : "");
     ring_doorbell(cfg->doorbell_fd);
@@ -174,6 +189,8 @@ _Noreturn void chip_child_main(const struct chip_child_cfg *cfg)
     LOG_DEBUG("ready");
     serve(&chip);
     chip_watch_remove_all();
+    if (!cfg->is_sub && chip.state)
+        chip_devmem_fini(&chip);
     if (!cfg->is_sub && cfg->ops->fini)
         cfg->ops->fini(&chip, chip.state);
     bufmap_fini(&chip.map);

@@ -137,6 +137,30 @@ static strata_err window_span(strata_chip *chip, const struct mbx_frame *f,
     return STRATA_OK;
 }
 
+/* n bytes into a window at span, or out of it: the backend's copies when
+ * it has them (sim's are memcpy, cuda's cuMemcpy*), else memcpy. */
+static strata_err win_write(strata_chip *chip, char *span, const void *src,
+                            size_t n)
+{
+    const struct chip_backend_ops *ops = chip->cfg->ops;
+
+    if (ops->copy_h2d)
+        return ops->copy_h2d(chip->state, span, src, n);
+    memcpy(span, src, n);
+    return STRATA_OK;
+}
+
+static strata_err win_read(strata_chip *chip, void *dst, const char *span,
+                           size_t n)
+{
+    const struct chip_backend_ops *ops = chip->cfg->ops;
+
+    if (ops->copy_d2h)
+        return ops->copy_d2h(chip->state, dst, span, n);
+    memcpy(dst, span, n);
+    return STRATA_OK;
+}
+
 /* A task's one tensor into a window, or window bytes into it. */
 static strata_err copy(strata_chip *chip, struct mbx_frame *f, bool to)
 {
@@ -150,11 +174,9 @@ static strata_err copy(strata_chip *chip, struct mbx_frame *f, bool to)
     if (chip->args.num_tensors != 1 ||
         f->arg[2] != chip->args.tensors[0].nbytes)
         return base_fail(STRATA_EPROTO, "window copy out of range");
-    if (to)
-        memcpy(span, chip->args.data[0], f->arg[2]);
-    else
-        memcpy(chip->args.data[0], span, f->arg[2]);
-    return STRATA_OK;
+    /* Through the backend: a device window is not host memory. */
+    return to ? win_write(chip, span, chip->args.data[0], f->arg[2])
+              : win_read(chip, chip->args.data[0], span, f->arg[2]);
 }
 
 /* Staged bytes into a window, or window bytes back into staging. */
@@ -168,13 +190,12 @@ static strata_err staged_copy(strata_chip *chip, struct mbx_frame *f,
         return err;
     if (f->arg[2] > MBX_STAGING_SIZE || (write && f->staged_len != f->arg[2]))
         return base_fail(STRATA_EPROTO, "window copy out of range");
-    if (write) {
-        memcpy(span, chip->cfg->mbx->staging, f->arg[2]);
-    } else {
-        memcpy(chip->cfg->mbx->staging, span, f->arg[2]);
+    if (write)
+        return win_write(chip, span, chip->cfg->mbx->staging, f->arg[2]);
+    err = win_read(chip, chip->cfg->mbx->staging, span, f->arg[2]);
+    if (!err)
         f->staged_len = f->arg[2];
-    }
-    return STRATA_OK;
+    return err;
 }
 
 /* Maps the control page of the domain whose windows were just adopted
@@ -274,6 +295,12 @@ strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)
         return staged_copy(chip, f, true);
     case MBX_CTL_WINDOW_READ:
         return staged_copy(chip, f, false);
+    case MBX_CTL_DEV_ALLOC:
+    case MBX_CTL_DEV_FREE:
+    case MBX_CTL_DEV_WRITE:
+    case MBX_CTL_DEV_READ:
+    case MBX_CTL_DEV_COPY:
+        return chip_devmem_control(chip, f);
     }
     return base_fail(STRATA_EPROTO, "unknown control op %u", f->op);
 }

@@ -3,46 +3,40 @@
  * function that enqueues work on that stream; the chip records an event
  * after it and sleeps on the event (blocking sync, no spinning) before it
  * reports the task done. */
-#include "cuda_driver.h"
+#include "cuda_chip.h"
 #include "cuda_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct cuda_chip {
-    const struct cuda_driver *d;
-    int chip_id;
-    int ordinal; /* among the visible devices */
-    CUdevice dev;
-    CUcontext ctx; /* the device's primary context, retained */
-    CUstream stream;
-    CUevent done; /* recorded after each task's work */
-    uint32_t comm_rank, comm_size;
-    uint64_t launches;
-};
-
-static const struct cuda_plugin_host *host;
+const struct cuda_plugin_host *cuda_host_table;
 
 /* Records "device N: call failed: NAME (code): text". */
-static strata_err fail_dev(const struct cuda_chip *c, CUresult r,
-                           const char *call)
+strata_err cuda_chip_fail(const struct cuda_chip *c, CUresult r,
+                          const char *call)
 {
     char what[128];
 
     snprintf(what, sizeof(what), "device %d: %s failed", c->ordinal, call);
-    return cuda_fail(host, c->d, r, what);
+    return cuda_fail(cuda_host_table, c->d, r, what);
 }
 
-/* The chip's device ordinal, from STRATA_CUDA_DEVICES or its id; checked
- * before the driver is asked anything. */
-static strata_err map_device(struct cuda_chip *c)
+/* The chip's device ordinal: the config's device_ordinals, else
+ * STRATA_CUDA_DEVICES, else its id; checked before the driver is asked
+ * anything. */
+static strata_err map_device(struct cuda_chip *c, int configured)
 {
     char why[192];
 
+    c->from_config = configured >= 0;
+    if (c->from_config) {
+        c->ordinal = configured;
+        return STRATA_OK;
+    }
     if (cuda_device_map_lookup(getenv("STRATA_CUDA_DEVICES"), c->chip_id,
                                &c->ordinal, why, sizeof(why)))
-        return host->fail(STRATA_EINVAL, "%s", why);
+        return cuda_host_table->fail(STRATA_EINVAL, "%s", why);
     return STRATA_OK;
 }
 
@@ -55,21 +49,27 @@ static strata_err pick_device(struct cuda_chip *c)
 
     r = c->d->cuDeviceGetCount(&count);
     if (r != CUDA_SUCCESS)
-        return cuda_fail(host, c->d, r, "cuDeviceGetCount failed");
+        return cuda_fail(cuda_host_table, c->d, r, "cuDeviceGetCount failed");
     if (count == 0)
-        return host->fail(STRATA_ENOTSUP,
-                          "no CUDA device is visible (CUDA_VISIBLE_DEVICES=%s)",
-                          visible ? visible : "(unset)");
+        return cuda_host_table->fail(
+            STRATA_ENOTSUP,
+            "no CUDA device is visible (CUDA_VISIBLE_DEVICES=%s)",
+            visible ? visible : "(unset)");
     if (c->ordinal >= count)
-        return host->fail(STRATA_EINVAL,
-                          "device ordinal %d is out of range: %d CUDA "
-                          "device%s visible (CUDA_VISIBLE_DEVICES=%s); map "
-                          "chips to devices with STRATA_CUDA_DEVICES",
-                          c->ordinal, count, count == 1 ? " is" : "s are",
-                          visible ? visible : "(unset)");
+        return cuda_host_table->fail(
+            STRATA_EINVAL,
+            "device ordinal %d (%s) is out of range: %d CUDA "
+            "device%s visible (CUDA_VISIBLE_DEVICES=%s); map "
+            "chips to devices with the config's "
+            "device_ordinals or STRATA_CUDA_DEVICES",
+            c->ordinal,
+            c->from_config ? "from device_ordinals"
+                           : "the default or "
+                             "STRATA_CUDA_DEVICES",
+            count, count == 1 ? " is" : "s are", visible ? visible : "(unset)");
     r = c->d->cuDeviceGet(&c->dev, c->ordinal);
     if (r != CUDA_SUCCESS)
-        return fail_dev(c, r, "cuDeviceGet");
+        return cuda_chip_fail(c, r, "cuDeviceGet");
     return STRATA_OK;
 }
 
@@ -84,10 +84,10 @@ static strata_err open_context(struct cuda_chip *c)
      * 11 it may also be set on an active one). */
     r = c->d->cuDevicePrimaryCtxSetFlags(c->dev, CU_CTX_SCHED_BLOCKING_SYNC);
     if (r != CUDA_SUCCESS)
-        return fail_dev(c, r, "cuDevicePrimaryCtxSetFlags");
+        return cuda_chip_fail(c, r, "cuDevicePrimaryCtxSetFlags");
     r = c->d->cuDevicePrimaryCtxRetain(&c->ctx, c->dev);
     if (r != CUDA_SUCCESS)
-        return fail_dev(c, r, "cuDevicePrimaryCtxRetain");
+        return cuda_chip_fail(c, r, "cuDevicePrimaryCtxRetain");
     call = "cuCtxSetCurrent";
     r = c->d->cuCtxSetCurrent(c->ctx);
     if (r != CUDA_SUCCESS)
@@ -110,7 +110,7 @@ err_release:
     c->d->cuCtxSetCurrent(NULL);
     c->d->cuDevicePrimaryCtxRelease(c->dev);
     c->ctx = NULL;
-    return fail_dev(c, r, call);
+    return cuda_chip_fail(c, r, call);
 }
 
 /* "device 0 (NVIDIA H200, sm_90, 143771 MiB), CUDA driver 13.0" at info
@@ -127,11 +127,12 @@ static void log_device(const struct cuda_chip *c)
     c->d->cuDeviceGetAttribute(
         &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev);
     c->d->cuDeviceTotalMem(&total, c->dev);
-    host->log(CUDA_PLUGIN_LOG_INFO,
-              "chip %d on device %d (%s, sm_%d%d, %zu MiB), CUDA driver "
-              "%d.%d",
-              c->chip_id, c->ordinal, name, major, minor, total >> 20,
-              c->d->version / 1000, c->d->version % 1000 / 10);
+    cuda_host_table->log(
+        CUDA_PLUGIN_LOG_INFO,
+        "chip %d on device %d (%s, sm_%d%d, %zu MiB), CUDA driver "
+        "%d.%d",
+        c->chip_id, c->ordinal, name, major, minor, total >> 20,
+        c->d->version / 1000, c->d->version % 1000 / 10);
 }
 
 static strata_err cuda_init(strata_chip *chip, void **state_out)
@@ -140,11 +141,12 @@ static strata_err cuda_init(strata_chip *chip, void **state_out)
     strata_err err;
 
     if (!c)
-        return host->fail(STRATA_ENOMEM, "cuda backend: out of memory");
-    c->chip_id = host->chip_id(chip);
-    err = map_device(c);
+        return cuda_host_table->fail(STRATA_ENOMEM,
+                                     "cuda backend: out of memory");
+    c->chip_id = cuda_host_table->chip_id(chip);
+    err = map_device(c, cuda_host_table->device_ordinal(chip));
     if (!err)
-        err = cuda_driver_load(host, &c->d);
+        err = cuda_driver_load(cuda_host_table, &c->d);
     if (!err)
         err = pick_device(c);
     if (!err)
@@ -169,6 +171,7 @@ static void cuda_fini(strata_chip *chip, void *state)
         return;
     /* Errors here have nowhere to go: the chip is shutting down. */
     c->d->cuStreamSynchronize(c->stream);
+    cuda_windows_release_all(c);
     c->d->cuEventDestroy(c->done);
     c->d->cuStreamDestroy(c->stream);
     c->d->cuCtxSetCurrent(NULL);
@@ -194,7 +197,13 @@ static strata_err cuda_malloc(void *state, size_t nbytes, void **dev_out)
     CUresult r = c->d->cuMemAlloc(&p, nbytes);
 
     if (r != CUDA_SUCCESS)
-        return fail_dev(c, r, "cuMemAlloc");
+        return cuda_chip_fail(c, r, "cuMemAlloc");
+    /* Zeroed, as host buffers are; synchronous (the null stream). */
+    r = c->d->cuMemsetD8(p, 0, nbytes);
+    if (r != CUDA_SUCCESS) {
+        c->d->cuMemFree(p);
+        return cuda_chip_fail(c, r, "cuMemsetD8");
+    }
     *dev_out = (void *)(uintptr_t)p;
     return STRATA_OK;
 }
@@ -207,7 +216,7 @@ static strata_err cuda_free(void *state, void *dev)
     if (!dev)
         return STRATA_OK;
     r = c->d->cuMemFree((CUdeviceptr)(uintptr_t)dev);
-    return r == CUDA_SUCCESS ? STRATA_OK : fail_dev(c, r, "cuMemFree");
+    return r == CUDA_SUCCESS ? STRATA_OK : cuda_chip_fail(c, r, "cuMemFree");
 }
 
 static strata_err cuda_copy_h2d(void *state, void *dst, const void *src,
@@ -216,7 +225,7 @@ static strata_err cuda_copy_h2d(void *state, void *dst, const void *src,
     struct cuda_chip *c = state;
     CUresult r = c->d->cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, n);
 
-    return r == CUDA_SUCCESS ? STRATA_OK : fail_dev(c, r, "cuMemcpyHtoD");
+    return r == CUDA_SUCCESS ? STRATA_OK : cuda_chip_fail(c, r, "cuMemcpyHtoD");
 }
 
 static strata_err cuda_copy_d2h(void *state, void *dst, const void *src,
@@ -225,7 +234,17 @@ static strata_err cuda_copy_d2h(void *state, void *dst, const void *src,
     struct cuda_chip *c = state;
     CUresult r = c->d->cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, n);
 
-    return r == CUDA_SUCCESS ? STRATA_OK : fail_dev(c, r, "cuMemcpyDtoH");
+    return r == CUDA_SUCCESS ? STRATA_OK : cuda_chip_fail(c, r, "cuMemcpyDtoH");
+}
+
+static strata_err cuda_copy_d2d(void *state, void *dst, const void *src,
+                                size_t n)
+{
+    struct cuda_chip *c = state;
+    CUresult r = c->d->cuMemcpyDtoD((CUdeviceptr)(uintptr_t)dst,
+                                    (CUdeviceptr)(uintptr_t)src, n);
+
+    return r == CUDA_SUCCESS ? STRATA_OK : cuda_chip_fail(c, r, "cuMemcpyDtoD");
 }
 
 /* Waits, asleep, for everything the task put on the stream. */
@@ -237,7 +256,7 @@ static strata_err wait_stream_work(struct cuda_chip *c)
         r = c->d->cuEventSynchronize(c->done);
     if (r == CUDA_SUCCESS)
         return STRATA_OK;
-    return fail_dev(c, r, "the task's work on the chip's stream");
+    return cuda_chip_fail(c, r, "the task's work on the chip's stream");
 }
 
 static strata_err cuda_launch(void *state, strata_chip *chip,
@@ -250,7 +269,7 @@ static strata_err cuda_launch(void *state, strata_chip *chip,
     /* A kernel may have made another context current (cudaSetDevice). */
     r = c->d->cuCtxSetCurrent(c->ctx);
     if (r != CUDA_SUCCESS)
-        return fail_dev(c, r, "cuCtxSetCurrent");
+        return cuda_chip_fail(c, r, "cuCtxSetCurrent");
     c->launches++;
     err = fn(chip, args);
     /* Even a failed kernel may have enqueued work that still uses the
@@ -270,7 +289,7 @@ static strata_err cuda_sync(void *state)
     CUresult r = c->d->cuStreamSynchronize(c->stream);
 
     return r == CUDA_SUCCESS ? STRATA_OK
-                             : fail_dev(c, r, "cuStreamSynchronize");
+                             : cuda_chip_fail(c, r, "cuStreamSynchronize");
 }
 
 static void *cuda_stream(void *state)
@@ -283,8 +302,7 @@ static int cuda_device(void *state)
     return ((struct cuda_chip *)state)->ordinal;
 }
 
-/* Device windows (cuda-ipc), NCCL and device tensors come later: their
- * slots stay NULL and the loader answers STRATA_ENOTSUP for them. */
+/* Device windows are cuda_window.c's; NCCL comes later. */
 static const struct chip_backend_ops cuda_ops = {
     .name = "cuda",
     .abi = CHIP_BACKEND_ABI,
@@ -294,7 +312,13 @@ static const struct chip_backend_ops cuda_ops = {
     .free = cuda_free,
     .copy_h2d = cuda_copy_h2d,
     .copy_d2h = cuda_copy_d2h,
+    .copy_d2d = cuda_copy_d2d,
     .comm_init = cuda_comm_init,
+    .window_prepare = cuda_window_prepare,
+    .window_import = cuda_window_import,
+    .window_release = cuda_window_release,
+    .window_local = cuda_window_local,
+    .comm_context = cuda_comm_context,
     .launch = cuda_launch,
     .sync = cuda_sync,
 };
@@ -313,13 +337,14 @@ strata_cuda_plugin_open(const struct cuda_plugin_host *h,
 strata_err strata_cuda_plugin_open(const struct cuda_plugin_host *h,
                                    const struct cuda_plugin **out)
 {
-    if (!h || h->abi != CUDA_PLUGIN_ABI || !h->fail || !h->chip_id || !h->log)
+    if (!h || h->abi != CUDA_PLUGIN_ABI || !h->fail || !h->chip_id ||
+        !h->device_ordinal || !h->log)
         return h && h->fail ? h->fail(STRATA_ENOTSUP,
                                       "libstrata-cuda.so: host ABI %u, "
                                       "plug-in ABI %u",
                                       h->abi, CUDA_PLUGIN_ABI)
                             : STRATA_ENOTSUP;
-    host = h;
+    cuda_host_table = h;
     *out = &plugin;
     return STRATA_OK;
 }

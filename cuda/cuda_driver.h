@@ -4,7 +4,7 @@
 #ifndef CUDA_DRIVER_H
 #define CUDA_DRIVER_H
 
-#include "cuda/cuda_plugin.h"
+#include "wire/cuda_plugin.h"
 
 #include <cuda.h>
 #include <stdbool.h>
@@ -37,7 +37,19 @@
     X(cuMemAlloc)                                                              \
     X(cuMemFree)                                                               \
     X(cuMemcpyHtoD)                                                            \
-    X(cuMemcpyDtoH)
+    X(cuMemcpyDtoH)                                                            \
+    X(cuMemcpyDtoD)                                                            \
+    X(cuMemsetD8)                                                              \
+    X(cuMemGetAllocationGranularity)                                           \
+    X(cuMemCreate)                                                             \
+    X(cuMemRelease)                                                            \
+    X(cuMemAddressReserve)                                                     \
+    X(cuMemAddressFree)                                                        \
+    X(cuMemMap)                                                                \
+    X(cuMemUnmap)                                                              \
+    X(cuMemSetAccess)                                                          \
+    X(cuMemExportToShareableHandle)                                            \
+    X(cuMemImportFromShareableHandle)
 
 struct cuda_driver {
     void *lib;

@@ -260,4 +260,9 @@ void orch_run_task_done(struct orch_sched *s, struct orch_task *t,
 strata_err orch_wait(struct orch_sched *s, bool (*done)(void *), void *arg,
                      uint64_t deadline);
 
+/* devcheck.c: STRATA_EINVAL, naming tensor i, when b is a device buffer
+ * that a task for endpoint ep (-1: the sub queue) may not name. */
+strata_err orch_device_tensor_check(const struct orch_sched *s,
+                                    const strata_buffer *b, uint32_t i, int ep);
+
 #endif

@@ -66,6 +66,8 @@ static strata_err check_args(const struct orch_sched *s, const strata_args *a,
                              "tensor %u: buffer %llu lives on remote node "
                              "%d; only tasks on that node can name it",
                              i, (unsigned long long)b->id, b->node);
+        if (orch_device_tensor_check(s, b, i, ep))
+            return STRATA_EINVAL;
     }
     return STRATA_OK;
 }

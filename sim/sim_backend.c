@@ -86,6 +86,7 @@ const struct chip_backend_ops sim_backend_ops = {
     .free = sim_free,
     .copy_h2d = sim_copy,
     .copy_d2h = sim_copy,
+    .copy_d2d = sim_copy,
     .comm_init = sim_comm_init,
     .window_prepare = sim_window_prepare,
     .window_import = sim_window_import,

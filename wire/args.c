@@ -131,6 +131,7 @@ strata_err strata_args_add_tensor(strata_args *a, strata_buffer *buf,
     t.dtype = (uint8_t)dtype;
     t.ndims = (uint8_t)ndims;
     t.tag = (uint8_t)tag;
+    t.flags = buf->device ? WIRE_TENSOR_DEVICE : 0;
     t.nbytes = strata_dtype_size(dtype);
     for (size_t d = 0; d < ndims; d++) {
         t.shape[d] = shape[d];
@@ -283,9 +284,10 @@ strata_err wire_args_decode(const void *src, size_t len, strata_args *out)
             base_errmsg_prefix("args");
             return STRATA_EPROTO;
         }
-        if (t->reserved)
+        if (t->flags & ~WIRE_TENSOR_DEVICE)
             return base_fail(STRATA_EPROTO,
-                             "args: tensor %u reserved byte not zero", i);
+                             "args: tensor %u has unknown flags 0x%x", i,
+                             t->flags);
         if (t->creator <= 0)
             return base_fail(STRATA_EPROTO,
                              "args: tensor %u has no creator pid", i);

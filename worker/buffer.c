@@ -61,7 +61,7 @@ static void untrack(strata_worker *w, strata_buffer *b)
 
 static void unmap_free(strata_buffer *b)
 {
-    if (!b->remote) {
+    if (!b->remote && !b->device) {
         munmap(b->data, b->size);
         if (!b->foreign)
             shm_unlink(b->name);
@@ -217,6 +217,8 @@ strata_err strata_buffer_release(strata_buffer *b)
         err = orch_buffer_release(w->sched, b);
         if (err)
             return err;
+        if (b->device)
+            worker_device_buffer_free(b);
     }
     untrack(w, b);
     unmap_free(b);
@@ -226,7 +228,7 @@ strata_err strata_buffer_release(strata_buffer *b)
 void worker_buffers_forget_inherited(strata_worker *w)
 {
     for (size_t i = 0; i < w->num_bufs; i++)
-        if (!w->bufs[i]->remote)
+        if (!w->bufs[i]->remote && !w->bufs[i]->device)
             munmap(w->bufs[i]->data, w->bufs[i]->size);
 }
 

@@ -226,6 +226,8 @@ static strata_err copy(strata_buffer *b, size_t offset, void *data, size_t n,
                          what, (unsigned long long)b->id, pins);
     if (b->remote)
         return remote_copy(b, offset, data, n, write);
+    if (b->device)
+        return worker_device_buffer_copy(b, offset, data, n, write);
     if (write)
         memcpy((uint8_t *)b->data + offset, data, n);
     else

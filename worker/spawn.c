@@ -91,6 +91,10 @@ _Noreturn static void become_child(strata_worker *w, size_t i)
         .va_size = w->va_size,
         .index = (unsigned)i,
         .count = (unsigned)worker_num_directed(w),
+        .device_ordinal =
+            w->level == 3 && i < w->num_chips && w->device_ordinals
+                ? w->device_ordinals[i]
+                : -1,
     };
 
     for (size_t j = 0; j < n; j++) {

@@ -74,9 +74,35 @@ static strata_err check_config(const strata_worker_config *cfg)
                          "startup_timeout_s is %g: it must be > 0 and at "
                          "most 1e7 s",
                          cfg->startup_timeout_s);
-    if (cfg->comm_profile && strcmp(cfg->comm_profile, "sim") != 0)
+    if (cfg->device_ordinals) {
+        if (!cfg->platform || strcmp(cfg->platform, "cuda") != 0)
+            return base_fail(STRATA_EINVAL,
+                             "device_ordinals is set, but platform is '%s': "
+                             "device ordinals are for platform \"cuda\"",
+                             cfg->platform ? cfg->platform : "sim");
+        for (size_t i = 0; i < cfg->num_chips; i++)
+            if (cfg->device_ordinals[i] < 0)
+                return base_fail(STRATA_EINVAL,
+                                 "device_ordinals[%zu] is %d for chip %d: a "
+                                 "device ordinal is >= 0",
+                                 i, cfg->device_ordinals[i], cfg->chip_ids[i]);
+    }
+    if (cfg->comm_profile && strcmp(cfg->comm_profile, "cuda-fabric") == 0)
+        return base_fail(STRATA_ENOTSUP,
+                         "comm_profile 'cuda-fabric' is not supported: "
+                         "fabric handles (multi-node NVLink) are not built; "
+                         "use \"cuda-ipc\" for the chips of one host");
+    if (cfg->comm_profile && strcmp(cfg->comm_profile, "cuda-ipc") == 0 &&
+        (!cfg->platform || strcmp(cfg->platform, "cuda") != 0))
         return base_fail(STRATA_EINVAL,
-                         "comm_profile '%s' is not supported (use \"sim\")",
+                         "comm_profile 'cuda-ipc' needs platform \"cuda\" "
+                         "(the platform is '%s')",
+                         cfg->platform ? cfg->platform : "sim");
+    if (cfg->comm_profile && strcmp(cfg->comm_profile, "sim") != 0 &&
+        strcmp(cfg->comm_profile, "cuda-ipc") != 0)
+        return base_fail(STRATA_EINVAL,
+                         "comm_profile '%s' is not supported (use \"sim\", "
+                         "or \"cuda-ipc\" on platform \"cuda\")",
                          cfg->comm_profile);
     return STRATA_OK;
 }
@@ -111,6 +137,16 @@ strata_err strata_worker_create(const strata_worker_config *cfg,
     }
     if (cfg->num_chips)
         memcpy(w->chip_ids, cfg->chip_ids, cfg->num_chips * sizeof(int));
+    if (cfg->device_ordinals && cfg->num_chips) {
+        w->device_ordinals = base_calloc(cfg->num_chips, sizeof(int));
+        if (!w->device_ordinals) {
+            base_free(w->chip_ids);
+            base_free(w);
+            return base_fail(STRATA_ENOMEM, "out of memory creating a worker");
+        }
+        memcpy(w->device_ordinals, cfg->device_ordinals,
+               cfg->num_chips * sizeof(int));
+    }
     w->level = cfg->level;
     /* This process is the tree's root above the nodes: say so in its log
      * lines (a forked node names itself in node.c). */
@@ -277,6 +313,7 @@ void worker_free(strata_worker *w)
     pthread_mutex_destroy(&w->gv_mu);
     pthread_mutex_destroy(&w->buf_mu);
     base_free(w->chip_ids);
+    base_free(w->device_ordinals);
     base_free(w);
 }
 

@@ -27,6 +27,7 @@ struct strata_worker {
     char platform[32];
     char comm_profile[32];
     int *chip_ids;
+    int *device_ordinals; /* cuda: num_chips entries, or NULL */
     size_t num_chips;
     size_t num_subs;
     double startup_timeout_s;
@@ -149,6 +150,12 @@ strata_err worker_buffer_import(strata_worker *w, int creator, uint64_t id,
 strata_buffer *worker_buffer_find(strata_worker *w, int creator, uint64_t id);
 uint64_t worker_buffer_next_id(void);
 strata_err worker_buffer_track(strata_worker *w, strata_buffer *b);
+/* dbuffer.c: frees a device buffer's memory on its chip (a dead chip's
+ * went with it); and strata_buffer_write/_read of one, staged through the
+ * chip's mailbox (range and pins checked by the caller). */
+void worker_device_buffer_free(strata_buffer *b);
+strata_err worker_device_buffer_copy(strata_buffer *b, size_t offset,
+                                     void *data, size_t n, bool write);
 
 /* rbuffer.c: a request id for a message the L4 builds itself. */
 uint64_t worker_request_id(void);

@@ -224,6 +224,11 @@ typedef struct strata_worker_config {
     size_t num_sub_workers;
     const char *comm_profile; /* default "sim" */
     double startup_timeout_s; /* whole-tree deadline, (0, 1e7]; default 120 */
+    /* platform "cuda": NULL, or num_chips device ordinals, the device of
+     * chip_ids[i] being device_ordinals[i] (among the devices
+     * CUDA_VISIBLE_DEVICES leaves visible; chips may share one). NULL:
+     * STRATA_CUDA_DEVICES, else ordinal = chip id. See docs/cuda.md. */
+    const int *device_ordinals;
 } strata_worker_config;
 
 /* The deepest worker: each level is a layer of processes below it. */
@@ -237,7 +242,9 @@ STRATA_API void strata_worker_config_init(strata_worker_config *cfg, int level);
  * level outside 3..STRATA_MAX_LEVEL, chips above level 3, chip_ids NULL with
  * chips, a negative or repeated chip id, more than 4096 chips and subs, a
  * startup_timeout_s that is NaN, <= 0 or > 1e7, an unknown platform or
- * comm_profile. */
+ * comm_profile, device_ordinals on a platform other than "cuda" or with a
+ * negative entry (the chip named). An ordinal past the visible devices is
+ * found by the chip, at strata_worker_init: STRATA_EINVAL naming it. */
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_worker_create(const strata_worker_config *cfg, strata_worker **out);
 

@@ -564,6 +564,32 @@ static void test_cuda_gpu_ordinal_out_of_range_einval(void **state)
     testutil_assert_clean(&before);
 }
 
+/* The same through the config's device_ordinals: chip 1 is named. */
+static void test_cuda_gpu_config_ordinal_out_of_range_einval(void **state)
+{
+    static const int ids[] = {0, 1};
+    int ordinals[2] = {0, device_count};
+    testutil_snapshot before;
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    unsetenv("STRATA_CUDA_DEVICES");
+    strata_worker_config_init(&cfg, 3);
+    cfg.platform = "cuda";
+    cfg.chip_ids = ids;
+    cfg.num_chips = 2;
+    cfg.device_ordinals = ordinals;
+    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_OK);
+    assert_int_equal(strata_worker_init(w), STRATA_EINVAL);
+    print_message("out of range: %s\n", strata_errmsg());
+    assert_non_null(strstr(strata_errmsg(), "chip 1 failed to start"));
+    assert_non_null(strstr(strata_errmsg(), "from device_ordinals"));
+    assert_int_equal(strata_worker_destroy(w), STRATA_OK);
+    testutil_assert_clean(&before);
+}
+
 struct vmm_job {
     int sock[2];
     strata_buffer *out;
@@ -713,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_cuda_gpu_two_chips_share_device),
         cmocka_unit_test(test_cuda_gpu_vmm_fd_crosses_chip_processes),
         cmocka_unit_test(test_cuda_gpu_ordinal_out_of_range_einval),
+        cmocka_unit_test(test_cuda_gpu_config_ordinal_out_of_range_einval),
         cmocka_unit_test(test_cuda_gpu_no_visible_device_enotsup),
     };
     char why[256];

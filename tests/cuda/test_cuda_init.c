@@ -157,6 +157,71 @@ static void test_cuda_init_bad_device_map_einval(void **state)
     init_fails(2, 0, &want);
 }
 
+/* device_ordinals is checked at create: a negative entry names its chip;
+ * a platform other than cuda has no device ordinals. */
+static void test_cuda_init_device_ordinals_refused_at_create(void **state)
+{
+    static const int ids[] = {4, 7};
+    const int bad[] = {0, -1};
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+
+    (void)state;
+    strata_worker_config_init(&cfg, 3);
+    cfg.platform = "cuda";
+    cfg.chip_ids = ids;
+    cfg.num_chips = 2;
+    cfg.device_ordinals = bad;
+    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_EINVAL);
+    assert_null(w);
+    print_message("negative: %s\n", strata_errmsg());
+    assert_non_null(strstr(strata_errmsg(), "device_ordinals[1] is -1"));
+    assert_non_null(strstr(strata_errmsg(), "chip 7"));
+
+    cfg.platform = "sim";
+    cfg.device_ordinals = (const int[]){0, 1};
+    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_EINVAL);
+    assert_null(w);
+    assert_non_null(strstr(strata_errmsg(), "device_ordinals"));
+    assert_non_null(strstr(strata_errmsg(), "'sim'"));
+}
+
+/* The config's device_ordinals reach each chip process and come before
+ * STRATA_CUDA_DEVICES: with them, a malformed map is never read, and the
+ * chip goes on to the (absent) driver. */
+static void test_cuda_init_device_ordinals_override_env_map(void **state)
+{
+    const struct expect want = {.err = STRATA_ENOTSUP,
+                                .has = {"CUDA driver not available", NULL},
+                                .lacks = "STRATA_CUDA_DEVICES"};
+    static const int ids[] = {0, 1};
+    const int ordinals[] = {0, 0};
+    testutil_snapshot before;
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+    char msg[STRATA_ERRMSG_MAX];
+
+    (void)state;
+    if (!STRATA_CUDA_PLUGIN_BUILT)
+        skip();
+    setenv("STRATA_CUDA_DEVICES", "0=0,1=gpu0", 1);
+    setenv("STRATA_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    testutil_snapshot_take(&before);
+    strata_worker_config_init(&cfg, 3);
+    cfg.platform = "cuda";
+    cfg.chip_ids = ids;
+    cfg.num_chips = 2;
+    cfg.device_ordinals = ordinals;
+    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_OK);
+    assert_int_equal(strata_worker_init(w), want.err);
+    snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+    print_message("strata_worker_init: %s\n", msg);
+    assert_non_null(strstr(msg, want.has[0]));
+    assert_null(strstr(msg, want.lacks));
+    assert_int_equal(strata_worker_destroy(w), STRATA_OK);
+    testutil_assert_clean(&before);
+}
+
 /* A worker process that loaded libcuda before it forked its chips: the
  * chips' failure says that CUDA does not survive fork. Last: the stub
  * stays mapped in this process. */
@@ -194,6 +259,10 @@ int main(void)
         cmocka_unit_test_setup(test_cuda_init_stub_driver_enotsup, set_env),
         cmocka_unit_test_setup(test_cuda_init_no_plugin_enotsup, set_env),
         cmocka_unit_test_setup(test_cuda_init_bad_device_map_einval, set_env),
+        cmocka_unit_test_setup(test_cuda_init_device_ordinals_refused_at_create,
+                               set_env),
+        cmocka_unit_test_setup(test_cuda_init_device_ordinals_override_env_map,
+                               set_env),
         cmocka_unit_test(test_cuda_init_accessors_null_outside_chip),
         cmocka_unit_test_setup(test_cuda_init_driver_loaded_before_fork_says_so,
                                set_env),

@@ -26,6 +26,7 @@ static void check_built(const strata_args *d)
         b.id = t->buffer_id;
         b.size = (size_t)t->buffer_size;
         b.creator = t->creator;
+        b.device = t->flags & WIRE_TENSOR_DEVICE;
         for (unsigned k = 0; k < t->ndims; k++)
             shape[k] = (size_t)t->shape[k];
         fuzz_check(strata_args_add_tensor(
@@ -36,7 +37,8 @@ static void check_built(const strata_args *d)
                        built.tensors[i].offset == t->offset &&
                        built.tensors[i].buffer_size == t->buffer_size &&
                        built.tensors[i].dtype == t->dtype &&
-                       built.tensors[i].tag == t->tag,
+                       built.tensors[i].tag == t->tag &&
+                       built.tensors[i].flags == t->flags,
                    "the builder makes the same tensor");
     }
 }

@@ -160,10 +160,13 @@ static void test_args_decode_rejects_bad_blobs(void **state)
     assert_non_null(strstr(strata_errmsg(), "num_tensors"));
     h.num_tensors = 1;
     memcpy(blob, &h, sizeof(h));
-    t->reserved = 1;
+    t->flags = 0x80;
     assert_int_equal(wire_args_decode(blob, n, d), STRATA_EPROTO);
-    assert_non_null(strstr(strata_errmsg(), "reserved"));
-    t->reserved = 0;
+    assert_non_null(strstr(strata_errmsg(), "unknown flags 0x80"));
+    t->flags = WIRE_TENSOR_DEVICE; /* a device tensor decodes */
+    assert_int_equal(wire_args_decode(blob, n, d), STRATA_OK);
+    assert_int_equal(d->tensors[0].flags, WIRE_TENSOR_DEVICE);
+    t->flags = 0;
     t->nbytes = 1000;
     assert_int_equal(wire_args_decode(blob, n, d), STRATA_EPROTO);
     t->nbytes = 16;

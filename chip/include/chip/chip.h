@@ -27,6 +27,8 @@ struct chip_child_cfg {
     /* Its index among the worker's chips, and their number (STRATA_PIN
      * binds by them). */
     unsigned index, count;
+    /* cuda: the device ordinal the config gave this chip; -1: none. */
+    int device_ordinal;
 };
 
 /* The lower part of a reserved window range of size bytes, whole pages:

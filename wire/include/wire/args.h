@@ -15,6 +15,8 @@ struct strata_buffer {
     bool foreign;  /* mapped from a creator above: never unlinked here */
     bool remote;   /* lives on remote node `node` only; data is NULL */
     int node;      /* the node of a remote buffer */
+    bool device;   /* device memory of chip `chip` only; data is NULL */
+    int chip;      /* the chip of a device buffer */
     uint32_t pins; /* unfinished tasks naming it (owner's lock) */
     void *access;  /* dependency records (orch/, owner's lock) */
     char name[64]; /* POSIX shm name */
@@ -30,9 +32,13 @@ struct wire_tensor {
     uint8_t dtype;
     uint8_t ndims;
     uint8_t tag;
-    uint8_t reserved;
+    uint8_t flags;   /* WIRE_TENSOR_*; other bits zero */
     int32_t creator; /* pid of the process that created the buffer */
 };
+
+/* The tensor lives in device memory of the chip that runs the task: the
+ * chip resolves it in its own allocations, not as a shm segment. */
+#define WIRE_TENSOR_DEVICE 0x1u
 
 struct wire_args_header {
     uint32_t num_tensors;

@@ -89,8 +89,11 @@ struct chip_backend_ops {
      * it; a global domain's node exports it (optional with the others). */
     void (*host_window_name)(const struct chip_window_req *req, char *out,
                              size_t cap);
+    /* Device to device, both of this chip (optional: device buffers then
+     * copy through the host). */
+    strata_err (*copy_d2d)(void *state, void *dst, const void *src, size_t n);
 };
 
-#define CHIP_BACKEND_ABI 3u
+#define CHIP_BACKEND_ABI 4u
 
 #endif

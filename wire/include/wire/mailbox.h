@@ -58,6 +58,17 @@ enum mbx_control_op {
      * chip's worker), base: map every rank's window, named by the worker,
      * at base + r * mapping. */
     MBX_CTL_WINDOW_ADOPT = 12,
+    /* Device buffers (chip/devmem.c). arg = buffer id, creator pid, size:
+     * allocate (zeroed) / free the chip's device memory of that buffer. */
+    MBX_CTL_DEV_ALLOC = 13,
+    MBX_CTL_DEV_FREE = 14,
+    /* arg = buffer id, creator pid, offset, nbytes (at most the staging
+     * area): staged bytes into the device buffer / back into staging. */
+    MBX_CTL_DEV_WRITE = 15,
+    MBX_CTL_DEV_READ = 16,
+    /* args hold two tensors of arg[0] bytes each: 0 the destination, 1
+     * the source, each a host or a device tensor of this chip. */
+    MBX_CTL_DEV_COPY = 17,
 };
 
 /* Or'ed into a frame's result by a target that could not begin the task

@@ -6,15 +6,16 @@
  * plug-in, calls its CUDA_PLUGIN_ENTRY with the host table, and forwards
  * the "cuda" platform's backend ops to the table the plug-in returns. The
  * plug-in depends on no strata symbol: what it needs from the host (the
- * chip id, recording an error message) comes through cuda_plugin_host. */
-#ifndef CUDA_CUDA_PLUGIN_H
-#define CUDA_CUDA_PLUGIN_H
+ * chip id, recording an error message) comes through cuda_plugin_host.
+ * It sits beside chip_backend.h, the seam it extends. */
+#ifndef WIRE_CUDA_PLUGIN_H
+#define WIRE_CUDA_PLUGIN_H
 
 #include "wire/chip_backend.h"
 
 #include <stdint.h>
 
-#define CUDA_PLUGIN_ABI 2u
+#define CUDA_PLUGIN_ABI 3u
 #define CUDA_PLUGIN_ENTRY "strata_cuda_plugin_open"
 #define CUDA_PLUGIN_FILE "libstrata-cuda.so"
 
@@ -22,6 +23,9 @@
 struct cuda_plugin_host {
     uint32_t abi; /* CUDA_PLUGIN_ABI */
     int (*chip_id)(const strata_chip *chip);
+    /* The device ordinal the worker's config (device_ordinals) gave the
+     * chip, or -1 when it gave none. */
+    int (*device_ordinal)(const strata_chip *chip);
     /* Records fmt as the calling thread's strata_errmsg and returns err. */
     strata_err (*fail)(strata_err err, const char *fmt, ...)
         STRATA_PRINTF(2, 3);
