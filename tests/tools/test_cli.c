@@ -330,6 +330,36 @@ static void test_cli_node_ping_ok_and_wrong_secret(void **state)
     unlink(log);
 }
 
+static void test_cli_node_ping_insecure_loopback_ok(void **state)
+{
+    char pf[128], log[128], ep[64];
+    const char *argv[] = {NODE_PATH,    "--listen",    "127.0.0.1:0",
+                          "--insecure", "--port-file", pf,
+                          NULL};
+    struct testutil_node_launch l = {.argv = argv,
+                                     .dir = dir,
+                                     .port_file = pf,
+                                     .log = log,
+                                     .log_level = "info",
+                                     .wait_s = 30};
+    pid_t pid;
+    int port, status;
+
+    (void)state;
+    path_in(pf, sizeof(pf), "port");
+    path_in(log, sizeof(log), "node.log");
+    port = testutil_node_launch(&l, &pid);
+    assert_true(port > 0);
+    snprintf(ep, sizeof(ep), "127.0.0.1:%d", port);
+    assert_int_equal(RUN("node", "ping", ep, "--insecure"), 0);
+    assert_non_null(strstr(out, "sessions:  0 of 64"));
+    kill(pid, SIGTERM);
+    assert_true(testutil_wait_child(pid, 30, &status));
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    unlink(pf);
+    unlink(log);
+}
+
 /* Every --option that help text names appears in the man page. */
 static void expect_options_in(const char *help, const char *man_path)
 {
@@ -389,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_cli_gfg_convert_edges_ok),
         cmocka_unit_test(test_cli_node_keygen_mode_600_no_overwrite),
         cmocka_unit_test(test_cli_node_ping_ok_and_wrong_secret),
+        cmocka_unit_test(test_cli_node_ping_insecure_loopback_ok),
         cmocka_unit_test(test_cli_help_matches_man_pages_ok),
     };
 

@@ -420,7 +420,9 @@ static int ping(int argc, char **argv)
     }
     if (ctx) {
         ssl = SSL_new(ctx);
-        if (!ssl || SSL_set_fd(ssl, fd) != 1) {
+        /* The server name tells strata-node this is a health check. */
+        if (!ssl || SSL_set_fd(ssl, fd) != 1 ||
+            SSL_set_tlsext_host_name(ssl, WIRE_HEALTH_SERVER_NAME) != 1) {
             rc = cli_fail(CLI_FAIL, CMD_PING, "SSL_new failed");
             goto out;
         }
@@ -435,7 +437,7 @@ static int ping(int argc, char **argv)
         rc = cli_fail(CLI_FAIL, CMD_PING, "%s", strata_errmsg());
         goto out;
     }
-    /* One write: the daemon decides by the first TLS record's type byte. */
+    /* One write: over plaintext the daemon decides by the type byte. */
     if (ssl)
         n = ssl_io(ssl, fd, deadline, OP_WRITE, out.data, (int)out.len, &e);
     else

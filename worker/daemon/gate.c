@@ -7,8 +7,9 @@
  * so that a flood from a few addresses cannot keep good parents out. What
  * it drops is logged as one summary line per interval; only the first few
  * failed handshakes of an interval get a line of their own. An
- * authenticated client whose first frame is HEALTH (`strata node ping`)
- * gets the daemon's health report from here, with no session. */
+ * authenticated client that names the TLS server WIRE_HEALTH_SERVER_NAME
+ * (`strata node ping`) sends HEALTH and gets the daemon's health report
+ * from here, with no session. */
 #define _GNU_SOURCE /* accept4 */
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -33,7 +34,7 @@
 
 enum pstate {
     P_HANDSHAKE, /* TLS handshake under way */
-    P_FIRST,     /* authenticated: waiting for the first frame's type */
+    P_FIRST,     /* plaintext: waiting for the first frame's type */
     P_HEALTH,    /* reading a HEALTH frame */
     P_REFUSE,    /* writing a reply: a refusal (node full) or health */
     P_DRAIN,     /* refusal sent: reading until EOF, so that the reply is
@@ -334,33 +335,7 @@ static void handshake_failed(struct gate *g, struct pending *p, int e)
     }
 }
 
-/* Up to len bytes of what the peer sent, left unread: > 0 bytes, 0 when
- * nothing is there yet, -1 when the peer closed or failed. */
-static int peek(struct pending *p, void *buf, int len)
-{
-    ssize_t n;
-
-    if (p->ssl) {
-        int rc, e;
-
-        ERR_clear_error();
-        rc = SSL_peek(p->ssl, buf, len);
-        if (rc > 0)
-            return rc;
-        e = SSL_get_error(p->ssl, rc);
-        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-            p->events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-            return 0;
-        }
-        return -1;
-    }
-    n = recv(p->fd, buf, (size_t)len, MSG_PEEK);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return 0;
-    return n > 0 ? (int)n : -1;
-}
-
-/* The HELLO_REPLY-like answer to HEALTH, written as a refusal is. */
+/* The answer to HEALTH, written as a refusal is. */
 static void health_reply(struct gate *g, struct pending *p, uint64_t nonce)
 {
     struct wire_health_reply r;
@@ -440,28 +415,36 @@ gone:
     return true;
 }
 
-/* The first frame's type, at byte 5 of its header, decides: HEALTH is
- * answered here, anything else (a parent's HELLO) goes to a session with
- * its bytes unread. A TLS peek sees one record only: a first record
- * shorter than 6 bytes is no HEALTH of ours and goes to a session too. */
+static bool start_health(struct gate *g, size_t i)
+{
+    struct pending *p = &g->p[i];
+
+    p->state = P_HEALTH;
+    p->events = POLLIN;
+    p->in_len = 0;
+    /* The request may have come with the handshake's last flight and sit
+     * in the TLS buffer already, where poll cannot see it. */
+    return step_health(g, i);
+}
+
+/* Plaintext (loopback) has no server name: the first frame's type, at
+ * byte 5 of its header, peeked and left unread, decides. HEALTH is
+ * answered here; anything else, including a first segment shorter than
+ * 6 bytes, goes to a session at once. */
 static bool step_first(struct gate *g, size_t i)
 {
     struct pending *p = &g->p[i];
     uint8_t h[WIRE_FRAME_HEADER_SIZE];
-    int n = peek(p, h, (int)sizeof(h));
+    ssize_t n = recv(p->fd, h, sizeof(h), MSG_PEEK);
 
-    if (n < 0) {
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return false;
+    if (n <= 0) {
         drop_at(g, i);
         return true;
     }
-    if (n == 0 || (!p->ssl && n < 6))
-        return false;
-    if (n >= 6 && h[5] == WIRE_MSG_HEALTH) {
-        p->state = P_HEALTH;
-        p->events = POLLIN;
-        p->in_len = 0;
-        return step_health(g, i);
-    }
+    if (n >= 6 && h[5] == WIRE_MSG_HEALTH)
+        return start_health(g, i);
     return authenticated(g, i);
 }
 
@@ -473,11 +456,14 @@ static bool step_handshake(struct gate *g, size_t i)
     ERR_clear_error();
     rc = SSL_accept(p->ssl);
     if (rc == 1) {
-        p->state = P_FIRST;
-        p->events = POLLIN;
-        /* The first frame may have come with the handshake's last flight
-         * and sit in the TLS buffer already, where poll cannot see it. */
-        return step_first(g, i);
+        const char *name =
+            SSL_get_servername(p->ssl, TLSEXT_NAMETYPE_host_name);
+
+        /* Only a health check names this server: it goes on here, and
+         * everything else goes to a session before a byte is read. */
+        if (name && strcmp(name, WIRE_HEALTH_SERVER_NAME) == 0)
+            return start_health(g, i);
+        return authenticated(g, i);
     }
     e = SSL_get_error(p->ssl, rc);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {

@@ -237,6 +237,10 @@ struct wire_goodbye {
 
 /* ---- HEALTH, HEALTH_REPLY ------------------------------------------- */
 
+/* The TLS server name (SNI) a health check sends, so that strata-node
+ * answers it itself, with no session, before it reads a byte. */
+#define WIRE_HEALTH_SERVER_NAME "strata-health"
+
 /* A health check: the first and only message of an authenticated
  * connection to strata-node, answered by the daemon itself (no session). */
 struct wire_health {
