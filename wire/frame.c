@@ -21,7 +21,9 @@
     X(GOODBYE, goodbye)                                                        \
     X(DOMAIN_CMD, domain_cmd)                                                  \
     X(DOMAIN_REPLY, domain_reply)                                              \
-    X(COMM_INIT, comm_init)
+    X(COMM_INIT, comm_init)                                                    \
+    X(HEALTH, health)                                                          \
+    X(HEALTH_REPLY, health_reply)
 
 /* Body limits, sized from the field limits in msg.h with headroom, so a
  * message within those limits always packs. max_objects bounds msgpack-c's
@@ -44,6 +46,8 @@ static const struct {
     [WIRE_MSG_DOMAIN_CMD] = {"DOMAIN_CMD", 8u << 20, 512u << 10},
     [WIRE_MSG_DOMAIN_REPLY] = {"DOMAIN_REPLY", 512u << 10, 0},
     [WIRE_MSG_COMM_INIT] = {"COMM_INIT", 16u << 10, 0},
+    [WIRE_MSG_HEALTH] = {"HEALTH", 64, 0},
+    [WIRE_MSG_HEALTH_REPLY] = {"HEALTH_REPLY", 512, 0},
 };
 
 const char *wire_msg_name(unsigned type)

@@ -1,5 +1,5 @@
-/* Session messages: HELLO, HELLO_REPLY, HEARTBEAT, GOODBYE, and protocol
- * version negotiation. */
+/* Session messages: HELLO, HELLO_REPLY, HEARTBEAT, GOODBYE, HEALTH,
+ * HEALTH_REPLY, and protocol version negotiation. */
 #include "base/err.h"
 #include "base/hostid.h"
 #include "codec.h"
@@ -323,3 +323,132 @@ static void goodbye_write(struct wire_pk *p, const struct wire_goodbye *m)
 }
 
 WIRE_DEFINE_CODEC(goodbye, GOODBYE)
+
+/* ---- HEALTH ------------------------------------------------------------- */
+
+enum {
+    HEALTH_NONCE = 1,
+};
+
+static const unsigned health_nkeys = HEALTH_NONCE;
+static const char *const health_names[] = {
+    [HEALTH_NONCE] = "nonce",
+};
+
+static strata_err health_check(struct wire_dec *d, const void *vm)
+{
+    (void)d;
+    (void)vm;
+    return STRATA_OK;
+}
+
+static strata_err health_read(struct wire_dec *d, const struct wire_body *b,
+                              void *vm)
+{
+    struct wire_health *m = vm;
+
+    return wire_get_uint(d, WIRE_FIELD(b, HEALTH_NONCE), 0, UINT64_MAX,
+                         &m->nonce);
+}
+
+static void health_write(struct wire_pk *p, const struct wire_health *m)
+{
+    wire_pk_map(p, 1);
+    wire_pk_key_uint(p, HEALTH_NONCE, m->nonce);
+}
+
+WIRE_DEFINE_CODEC(health, HEALTH)
+
+/* ---- HEALTH_REPLY ------------------------------------------------------- */
+
+enum {
+    HEALTH_REPLY_NONCE = 1,
+    HEALTH_REPLY_VERSION = 2,
+    HEALTH_REPLY_PROTO_MIN = 3,
+    HEALTH_REPLY_PROTO_MAX = 4,
+    HEALTH_REPLY_SESSIONS = 5,
+    HEALTH_REPLY_MAX_SESSIONS = 6,
+    HEALTH_REPLY_MAX_PROCS = 7,
+    HEALTH_REPLY_UPTIME_MS = 8,
+    HEALTH_REPLY_PID = 9,
+};
+
+static const unsigned health_reply_nkeys = HEALTH_REPLY_PID;
+static const char *const health_reply_names[] = {
+    [HEALTH_REPLY_NONCE] = "nonce",
+    [HEALTH_REPLY_VERSION] = "version",
+    [HEALTH_REPLY_PROTO_MIN] = "proto_min",
+    [HEALTH_REPLY_PROTO_MAX] = "proto_max",
+    [HEALTH_REPLY_SESSIONS] = "sessions",
+    [HEALTH_REPLY_MAX_SESSIONS] = "max_sessions",
+    [HEALTH_REPLY_MAX_PROCS] = "max_procs",
+    [HEALTH_REPLY_UPTIME_MS] = "uptime_ms",
+    [HEALTH_REPLY_PID] = "pid",
+};
+
+static strata_err health_reply_check(struct wire_dec *d, const void *vm)
+{
+    const struct wire_health_reply *m = vm;
+
+    WIRE_TRY(wire_check_str(d, "version", m->version, 1, WIRE_PROFILE_MAX));
+    if (m->proto_min < 1)
+        return wire_dec_fail(d, "proto_min", "is 0");
+    if (m->proto_max < m->proto_min)
+        return wire_dec_fail(d, "proto_max", "is %u, below proto_min %u",
+                             m->proto_max, m->proto_min);
+    if (m->max_sessions < 1)
+        return wire_dec_fail(d, "max_sessions", "is 0");
+    if (m->sessions > m->max_sessions)
+        return wire_dec_fail(d, "sessions", "is %u, above max_sessions %u",
+                             m->sessions, m->max_sessions);
+    if (m->max_procs < 1)
+        return wire_dec_fail(d, "max_procs", "is 0");
+    if (m->pid < 1 || m->pid > INT32_MAX)
+        return wire_dec_fail(d, "pid", "is %u, not a process id", m->pid);
+    return STRATA_OK;
+}
+
+static strata_err health_reply_read(struct wire_dec *d,
+                                    const struct wire_body *b, void *vm)
+{
+    struct wire_health_reply *m = vm;
+    uint32_t v;
+
+    WIRE_TRY(wire_get_uint(d, WIRE_FIELD(b, HEALTH_REPLY_NONCE), 0, UINT64_MAX,
+                           &m->nonce));
+    WIRE_TRY(wire_get_str(d, WIRE_FIELD(b, HEALTH_REPLY_VERSION), 1,
+                          WIRE_PROFILE_MAX, &m->version));
+    WIRE_TRY(wire_get_u32(d, WIRE_FIELD(b, HEALTH_REPLY_PROTO_MIN), 1,
+                          UINT16_MAX, &v));
+    m->proto_min = (uint16_t)v;
+    WIRE_TRY(wire_get_u32(d, WIRE_FIELD(b, HEALTH_REPLY_PROTO_MAX), 1,
+                          UINT16_MAX, &v));
+    m->proto_max = (uint16_t)v;
+    WIRE_TRY(wire_get_u32(d, WIRE_FIELD(b, HEALTH_REPLY_SESSIONS), 0,
+                          UINT32_MAX, &m->sessions));
+    WIRE_TRY(wire_get_u32(d, WIRE_FIELD(b, HEALTH_REPLY_MAX_SESSIONS), 1,
+                          UINT32_MAX, &m->max_sessions));
+    WIRE_TRY(wire_get_u32(d, WIRE_FIELD(b, HEALTH_REPLY_MAX_PROCS), 1,
+                          UINT32_MAX, &m->max_procs));
+    WIRE_TRY(wire_get_uint(d, WIRE_FIELD(b, HEALTH_REPLY_UPTIME_MS), 0,
+                           UINT64_MAX, &m->uptime_ms));
+    return wire_get_u32(d, WIRE_FIELD(b, HEALTH_REPLY_PID), 1, INT32_MAX,
+                        &m->pid);
+}
+
+static void health_reply_write(struct wire_pk *p,
+                               const struct wire_health_reply *m)
+{
+    wire_pk_map(p, 9);
+    wire_pk_key_uint(p, HEALTH_REPLY_NONCE, m->nonce);
+    wire_pk_key_str(p, HEALTH_REPLY_VERSION, m->version);
+    wire_pk_key_uint(p, HEALTH_REPLY_PROTO_MIN, m->proto_min);
+    wire_pk_key_uint(p, HEALTH_REPLY_PROTO_MAX, m->proto_max);
+    wire_pk_key_uint(p, HEALTH_REPLY_SESSIONS, m->sessions);
+    wire_pk_key_uint(p, HEALTH_REPLY_MAX_SESSIONS, m->max_sessions);
+    wire_pk_key_uint(p, HEALTH_REPLY_MAX_PROCS, m->max_procs);
+    wire_pk_key_uint(p, HEALTH_REPLY_UPTIME_MS, m->uptime_ms);
+    wire_pk_key_uint(p, HEALTH_REPLY_PID, m->pid);
+}
+
+WIRE_DEFINE_CODEC(health_reply, HEALTH_REPLY)

@@ -82,6 +82,7 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_domain_context(
 /* Marks the domain released now (contexts refused from here on); its
  * windows are freed after the run fence. Releasing twice is a no-op. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_domain_release(strata_domain *d);
+/* True once strata_domain_release has been called on d. */
 STRATA_API bool strata_domain_released(const strata_domain *d);
 /* True once every member has unmapped and freed its window. */
 STRATA_API bool strata_domain_freed(const strata_domain *d);
@@ -173,7 +174,9 @@ STRATA_API STRATA_MUST_CHECK strata_err
 strata_global_domain_release(strata_global_domain *g);
 /* Unique per worker: nodes find the committed domain by it. */
 STRATA_API uint64_t strata_global_domain_id(const strata_global_domain *g);
+/* True once strata_global_domain_release has been called on g. */
 STRATA_API bool strata_global_domain_released(const strata_global_domain *g);
+/* True once every member's window is unmapped and freed. */
 STRATA_API bool strata_global_domain_freed(const strata_global_domain *g);
 /* Bounded control-plane copies into / out of member rank's window, at
  * offset within the named buffer (NULL buffer: the whole window). At most
@@ -182,6 +185,8 @@ STRATA_API bool strata_global_domain_freed(const strata_global_domain *g);
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_copy_to_global_domain(
     strata_orch *o, strata_global_domain *g, uint32_t rank, const char *buffer,
     size_t offset, const void *src, size_t n);
+/* The read direction of strata_orch_copy_to_global_domain: n bytes from
+ * rank's window into dst, with the same rules and errors. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_copy_from_global_domain(
     strata_orch *o, strata_global_domain *g, uint32_t rank, const char *buffer,
     size_t offset, void *dst, size_t n);

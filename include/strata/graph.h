@@ -102,9 +102,13 @@ STRATA_API void strata_halo_map_destroy(strata_halo_map *m);
 /* Accessors. m must be a live map (NULL reads as an empty map); returned
  * arrays live as long as m. Any thread. */
 STRATA_API uint32_t strata_halo_map_rank(const strata_halo_map *m);
+/* The number of ranks the map was derived for. */
 STRATA_API uint32_t strata_halo_map_world(const strata_halo_map *m);
+/* First row the map's rank owns. */
 STRATA_API uint64_t strata_halo_map_owned_begin(const strata_halo_map *m);
+/* One past the last row the map's rank owns. */
 STRATA_API uint64_t strata_halo_map_owned_end(const strata_halo_map *m);
+/* Number of ghosts (sources outside the owned range). */
 STRATA_API size_t strata_halo_map_num_ghosts(const strata_halo_map *m);
 /* The sorted ghost ids (NULL when there are none). */
 STRATA_API const int64_t *strata_halo_map_ghost_ids(const strata_halo_map *m);
@@ -173,6 +177,7 @@ STRATA_API void strata_gfg_close(strata_gfg *g);
 /* Manifest values of an open store (0 for NULL). Any thread. */
 STRATA_API uint64_t strata_gfg_num_rows(const strata_gfg *g);     /* num_dst */
 STRATA_API uint64_t strata_gfg_num_entities(const strata_gfg *g); /* num_src */
+/* num_edges: the length of col_idx.bin in indices. */
 STRATA_API uint64_t strata_gfg_num_edges(const strata_gfg *g);
 /* STRATA_I32 or STRATA_I64. */
 STRATA_API strata_dtype strata_gfg_index_dtype(const strata_gfg *g);

@@ -180,8 +180,10 @@ typedef strata_err (*strata_orch_fn)(strata_orch *orch, const strata_args *args,
  * is not seen by their children). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_register_kernel(
     const char *name, strata_kernel_fn fn, strata_callable *out);
+/* As strata_register_kernel, for an orch fn (runs on a worker). */
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_register_orch(const char *name, strata_orch_fn fn, strata_callable *out);
+/* As strata_register_kernel, for a sub (runs on a sub worker). */
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_register_sub(const char *name, strata_sub_fn fn, strata_callable *out);
 /* The callable kind:name names anywhere in a tree, registered here or not:
@@ -295,7 +297,10 @@ STRATA_API void strata_run_free(strata_run *run);
  * free space, when /dev/shm cannot hold it. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_create_buffer(
     strata_worker *w, size_t nbytes, strata_buffer **out);
+/* The buffer's bytes as mapped in the calling process (NULL for NULL); a
+ * remote buffer's bytes are reached with strata_buffer_read/_write. */
 STRATA_API void *strata_buffer_data(strata_buffer *b);
+/* The buffer's size in bytes, as created. */
 STRATA_API size_t strata_buffer_size(const strata_buffer *b);
 /* Unmaps and frees a buffer everywhere. STRATA_ESTATE (buffer kept) while
  * an unfinished run names it. */
@@ -313,6 +318,7 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_buffer_write(strata_buffer *b,
                                                             size_t offset,
                                                             const void *src,
                                                             size_t n);
+/* The read direction of strata_buffer_write (same rules and errors). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_buffer_read(strata_buffer *b,
                                                            size_t offset,
                                                            void *dst, size_t n);
@@ -421,6 +427,7 @@ STRATA_API int strata_worker_node_pid(const strata_worker *w, int node_id);
 
 /* Chip ids, as configured. Accessors for tools and tests. */
 STRATA_API size_t strata_worker_num_chips(const strata_worker *w);
+/* Number of sub workers, as configured. */
 STRATA_API size_t strata_worker_num_sub_workers(const strata_worker *w);
 /* Process id of chip chip_id (or -1). For diagnostics and fault tests. */
 STRATA_API int strata_worker_chip_pid(const strata_worker *w, int chip_id);
@@ -434,6 +441,7 @@ STRATA_API int strata_worker_sub_pid(const strata_worker *w, size_t index);
 /* Argument lists are built by the orchestrating code and copied at submit,
  * so one list may be reused and destroyed right after submitting. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_args_create(strata_args **out);
+/* Frees a list (NULL is a no-op). */
 STRATA_API void strata_args_destroy(strata_args *a);
 /* Empties the list for reuse. */
 STRATA_API void strata_args_clear(strata_args *a);
@@ -452,12 +460,17 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_args_add_scalar(strata_args *a,
 STRATA_API size_t strata_args_num_tensors(const strata_args *a);
 /* Pointer to tensor i's first byte, valid in the calling process. */
 STRATA_API void *strata_args_tensor_data(const strata_args *a, size_t i);
+/* Tensor i's size in bytes. */
 STRATA_API size_t strata_args_tensor_nbytes(const strata_args *a, size_t i);
+/* Tensor i's element type. */
 STRATA_API strata_dtype strata_args_tensor_dtype(const strata_args *a,
                                                  size_t i);
+/* Tensor i's number of dimensions. */
 STRATA_API size_t strata_args_tensor_ndims(const strata_args *a, size_t i);
+/* Tensor i's extent in dimension d. */
 STRATA_API size_t strata_args_tensor_dim(const strata_args *a, size_t i,
                                          size_t d);
+/* Tensor i's dependency tag. */
 STRATA_API strata_tag strata_args_tensor_tag(const strata_args *a, size_t i);
 /* The buffer tensor i lives in, and its byte offset there. Inside an orch
  * fn of a node, this is how a parent's tensor is passed on to kernels:
@@ -465,8 +478,11 @@ STRATA_API strata_tag strata_args_tensor_tag(const strata_args *a, size_t i);
  * inside kernels and subs, which get data pointers only. */
 STRATA_API strata_buffer *strata_args_tensor_buffer(const strata_args *a,
                                                     size_t i);
+/* Tensor i's byte offset in its buffer. */
 STRATA_API size_t strata_args_tensor_offset(const strata_args *a, size_t i);
+/* Number of scalars. */
 STRATA_API size_t strata_args_num_scalars(const strata_args *a);
+/* Scalar i (0 when out of range). */
 STRATA_API uint64_t strata_args_scalar(const strata_args *a, size_t i);
 
 /* ------------------------------------------------------------------ */
@@ -493,6 +509,7 @@ strata_orch_submit_sub(strata_orch *o, strata_callable c, const strata_args *a);
  * STRATA_EPEER) or STRATA_OK; STRATA_ESTATE without an open scope. A scope
  * left open when the orch fn returns makes the run fail with STRATA_ESTATE. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_scope_begin(strata_orch *o);
+/* Closes the innermost scope (see strata_orch_scope_begin). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_scope_end(strata_orch *o);
 /* Sets a deadline on the tasks this orch fn submits from now on to nodes
  * (level-4 workers; forked or remote): a task not finished seconds after

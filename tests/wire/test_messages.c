@@ -341,6 +341,28 @@ static void test_messages_heartbeat_goodbye_rules_eproto(void **state)
     WIRE_EXPECT_PACK_EINVAL(&m, "field 'reason' has unknown error code -1");
 }
 
+static void test_messages_health_rules_eproto(void **state)
+{
+    struct wire_msg m = wire_sample_copy("health_reply");
+
+    (void)state;
+    WIRE_EXPECT_EDIT(&m, WIRE_PATH(5), obj(u(65)),
+                     "HEALTH_REPLY: field 'sessions' is 65, above "
+                     "max_sessions 64");
+    WIRE_EXPECT_EDIT(&m, WIRE_PATH(3), obj(u(0)),
+                     "HEALTH_REPLY: field 'proto_min' is 0, outside 1..65535");
+    WIRE_EXPECT_EDIT(&m, WIRE_PATH(9), obj(u(0)),
+                     "HEALTH_REPLY: field 'pid' is 0, outside");
+    m.u.health_reply.proto_max = 0;
+    WIRE_EXPECT_PACK_EINVAL(&m, "field 'proto_max' is 0, below proto_min 1");
+    m = wire_sample_copy("health_reply");
+    m.u.health_reply.version = "";
+    WIRE_EXPECT_PACK_EINVAL(&m, "field 'version'");
+    m = wire_sample_copy("health");
+    WIRE_EXPECT_EDIT(&m, WIRE_PATH(1), obj(wire_obj_int(-1)),
+                     "HEALTH: field 'nonce' must be uint");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_messages_control_pack_einval),
         cmocka_unit_test(test_messages_control_reply_rules_eproto),
         cmocka_unit_test(test_messages_heartbeat_goodbye_rules_eproto),
+        cmocka_unit_test(test_messages_health_rules_eproto),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

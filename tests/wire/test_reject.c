@@ -47,6 +47,10 @@ static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][14] = {
     [WIRE_MSG_COMM_INIT] = {NULL, "request_id", "version", "cluster_id",
                             "node_rank", "node_count", "global_device_ranks",
                             "profile", "bootstrap"},
+    [WIRE_MSG_HEALTH] = {NULL, "nonce"},
+    [WIRE_MSG_HEALTH_REPLY] = {NULL, "nonce", "version", "proto_min",
+                               "proto_max", "sessions", "max_sessions",
+                               "max_procs", "uptime_ms", "pid"},
 };
 
 #define K(k) (1u << (k))

@@ -271,6 +271,29 @@ static bool comm_init_eq(const struct wire_comm_init *a,
     return true;
 }
 
+static bool health_eq(const struct wire_health *a, const struct wire_health *b,
+                      char *why, size_t n)
+{
+    EQ(nonce);
+    return true;
+}
+
+static bool health_reply_eq(const struct wire_health_reply *a,
+                            const struct wire_health_reply *b, char *why,
+                            size_t n)
+{
+    EQ(nonce);
+    EQ_STR(version);
+    EQ(proto_min);
+    EQ(proto_max);
+    EQ(sessions);
+    EQ(max_sessions);
+    EQ(max_procs);
+    EQ(uptime_ms);
+    EQ(pid);
+    return true;
+}
+
 bool wire_sample_equal(const struct wire_msg *a, const struct wire_msg *b,
                        char *why, size_t why_size)
 {
@@ -306,6 +329,11 @@ bool wire_sample_equal(const struct wire_msg *a, const struct wire_msg *b,
                                why_size);
     case WIRE_MSG_COMM_INIT:
         return comm_init_eq(&a->u.comm_init, &b->u.comm_init, why, why_size);
+    case WIRE_MSG_HEALTH:
+        return health_eq(&a->u.health, &b->u.health, why, why_size);
+    case WIRE_MSG_HEALTH_REPLY:
+        return health_reply_eq(&a->u.health_reply, &b->u.health_reply, why,
+                               why_size);
     }
     snprintf(why, why_size, "unknown type %u", a->type);
     return false;

@@ -182,6 +182,18 @@ static void build_session(void)
                                          .message = "peer silent for 5 s"};
     m = add("goodbye_ok", WIRE_MSG_GOODBYE);
     m->u.goodbye = (struct wire_goodbye){.reason = STRATA_OK};
+    m = add("health", WIRE_MSG_HEALTH);
+    m->u.health = (struct wire_health){.nonce = 0x5eed1234abcdull};
+    m = add("health_reply", WIRE_MSG_HEALTH_REPLY);
+    m->u.health_reply = (struct wire_health_reply){.nonce = 0x5eed1234abcdull,
+                                                   .version = "0.1.0",
+                                                   .proto_min = 1,
+                                                   .proto_max = 2,
+                                                   .sessions = 3,
+                                                   .max_sessions = 64,
+                                                   .max_procs = 512,
+                                                   .uptime_ms = 123456,
+                                                   .pid = 4242};
 }
 
 static void build_work(void)
@@ -416,6 +428,8 @@ const char *wire_sample_target(unsigned type)
         [WIRE_MSG_DOMAIN_CMD] = "fuzz_domain_cmd",
         [WIRE_MSG_DOMAIN_REPLY] = "fuzz_domain_reply",
         [WIRE_MSG_COMM_INIT] = "fuzz_comm_init",
+        [WIRE_MSG_HEALTH] = "fuzz_health",
+        [WIRE_MSG_HEALTH_REPLY] = "fuzz_health_reply",
     };
 
     return type <= WIRE_MSG_TYPE_MAX ? names[type] : NULL;

@@ -5,6 +5,7 @@
 #ifndef WORKER_DAEMON_H
 #define WORKER_DAEMON_H
 
+#include "wire/msg.h"
 #include "wire/tls.h"
 #include "worker/session.h"
 
@@ -53,10 +54,16 @@ struct gate;
 typedef strata_err (*gate_admit_fn)(void *arg, int fd, SSL *ssl,
                                     const char *peer, char *why, size_t cap);
 
-/* The gate for listener lfd (non-blocking). ctx NULL: plaintext. NULL when
+/* Fills the daemon's health report (every field but nonce) for a HEALTH
+ * request that an authenticated client sent as its first message. */
+typedef void (*gate_health_fn)(void *arg, struct wire_health_reply *out);
+
+/* The gate for listener lfd (non-blocking). ctx NULL: plaintext. An
+ * authenticated connection whose first frame is HEALTH is answered here
+ * (health fills the reply) and closed; any other goes to admit. NULL when
  * out of memory. */
 struct gate *gate_create(SSL_CTX *ctx, const struct daemon_limits *lim,
-                         gate_admit_fn admit, void *arg);
+                         gate_admit_fn admit, gate_health_fn health, void *arg);
 void gate_destroy(struct gate *g);
 /* The fds the gate waits on, after the n the caller put first; returns
  * the new count (pfd has room for n + gate_max_fds). */

@@ -6,7 +6,10 @@
  * (START:RATE:FULL, as sshd's MaxStartups) and a cap per source address,
  * so that a flood from a few addresses cannot keep good parents out. What
  * it drops is logged as one summary line per interval; only the first few
- * failed handshakes of an interval get a line of their own. */
+ * failed handshakes of an interval get a line of their own. An
+ * authenticated client that names the TLS server WIRE_HEALTH_SERVER_NAME
+ * (`strata node ping`) sends HEALTH and gets the daemon's health report
+ * from here, with no session. */
 #define _GNU_SOURCE /* accept4 */
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -31,7 +34,9 @@
 
 enum pstate {
     P_HANDSHAKE, /* TLS handshake under way */
-    P_REFUSE,    /* writing a refusal (node full) */
+    P_FIRST,     /* plaintext: waiting for the first frame's type */
+    P_HEALTH,    /* reading a HEALTH frame */
+    P_REFUSE,    /* writing a reply: a refusal (node full) or health */
     P_DRAIN,     /* refusal sent: reading until EOF, so that the reply is
                     not lost to a reset */
 };
@@ -42,9 +47,11 @@ struct pending {
     enum pstate state;
     short events;
     uint64_t deadline_ns;
-    char addr[ADDR_MAX];     /* source address, numeric */
-    char peer[ADDR_MAX + 8]; /* address:port */
-    struct wire_buf out;     /* the refusal */
+    char addr[ADDR_MAX];                     /* source address, numeric */
+    char peer[ADDR_MAX + 8];                 /* address:port */
+    struct wire_buf out;                     /* the refusal or health reply */
+    uint8_t in[WIRE_FRAME_HEADER_SIZE + 64]; /* a HEALTH frame */
+    size_t in_len;
 };
 
 struct stats {
@@ -65,6 +72,7 @@ struct gate {
     SSL_CTX *ctx;
     struct daemon_limits lim;
     gate_admit_fn admit;
+    gate_health_fn health;
     void *arg;
     struct pending *p;
     struct pollfd *pfd; /* refresh's, cap entries */
@@ -77,7 +85,7 @@ struct gate {
 };
 
 struct gate *gate_create(SSL_CTX *ctx, const struct daemon_limits *lim,
-                         gate_admit_fn admit, void *arg)
+                         gate_admit_fn admit, gate_health_fn health, void *arg)
 {
     struct gate *g = base_calloc(1, sizeof(*g));
 
@@ -95,6 +103,7 @@ struct gate *gate_create(SSL_CTX *ctx, const struct daemon_limits *lim,
     g->ctx = ctx;
     g->lim = *lim;
     g->admit = admit;
+    g->health = health;
     g->arg = arg;
     g->interval_ns = base_now_ns();
     g->rng = base_now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15u;
@@ -326,6 +335,119 @@ static void handshake_failed(struct gate *g, struct pending *p, int e)
     }
 }
 
+/* The answer to HEALTH, written as a refusal is. */
+static void health_reply(struct gate *g, struct pending *p, uint64_t nonce)
+{
+    struct wire_health_reply r;
+
+    memset(&r, 0, sizeof(r));
+    g->health(g->arg, &r);
+    r.nonce = nonce;
+    wire_buf_init(&p->out);
+    if (wire_health_reply_pack(&r, &p->out) != STRATA_OK) {
+        LOG_ERROR("health reply for %s: %s", p->peer, strata_errmsg());
+        p->deadline_ns = 0; /* dropped at the next look */
+        return;
+    }
+    LOG_INFO("health check from %s", p->peer);
+    p->state = P_REFUSE;
+    p->events = POLLOUT;
+    p->deadline_ns = base_deadline_after(REFUSE_LINGER_S);
+}
+
+/* Reads the HEALTH frame (at most 76 bytes) and answers it. A frame that
+ * does not decode ends the connection with a line in the log. Returns
+ * true when p is gone from the gate. */
+static bool step_health(struct gate *g, size_t i)
+{
+    struct pending *p = &g->p[i];
+    struct wire_frame_header h;
+    struct wire_msg m;
+    size_t want = WIRE_FRAME_HEADER_SIZE;
+    ssize_t n;
+
+    if (p->in_len >= WIRE_FRAME_HEADER_SIZE) {
+        if (wire_frame_header_unpack(p->in, p->in_len, &h) != STRATA_OK ||
+            h.body_len > sizeof(p->in) - WIRE_FRAME_HEADER_SIZE)
+            goto bad;
+        want += h.body_len;
+    }
+    while (p->in_len < want) {
+        if (p->ssl) {
+            int rc, e;
+
+            ERR_clear_error();
+            rc = SSL_read(p->ssl, p->in + p->in_len, (int)(want - p->in_len));
+            if (rc <= 0) {
+                e = SSL_get_error(p->ssl, rc);
+                if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+                    p->events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+                    return false;
+                }
+                goto gone;
+            }
+            n = rc;
+        } else {
+            n = recv(p->fd, p->in + p->in_len, want - p->in_len, 0);
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return false;
+            if (n <= 0)
+                goto gone;
+        }
+        p->in_len += (size_t)n;
+        if (p->in_len == WIRE_FRAME_HEADER_SIZE)
+            return step_health(g, i); /* now the body's length is known */
+    }
+    if (wire_frame_unpack(p->in, p->in_len, &m) != STRATA_OK)
+        goto bad;
+    if (m.type != WIRE_MSG_HEALTH) { /* the peek saw another record */
+        wire_msg_free(&m);
+        goto gone;
+    }
+    health_reply(g, p, m.u.health.nonce);
+    wire_msg_free(&m);
+    return false;
+
+bad:
+    detail(g, "bad HEALTH from %s: %s", p->peer, strata_errmsg());
+gone:
+    drop_at(g, i);
+    return true;
+}
+
+static bool start_health(struct gate *g, size_t i)
+{
+    struct pending *p = &g->p[i];
+
+    p->state = P_HEALTH;
+    p->events = POLLIN;
+    p->in_len = 0;
+    /* The request may have come with the handshake's last flight and sit
+     * in the TLS buffer already, where poll cannot see it. */
+    return step_health(g, i);
+}
+
+/* Plaintext (loopback) has no server name: the first frame's type, at
+ * byte 5 of its header, peeked and left unread, decides. HEALTH is
+ * answered here; anything else, including a first segment shorter than
+ * 6 bytes, goes to a session at once. */
+static bool step_first(struct gate *g, size_t i)
+{
+    struct pending *p = &g->p[i];
+    uint8_t h[WIRE_FRAME_HEADER_SIZE];
+    ssize_t n = recv(p->fd, h, sizeof(h), MSG_PEEK);
+
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return false;
+    if (n <= 0) {
+        drop_at(g, i);
+        return true;
+    }
+    if (n >= 6 && h[5] == WIRE_MSG_HEALTH)
+        return start_health(g, i);
+    return authenticated(g, i);
+}
+
 static bool step_handshake(struct gate *g, size_t i)
 {
     struct pending *p = &g->p[i];
@@ -333,8 +455,16 @@ static bool step_handshake(struct gate *g, size_t i)
 
     ERR_clear_error();
     rc = SSL_accept(p->ssl);
-    if (rc == 1)
+    if (rc == 1) {
+        const char *name =
+            SSL_get_servername(p->ssl, TLSEXT_NAMETYPE_host_name);
+
+        /* Only a health check names this server: it goes on here, and
+         * everything else goes to a session before a byte is read. */
+        if (name && strcmp(name, WIRE_HEALTH_SERVER_NAME) == 0)
+            return start_health(g, i);
         return authenticated(g, i);
+    }
     e = SSL_get_error(p->ssl, rc);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
         p->events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
@@ -404,7 +534,14 @@ static void expire(struct gate *g, size_t i)
 {
     struct pending *p = &g->p[i];
 
-    if (p->state == P_HANDSHAKE) {
+    if (p->state == P_FIRST || p->state == P_HEALTH) {
+        g->st.timed_out++;
+        note_addr(g, p->addr);
+        detail(g,
+               "%s: no HELLO in time: nothing came within %g s "
+               "(--handshake-timeout) after the TLS handshake",
+               p->peer, g->lim.handshake_timeout_s);
+    } else if (p->state == P_HANDSHAKE) {
         g->st.timed_out++;
         note_addr(g, p->addr);
         /* The words the HELLO deadline used when sessions did the
@@ -433,6 +570,8 @@ static void advance(struct gate *g, const struct pollfd *pfd, size_t count,
             continue;
         if (f->revents) {
             bool gone = p->state == P_HANDSHAKE ? step_handshake(g, i)
+                        : p->state == P_FIRST   ? step_first(g, i)
+                        : p->state == P_HEALTH  ? step_health(g, i)
                         : p->state == P_REFUSE  ? step_refuse(g, i)
                                                 : step_drain(g, i);
             if (gone)
@@ -500,8 +639,10 @@ static void add(struct gate *g, int fd, const char *addr, const char *peer)
     g->n++;
     g->added++;
     /* Plaintext has no handshake: its authentication is nil. */
-    if (!g->ctx)
-        authenticated(g, g->n - 1);
+    if (!g->ctx) {
+        p->state = P_FIRST;
+        step_first(g, g->n - 1);
+    }
 }
 
 void gate_accept(struct gate *g, int lfd)

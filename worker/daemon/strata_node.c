@@ -48,6 +48,7 @@ struct daemon {
         uint64_t at_ns;
     } recent[RECENT];
     size_t next_recent;
+    uint64_t start_ns; /* listening since */
 };
 
 static int open_listener(const struct daemon_options *o)
@@ -267,6 +268,24 @@ static strata_err admit(void *arg, int fd, SSL *ssl, const char *peer,
     return STRATA_OK;
 }
 
+/* The answer to `strata node ping`. */
+static void health(void *arg, struct wire_health_reply *out)
+{
+    static char version[16];
+    struct daemon *d = arg;
+
+    snprintf(version, sizeof(version), "%d.%d.%d", STRATA_VERSION_MAJOR,
+             STRATA_VERSION_MINOR, STRATA_VERSION_PATCH);
+    out->version = version;
+    out->proto_min = WIRE_PROTO_MIN;
+    out->proto_max = WIRE_PROTO_MAX;
+    out->sessions = d->num_sessions;
+    out->max_sessions = d->o->lim.max_sessions;
+    out->max_procs = d->o->session.max_procs;
+    out->uptime_ms = (base_now_ns() - d->start_ns) / 1000000u;
+    out->pid = (uint32_t)d->self;
+}
+
 static void shut_down(struct daemon *d)
 {
     for (uint32_t i = 0; i < d->num_sessions; i++)
@@ -369,12 +388,14 @@ static int start(struct daemon_options *o)
              PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (d.proc_slots == MAP_FAILED)
         d.proc_slots = NULL;
-    d.gate = gate_create(ctx, &o->lim, admit, &d);
+    d.gate = gate_create(ctx, &o->lim, admit, health, &d);
     if (!d.sessions || !d.slot_pid || !d.proc_slots || !d.gate)
         LOG_ERROR("out of memory for %u sessions", o->lim.max_sessions);
     else if ((d.lfd = open_listener(o)) >= 0 &&
-             write_port(d.lfd, o->port_file) == 0)
+             write_port(d.lfd, o->port_file) == 0) {
+        d.start_ns = base_now_ns();
         rc = serve(&d);
+    }
     if (d.lfd >= 0)
         close(d.lfd);
     gate_destroy(d.gate);

@@ -38,9 +38,11 @@ enum wire_msg_type {
     WIRE_MSG_DOMAIN_CMD = 10,   /* global domain transaction phase */
     WIRE_MSG_DOMAIN_REPLY = 11, /* a node's answer to DOMAIN_CMD */
     WIRE_MSG_COMM_INIT = 12,    /* global communicator identity */
+    WIRE_MSG_HEALTH = 13,       /* client -> daemon: health request */
+    WIRE_MSG_HEALTH_REPLY = 14, /* daemon -> client: its health */
 };
 #define WIRE_MSG_TYPE_MIN WIRE_MSG_HELLO
-#define WIRE_MSG_TYPE_MAX WIRE_MSG_COMM_INIT
+#define WIRE_MSG_TYPE_MAX WIRE_MSG_HEALTH_REPLY
 
 /* A decoded frame header. */
 struct wire_frame_header {

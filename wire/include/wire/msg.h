@@ -239,6 +239,33 @@ struct wire_goodbye {
     const char *message; /* 0..4095 bytes */
 };
 
+/* ---- HEALTH, HEALTH_REPLY ------------------------------------------- */
+
+/* The TLS server name (SNI) a health check sends, so that strata-node
+ * answers it itself, with no session, before it reads a byte. */
+#define WIRE_HEALTH_SERVER_NAME "strata-health"
+
+/* A health check: the first and only message of an authenticated
+ * connection to strata-node, answered by the daemon itself (no session). */
+struct wire_health {
+    struct wire_arena arena;
+    uint64_t nonce; /* echoed in the reply */
+};
+
+/* The daemon's answer to HEALTH; it then closes the connection. */
+struct wire_health_reply {
+    struct wire_arena arena;
+    uint64_t nonce;        /* the request's */
+    const char *version;   /* strata's version, "0.1.0", 1..63 bytes */
+    uint16_t proto_min;    /* 1 <= proto_min <= proto_max */
+    uint16_t proto_max;    /* the wire protocol versions it speaks */
+    uint32_t sessions;     /* sessions running now, <= max_sessions */
+    uint32_t max_sessions; /* its --max-sessions, >= 1 */
+    uint32_t max_procs;    /* per session: chips + sub workers, >= 1 */
+    uint64_t uptime_ms;    /* since the daemon started listening */
+    uint32_t pid;          /* the daemon, 1..INT32_MAX */
+};
+
 #define WIRE_DECLARE_CODEC(msg)                                                \
     STRATA_MUST_CHECK strata_err wire_##msg##_pack(const struct wire_##msg *m, \
                                                    struct wire_buf *out);      \
@@ -255,6 +282,8 @@ WIRE_DECLARE_CODEC(control)
 WIRE_DECLARE_CODEC(control_reply)
 WIRE_DECLARE_CODEC(heartbeat)
 WIRE_DECLARE_CODEC(goodbye)
+WIRE_DECLARE_CODEC(health)
+WIRE_DECLARE_CODEC(health_reply)
 
 #include "wire/msg_domain.h"
 
@@ -277,6 +306,8 @@ struct wire_msg {
         struct wire_domain_cmd domain_cmd;
         struct wire_domain_reply domain_reply;
         struct wire_comm_init comm_init;
+        struct wire_health health;
+        struct wire_health_reply health_reply;
     } u;
 };
 

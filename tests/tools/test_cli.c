@@ -1,0 +1,427 @@
+/*
+ * The strata command-line tool as a user runs it: a real process per
+ * command, its exit status and output checked. gfg commands run on stores
+ * the graph module writes (strata_gfg_save) and their results are read
+ * back with strata_gfg_open; node ping talks TLS to a real strata-node on
+ * 127.0.0.1; the man pages are checked against --help.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <setjmp.h>
+
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strata/strata.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "node_launch.h"
+#include "testutil.h"
+
+#define OUT_MAX (64 * 1024)
+
+static char dir[64];
+static char out[OUT_MAX], err[OUT_MAX];
+
+static void path_in(char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", dir, name);
+}
+
+static void slurp(const char *path, char *buf)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, OUT_MAX - 1, f) : 0;
+
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* Runs argv (NULL-ended) with stdout and stderr in files (not a
+ * terminal); returns its exit status, out and err hold what it wrote. */
+static int run(const char *const *argv)
+{
+    char o[128], e[128];
+    int status = -1;
+    pid_t pid;
+
+    path_in(o, sizeof(o), "stdout");
+    path_in(e, sizeof(e), "stderr");
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        char *av[32];
+        size_t n = 0;
+
+        if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+            _exit(127);
+        for (; argv[n] && n < 31; n++)
+            av[n] = strdup(argv[n]);
+        av[n] = NULL;
+        execv(av[0], av);
+        _exit(127);
+    }
+    assert_true(testutil_wait_child(pid, 60, &status));
+    slurp(o, out);
+    slurp(e, err);
+    unlink(o);
+    unlink(e);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+#define RUN(...) run((const char *const[]){CLI_PATH, __VA_ARGS__, NULL})
+
+static void rm_store(const char *path)
+{
+    char p[256];
+
+    snprintf(p, sizeof(p), "%s/manifest.json", path);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/row_ptr.bin", path);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/col_idx.bin", path);
+    unlink(p);
+    rmdir(path);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/strata-tools-test.XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return rmdir(dir);
+}
+
+/* The worked example of docs/graph.md. */
+static const int64_t ex_rp[] = {0, 3, 5, 7, 9, 11, 13};
+static const int64_t ex_col[] = {0, 2, 5, 1, 3, 2, 4, 0, 3, 1, 4, 2, 5};
+
+static void save_example(const char *path, strata_dtype t)
+{
+    strata_csr_view v = {6, 6, ex_rp, ex_col};
+
+    assert_int_equal(strata_gfg_save(path, &v, t), STRATA_OK);
+}
+
+/* Every row of the store at path equals (rp, col) of rows rows. */
+static void expect_store(const char *path, strata_dtype t, uint64_t rows,
+                         const int64_t *rp, const int64_t *col)
+{
+    strata_gfg *g;
+    int64_t got_rp[16], got_col[64];
+
+    assert_int_equal(strata_gfg_open(path, &g), STRATA_OK);
+    assert_int_equal(strata_gfg_index_dtype(g), t);
+    assert_int_equal(strata_gfg_num_rows(g), rows);
+    assert_int_equal(strata_gfg_num_edges(g), (uint64_t)rp[rows]);
+    assert_int_equal(strata_gfg_read_rows(g, 0, rows, got_rp, got_col, 64),
+                     STRATA_OK);
+    assert_memory_equal(got_rp, rp, (rows + 1) * sizeof(int64_t));
+    assert_memory_equal(got_col, col, (size_t)rp[rows] * sizeof(int64_t));
+    strata_gfg_close(g);
+}
+
+static void test_cli_gfg_info_check_ok(void **state)
+{
+    char store[128];
+
+    (void)state;
+    path_in(store, sizeof(store), "ex.gfg");
+    save_example(store, STRATA_I32);
+    assert_int_equal(RUN("gfg", "info", store), 0);
+    assert_non_null(strstr(out, "\"format\": \"tiga.gfg.csr.v1\""));
+    assert_non_null(strstr(out, "edges                13"));
+    assert_non_null(strstr(out, "in-degree            min 2, mean 2.17, "
+                                "max 3"));
+    assert_non_null(strstr(out, "index dtype          int32"));
+    assert_int_equal(RUN("gfg", "check", store), 0);
+    assert_non_null(strstr(out, "ok: 6 rows, 13 edges, int32 indices"));
+    /* Not a terminal: plain progress lines, the last one with the time. */
+    assert_non_null(strstr(out, "checking: 80 B in "));
+    rm_store(store);
+}
+
+static void test_cli_gfg_check_corrupt_fails(void **state)
+{
+    char store[128], col[160];
+    int32_t bad = 6; /* num_src is 6: out of range */
+    int fd;
+
+    (void)state;
+    path_in(store, sizeof(store), "bad.gfg");
+    save_example(store, STRATA_I32);
+    snprintf(col, sizeof(col), "%s/col_idx.bin", store);
+    fd = open(col, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, &bad, sizeof(bad), 11 * sizeof(bad)),
+                     sizeof(bad));
+    close(fd);
+    assert_int_equal(RUN("gfg", "check", store), 1);
+    assert_non_null(strstr(err, "corrupt store"));
+    assert_non_null(strstr(err, "col_idx[11] = 6"));
+    assert_int_equal(RUN("gfg", "check", dir), 1); /* no manifest */
+    assert_non_null(strstr(err, "STRATA_ENOENT"));
+    rm_store(store);
+}
+
+static void test_cli_gfg_convert_dtype_roundtrip_ok(void **state)
+{
+    char a[128], b[128], c[128];
+
+    (void)state;
+    path_in(a, sizeof(a), "a.gfg");
+    path_in(b, sizeof(b), "b.gfg");
+    path_in(c, sizeof(c), "c.gfg");
+    save_example(a, STRATA_I32);
+    assert_int_equal(RUN("gfg", "convert", a, b, "--index", "int64"), 0);
+    assert_non_null(strstr(out, "writing: 160 B in "));
+    expect_store(b, STRATA_I64, 6, ex_rp, ex_col);
+    assert_int_equal(RUN("gfg", "convert", b, c, "--index", "int32"), 0);
+    expect_store(c, STRATA_I32, 6, ex_rp, ex_col);
+    /* An existing output is kept. */
+    assert_int_equal(RUN("gfg", "convert", a, c), 4);
+    assert_non_null(strstr(err, "exists"));
+    assert_int_equal(RUN("gfg", "convert", a, "--index", "int16", b), 2);
+    rm_store(a);
+    rm_store(b);
+    rm_store(c);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_cli_gfg_convert_edges_ok(void **state)
+{
+    char edges[128], store[128];
+    /* Rows by destination, sources in file order. */
+    static const int64_t rp[] = {0, 2, 3, 4, 5, 5};
+    static const int64_t col[] = {2, 3, 0, 1, 0};
+
+    (void)state;
+    path_in(edges, sizeof(edges), "edges.txt");
+    path_in(store, sizeof(store), "e.gfg");
+    write_text(edges, "# src dst\n0 1\n1 2\n\n2 0\t9.5\n3 0\n% c\n0 3\n");
+    assert_int_equal(RUN("gfg", "convert", "--from-edges", edges, store,
+                         "--nodes", "5", "--index", "int32"),
+                     0);
+    expect_store(store, STRATA_I32, 5, rp, col);
+    rm_store(store);
+    /* --nodes too small, and a bad line, name the problem. */
+    assert_int_equal(
+        RUN("gfg", "convert", "--from-edges", edges, store, "--nodes", "3"), 1);
+    assert_non_null(strstr(err, "id 3 is not below --nodes 3"));
+    write_text(edges, "0 1\n1 -2\n");
+    assert_int_equal(RUN("gfg", "convert", "--from-edges", edges, store), 1);
+    assert_non_null(strstr(err, "edges.txt:2: want two non-negative ids"));
+    assert_int_equal(access(store, F_OK), -1);
+    unlink(edges);
+}
+
+static void test_cli_node_keygen_mode_600_no_overwrite(void **state)
+{
+    char key[128], first[128];
+    struct stat st;
+
+    (void)state;
+    path_in(key, sizeof(key), "cluster.key");
+    assert_int_equal(RUN("node", "keygen", key), 0);
+    assert_int_equal(stat(key, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(st.st_size, 65);
+    slurp(key, first);
+    for (int i = 0; i < 64; i++)
+        assert_true(isxdigit((unsigned char)first[i]));
+    assert_int_equal(RUN("node", "keygen", key), 4);
+    assert_non_null(strstr(err, "--force"));
+    slurp(key, out);
+    assert_string_equal(out, first);
+    assert_int_equal(RUN("node", "keygen", "--force", key), 0);
+    assert_int_equal(stat(key, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    slurp(key, out);
+    assert_string_not_equal(out, first);
+    unlink(key);
+}
+
+static void test_cli_node_ping_ok_and_wrong_secret(void **state)
+{
+    char key[128], other[128], pf[128], log[128], ep[64], port_s[16];
+    const char *argv[] = {NODE_PATH,
+                          "--listen",
+                          "127.0.0.1:0",
+                          "--secret-file",
+                          key,
+                          "--port-file",
+                          pf,
+                          "--max-sessions",
+                          "3",
+                          NULL};
+    struct testutil_node_launch l = {.argv = argv,
+                                     .dir = dir,
+                                     .port_file = pf,
+                                     .log = log,
+                                     .log_level = "info",
+                                     .wait_s = 30};
+    pid_t pid;
+    int port, status;
+
+    (void)state;
+    path_in(key, sizeof(key), "node.key");
+    path_in(other, sizeof(other), "other.key");
+    path_in(pf, sizeof(pf), "port");
+    path_in(log, sizeof(log), "node.log");
+    assert_int_equal(RUN("node", "keygen", key), 0);
+    assert_int_equal(RUN("node", "keygen", other), 0);
+    port = testutil_node_launch(&l, &pid);
+    assert_true(port > 0);
+    snprintf(ep, sizeof(ep), "127.0.0.1:%d", port);
+    snprintf(port_s, sizeof(port_s), "%d", port);
+
+    assert_int_equal(RUN("node", "ping", ep, "--secret-file", key), 0);
+    assert_non_null(strstr(out, "strata-node 0.1.0"));
+    assert_non_null(strstr(out, "protocol:  1..2"));
+    assert_non_null(strstr(out, "sessions:  0 of 3"));
+    assert_non_null(strstr(out, "up to 512 chips + sub workers"));
+    assert_non_null(strstr(out, "uptime:"));
+
+    assert_int_equal(RUN("node", "ping", ep, "--secret-file", other), 3);
+    assert_non_null(strstr(err, "authentication failed"));
+    assert_int_equal(RUN("node", "ping", ep), 2);
+    assert_int_equal(RUN("node", "ping", "127.0.0.1", "--secret-file", key), 2);
+
+    /* The daemon still serves after both. */
+    assert_int_equal(RUN("node", "ping", ep, "--secret-file", key), 0);
+    kill(pid, SIGTERM);
+    assert_true(testutil_wait_child(pid, 30, &status));
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    slurp(log, out);
+    assert_non_null(strstr(out, "health check from 127.0.0.1"));
+    /* Nothing listens there now. */
+    assert_int_equal(RUN("node", "ping", ep, "--secret-file", key), 1);
+    assert_non_null(strstr(err, "cannot connect"));
+    unlink(key);
+    unlink(other);
+    unlink(pf);
+    unlink(log);
+}
+
+static void test_cli_node_ping_insecure_loopback_ok(void **state)
+{
+    char pf[128], log[128], ep[64];
+    const char *argv[] = {NODE_PATH,    "--listen",    "127.0.0.1:0",
+                          "--insecure", "--port-file", pf,
+                          NULL};
+    struct testutil_node_launch l = {.argv = argv,
+                                     .dir = dir,
+                                     .port_file = pf,
+                                     .log = log,
+                                     .log_level = "info",
+                                     .wait_s = 30};
+    pid_t pid;
+    int port, status;
+
+    (void)state;
+    path_in(pf, sizeof(pf), "port");
+    path_in(log, sizeof(log), "node.log");
+    port = testutil_node_launch(&l, &pid);
+    assert_true(port > 0);
+    snprintf(ep, sizeof(ep), "127.0.0.1:%d", port);
+    assert_int_equal(RUN("node", "ping", ep, "--insecure"), 0);
+    assert_non_null(strstr(out, "sessions:  0 of 64"));
+    kill(pid, SIGTERM);
+    assert_true(testutil_wait_child(pid, 30, &status));
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    unlink(pf);
+    unlink(log);
+}
+
+/* Every --option that help text names appears in the man page. */
+static void expect_options_in(const char *help, const char *man_path)
+{
+    char man[OUT_MAX], *m = man;
+    const char *p = help;
+
+    slurp(man_path, man);
+    /* Man pages write "\-"; compare with it as "-". */
+    for (const char *s = man; *s; s++)
+        if (!(s[0] == '\\' && s[1] == '-'))
+            *m++ = *s;
+    *m = '\0';
+    while ((p = strstr(p, "--")) != NULL) {
+        char opt[64];
+        size_t n = 2;
+
+        while (n < sizeof(opt) - 1 && (isalnum((unsigned char)p[n]) ||
+                                       (p[n] == '-' && isalpha(p[n + 1]))))
+            n++;
+        memcpy(opt, p, n);
+        opt[n] = '\0';
+        p += n;
+        if (n <= 2)
+            continue;
+        if (!strstr(man, opt))
+            fail_msg("%s is in --help but not in %s", opt, man_path);
+    }
+}
+
+static void test_cli_help_matches_man_pages_ok(void **state)
+{
+    char help[3 * OUT_MAX];
+
+    (void)state;
+    assert_int_equal(RUN("--help"), 0);
+    snprintf(help, sizeof(help), "%s", out);
+    assert_non_null(strstr(help, "gfg info"));
+    assert_non_null(strstr(help, "node ping"));
+    assert_int_equal(RUN("gfg", "--help"), 0);
+    strncat(help, out, sizeof(help) - strlen(help) - 1);
+    assert_int_equal(RUN("node", "--help"), 0);
+    strncat(help, out, sizeof(help) - strlen(help) - 1);
+    expect_options_in(help, MAN_DIR "/strata.1");
+    assert_int_equal(run((const char *const[]){NODE_PATH, "--help", NULL}), 0);
+    expect_options_in(out, MAN_DIR "/strata-node.8");
+    assert_int_equal(RUN("frobnicate"), 2);
+    assert_int_equal(RUN("--version"), 0);
+    assert_non_null(strstr(out, "strata 0.1.0"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cli_gfg_info_check_ok),
+        cmocka_unit_test(test_cli_gfg_check_corrupt_fails),
+        cmocka_unit_test(test_cli_gfg_convert_dtype_roundtrip_ok),
+        cmocka_unit_test(test_cli_gfg_convert_edges_ok),
+        cmocka_unit_test(test_cli_node_keygen_mode_600_no_overwrite),
+        cmocka_unit_test(test_cli_node_ping_ok_and_wrong_secret),
+        cmocka_unit_test(test_cli_node_ping_insecure_loopback_ok),
+        cmocka_unit_test(test_cli_help_matches_man_pages_ok),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
