@@ -83,6 +83,7 @@ void gnode_free_all(strata_worker *w)
             gnode_lazy_unlink(w, v);
         view_free(v);
     }
+    gjournal_close(w);
 }
 
 /* Posts one frame per local member (op, arg[1] = the member's rank) and
@@ -178,6 +179,7 @@ static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
         view_free(v);
         return base_fail(STRATA_ENOMEM, "out of memory for a view");
     }
+    v->jslot = -1;
     v->domain_id = c->domain_id;
     v->generation = c->generation;
     snprintf(v->name, sizeof(v->name), "%s", c->name);

@@ -169,6 +169,7 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
                          v->name, v->eps[i], v->ranks[i]);
     if (err)
         return err;
+    gjournal_add(w, v);
     /* Until it is posted, a member's ADOPT counts as withdrawn: that
      * member never maps, so ABORT has nothing to wait for or release. */
     for (uint32_t i = 0; i < v->nlocal; i++)
@@ -280,5 +281,6 @@ strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v)
      * piece is never handed out again. */
     if (touched)
         gnode_lazy_unlink(w, v);
+    gjournal_remove(w, v);
     return err;
 }

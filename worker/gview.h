@@ -44,6 +44,7 @@ struct strata_global_view {
     bool adopts_posted;
     bool mapped;  /* every member ran its ADOPT: lookups need not wait */
     bool watched; /* members' deaths mark the control page (IMPORT on) */
+    int jslot;    /* its record in the node's journal (gjournal.c); -1 */
     uint64_t va_start, va_len;   /* the node's range piece (0: none) */
     struct orch_ctl *adopt_ctls; /* apart from ctls, which RELEASE uses */
     /* Lookups holding v: from strata_orch_get_global_domain until the
@@ -83,6 +84,15 @@ void gwin_unlink_all(const struct chip_backend_ops *ops, uint64_t cluster_id,
 strata_err gwin_watch(struct orch_sched *s, const struct chip_backend_ops *ops,
                       uint64_t cluster_id, uint64_t domain_id, uint32_t n,
                       const char *name, int ep, uint32_t rank);
+
+/* gjournal.c: the node's record of the lazy views whose names its
+ * members may make, in /dev/shm beside its other names, so that whoever
+ * reaps a node killed outright removes them (worker_reclaim_names). Under
+ * gv_mu; a failure is logged (the names then stay, as before). */
+void gjournal_add(strata_worker *w, struct strata_global_view *v);
+void gjournal_remove(strata_worker *w, struct strata_global_view *v);
+/* At teardown, once every view is gone: the journal itself goes. */
+void gjournal_close(strata_worker *w);
 
 /* gnode_lazy.c. Under gv_mu unless said. */
 /* Makes v lazy when it can be (v->lazy says). */

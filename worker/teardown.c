@@ -13,8 +13,17 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+/* rest: "d<id>-<rank or ctl>", then "-<token>" or nothing. */
+static bool has_token(const char *rest)
+{
+    const char *dash = strchr(rest, '-');
+
+    return dash && strchr(dash + 1, '-');
+}
 
 static bool named_for(const char *name, const pid_t *pids, size_t n)
 {
@@ -25,8 +34,12 @@ static bool named_for(const char *name, const pid_t *pids, size_t n)
     if (sscanf(name, "strata-%u-%d-%n", &uid, &pid, &used) != 2 || !used ||
         uid != (unsigned)getuid())
         return false;
-    /* A global domain's windows carry their L4's pid, any host's. */
-    if (sscanf(name + used, "d%llu", &alloc) == 1 && (alloc & GLOBAL_ALLOC_TAG))
+    /* A global domain's lazily made windows carry their L4's pid, any
+     * host's, and its token ("-r<rank>-<token>", "-ctl-<token>"); those
+     * a member made on the exchange of descriptors carry its node's pid
+     * and no token, as local ones do. */
+    if (sscanf(name + used, "d%llu", &alloc) == 1 &&
+        (alloc & GLOBAL_ALLOC_TAG) && has_token(name + used))
         return false;
     for (size_t i = 0; i < n; i++)
         if (pids[i] == pid)
@@ -43,6 +56,9 @@ size_t worker_reclaim_names(const pid_t *pids, size_t n)
 
     if (!d)
         return 0;
+    /* Before the journals go with the other names. */
+    for (size_t i = 0; i < n; i++)
+        removed += worker_reclaim_global(pids[i]);
     while ((e = readdir(d)) != NULL) {
         if (!named_for(e->d_name, pids, n))
             continue;

@@ -161,6 +161,7 @@ strata_err strata_worker_create(const strata_worker_config *cfg,
     w->creator = getpid();
     w->ops = chip_backend_find(platform);
     w->doorbell_fd = -1;
+    w->gjournal_fd = -1;
     pthread_mutex_init(&w->buf_mu, NULL);
     pthread_mutex_init(&w->gv_mu, NULL);
     w->node_id = -1;

@@ -53,6 +53,7 @@ struct strata_worker {
     /* L4 pid << 32 | its random token, from COMM_INIT: what every node
      * names a global domain's windows after (gnode.c) */
     uint64_t cluster_id;
+    int gjournal_fd; /* gjournal.c: the windows this node may make; -1 */
     /* global domains, L4 side */
     struct strata_global_domain *gdomains;
     bool poisoned;          /* a failed ABORT: runs are refused */

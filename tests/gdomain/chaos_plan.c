@@ -56,11 +56,6 @@ static const struct known_result {
      "STRATA_EPEER: a dead node reads as a full one"},
     {CHAOS_KILL_SESSION, "init", STRATA_EBUSY,
      "the same, for a session killed before it answers the handshake"},
-    /* Issue 14 defect 7, fixed in the working tree, not yet committed:
-     * remove this entry when worker/daemon's sweep is in. */
-    {CHAOS_KILL_SESSION, "names", STRATA_OK,
-     "a killed session's buffers stay in /dev/shm (issue 14, defect 7: "
-     "the daemon must remove the names of the sessions it reaps)"},
 #if CHAOS_ASAN
     /* Sanitizer builds only: the session's exit() runs LeakSanitizer. */
     {CHAOS_KILL_CHIP, "processes", STRATA_OK,

@@ -11,11 +11,13 @@
  * dead node), the run must end with STRATA_EPEER, strata_worker_destroy
  * must return, and no window, control page or session may be left.
  * Without the fix the survivors sleep forever: the run's bounded wait
- * fails.
+ * fails. Also (defect 7): the daemon that reaps a killed session removes
+ * the windows of the global domains its members made.
  */
 #define _GNU_SOURCE
 #include "gd_kit.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,12 +234,76 @@ static void test_gdomain_lost_session_killed_waiters_epeer(void **state)
     lost_case(-1, 0, 2, "rank 2");
 }
 
+/* Rank windows of global domain id named for this L4, in /dev/shm. */
+static size_t rank_windows(uint64_t id)
+{
+    char prefix[96];
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    size_t n = 0;
+
+    snprintf(prefix, sizeof(prefix), "strata-%u-%d-d%llu-r", (unsigned)getuid(),
+             (int)getpid(), (unsigned long long)((1ull << 62) | id));
+    while (d && (e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static bool windows_gone(void *arg)
+{
+    return rank_windows(*(const uint64_t *)arg) == 0;
+}
+
+static strata_err fill_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct lost *l = user;
+
+    (void)args;
+    gd_spec_init(&l->s, "kept", 4096);
+    gd_spec_grid(&l->s, 0, 2, 2);
+    l->s.spec.retain_after_run = true;
+    gd_try(strata_orch_allocate_global_domain(o, &l->s.spec, &l->g));
+    return gd_submit_fill(o, &l->s, strata_global_domain_id(l->g), 0, 16, 5);
+}
+
+/* Issue 14, defect 7: the windows of a retained domain, named after the
+ * L4, that a SIGKILLed session's members made are removed by the daemon
+ * when it reaps the session, while the L4 still holds the domain (it
+ * would remove them only at release). */
+static void test_gdomain_lost_session_killed_windows_reclaimed(void **state)
+{
+    const struct gd_daemon *ds[1] = {&daemon_};
+    struct lost l = {.tag = 0};
+    strata_worker *w = NULL;
+    pid_t session = 0;
+    uint64_t id;
+
+    (void)state;
+    gd_ok(gd_l4_start(1, 2, ds, 1, 2, &w));
+    gd_ok(strata_worker_run(w, fill_orch, NULL, &l));
+    id = strata_global_domain_id(l.g);
+    /* Every member mapped every rank's window. */
+    assert_int_equal(rank_windows(id), LOST_N);
+    assert_int_equal(gd_daemon_sessions(&daemon_, &session, 1), 1);
+    assert_int_equal(kill(session, SIGKILL), 0);
+    assert_true(gd_daemon_idle(&daemon_, LOST_BOUND_S));
+    if (!testutil_wait_until(windows_gone, &id, LOST_BOUND_S))
+        fail_msg("%zu windows of the killed session's domain left",
+                 rank_windows(id));
+    assert_false(strata_global_domain_freed(l.g));
+    gd_destroy(w, STRATA_EPEER);
+    assert_int_equal(gd_shm_windows_below(&session, 1), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         gd_test(test_gdomain_lost_remote_chip_killed_waiters_epeer),
         gd_test(test_gdomain_lost_forked_chip_killed_waiters_epeer),
         gd_test(test_gdomain_lost_session_killed_waiters_epeer),
+        gd_test(test_gdomain_lost_session_killed_windows_reclaimed),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
