@@ -79,6 +79,8 @@ static strata_err copy(strata_orch *o, const strata_domain *d, int chip,
     c.arg[2] = nbytes;
     err = orch_control_post(d->sched, o, d->eps[rank], &c, a);
     strata_args_destroy(a);
+    if (err == STRATA_EINVAL)
+        base_errmsg_prefix("%s: %s", fn, to ? "src" : "dst");
     if (!err)
         err = orch_control_wait(d->sched, &cp, 1);
     return err;

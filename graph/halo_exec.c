@@ -108,12 +108,17 @@ void strata_halo_spec_init(strata_halo_spec *spec)
     spec->schedule = STRATA_HALO_OVERLAPPED;
 }
 
-static strata_err check_chips(const strata_halo_spec *s)
+static strata_err check_chips(const strata_worker *w, const strata_halo_spec *s)
 {
     if (!s->chips || s->num_chips == 0)
         return base_fail(STRATA_EINVAL, "halo spec: no chips");
-    if (s->num_chips > UINT32_MAX / 2)
-        return base_fail(STRATA_EINVAL, "halo spec: %zu chips", s->num_chips);
+    /* Distinct chips of w: a count past w's is refused before the array
+     * is read, so it cannot overrun it. */
+    if (s->num_chips > strata_worker_num_chips(w))
+        return base_fail(STRATA_EINVAL,
+                         "halo spec: num_chips %zu is more than the worker's "
+                         "%zu chips",
+                         s->num_chips, strata_worker_num_chips(w));
     for (size_t i = 0; i < s->num_chips; i++) {
         if (s->chips[i] < 0)
             return base_fail(STRATA_EINVAL, "halo spec: chips[%zu] = %d", i,
@@ -164,7 +169,7 @@ static strata_err check_spec(const strata_worker *w, const strata_halo_spec *s)
                          "halo spec: give exactly one of chips and members");
     if (s->members || s->num_members)
         return halo_global_check(w, s);
-    return check_chips(s);
+    return check_chips(w, s);
 }
 
 static strata_err check_sizes(strata_halo *h)

@@ -148,6 +148,9 @@ strata_err strata_halo_map_derive_paged(const char *gfg_path, uint32_t world,
     if (!gfg_path || !out)
         return base_fail_null("strata_halo_map_derive_paged",
                               !gfg_path ? "gfg_path" : "out");
+    if (!*gfg_path)
+        return base_fail(STRATA_EINVAL,
+                         "strata_halo_map_derive_paged: gfg_path is empty");
     err = strata_gfg_open(gfg_path, &g);
     if (err != STRATA_OK)
         return err;

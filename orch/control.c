@@ -163,6 +163,11 @@ strata_err orch_control_post(struct orch_sched *s, strata_orch *o, int ep,
     struct orch_task *t;
     strata_err err;
 
+    /* A control frame's host range is a tensor like a task's: the same
+     * buffers may be named (never another worker's). */
+    err = orch_check_args(s, a, ep);
+    if (err)
+        return err;
     pthread_mutex_lock(&s->mu);
     if (!a) {
         err = orch_control_post_locked(s, o ? o->run : NULL, ep, c);

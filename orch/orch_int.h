@@ -225,6 +225,11 @@ struct orch_task *orch_queue_pop(struct orch_sched *s, uint32_t *head,
                                  uint32_t *tail);
 strata_err orch_reserve(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 
+/* submit.c: STRATA_EINVAL unless every tensor of a (NULL: none) is a
+ * buffer of this worker that endpoint ep (-1: the sub queue) can name. */
+strata_err orch_check_args(const struct orch_sched *s, const strata_args *a,
+                           int ep);
+
 /* deps.c */
 struct dep_plan;
 strata_err orch_deps_plan(struct orch_sched *s, const strata_args *a,

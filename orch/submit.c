@@ -48,9 +48,8 @@ static strata_err check_callable(const struct orch_sched *s, strata_callable c,
     return STRATA_OK;
 }
 
-/* ep: the target endpoint, or -1 for the sub queue. */
-static strata_err check_args(const struct orch_sched *s, const strata_args *a,
-                             int ep)
+strata_err orch_check_args(const struct orch_sched *s, const strata_args *a,
+                           int ep)
 {
     if (!a)
         return STRATA_OK;
@@ -177,7 +176,7 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
     if (!err)
         err = check_deadline(o, kind);
     if (!err)
-        err = check_args(s, a, ep);
+        err = orch_check_args(s, a, ep);
     if (err)
         return err;
     pthread_mutex_lock(&s->mu);
@@ -247,7 +246,7 @@ static strata_err check_group(struct orch_sched *s, strata_callable c,
         err = check_callable(s, c, s->directed_kind,
                              orch_chip_index(s, worker_ids[i]));
         if (!err)
-            err = check_args(s, a[i], orch_chip_index(s, worker_ids[i]));
+            err = orch_check_args(s, a[i], orch_chip_index(s, worker_ids[i]));
     }
     return err;
 }

@@ -320,8 +320,9 @@ typedef struct strata_halo strata_halo;
  * the members name, and those nodes must already be added. Nothing of
  * spec is retained. STRATA_EINVAL naming the problem for a NULL argument,
  * neither or both graphs, an invalid CSR, neither or both of chips and
- * members, no chips or a repeated or negative chip, no members, a member
- * with a negative node or chip id, a node id w does not have, a member
+ * members, no chips, more chips than w has, a repeated or negative chip,
+ * no members, a member with a negative node or chip id, a node id w does
+ * not have, a member
  * listed twice, a node with more than STRATA_HALO_NODE_MAX_MEMBERS
  * members, features 0, a dtype other than F32/F64, an unknown reducer or
  * schedule, a NaN timeout_s, STRATA_HALO_EDGE without a registered edge_kernel,

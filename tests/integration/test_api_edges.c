@@ -18,6 +18,8 @@
  */
 #include "it_kernels.h"
 
+#include <strata/cuda.h>
+
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
@@ -93,6 +95,21 @@ static const strata_comm_buffer_spec buf_mismatch[] = {
 static const size_t shape1[] = {16};
 static const size_t shape_huge[] = {SIZE_MAX / 2};
 static const size_t shape5[] = {1, 1, 1, 1, 1, 1};
+static const size_t shape_1025[] = {1025};
+static const int ids3[] = {0, 1, 2};
+static const strata_comm_buffer_spec buf_noname[] = {{NULL, STRATA_U32, 1, 4}};
+static const strata_comm_buffer_spec buf_nodtype[] = {
+    {"buf", (strata_dtype)0, 1, 4}};
+static const strata_comm_buffer_spec buf_empty[] = {{"buf", STRATA_U32, 0, 0}};
+static const strata_comm_buffer_spec buf_twice[] = {{"buf", STRATA_U32, 1, 4},
+                                                    {"buf", STRATA_U32, 1, 4}};
+static const strata_comm_buffer_spec buf_count_huge[] = {
+    {"buf", STRATA_U64, SIZE_MAX / 4, 0}};
+static const strata_comm_buffer_spec buf_too_big[] = {
+    {"buf", STRATA_U8, 4097, 4097}};
+static const char long_name[] =
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
 
 static strata_err nop_kernel(strata_chip *chip, const strata_args *a)
 {
@@ -351,6 +368,129 @@ static strata_err wait_nan_unfinished(void)
 
 #define AS(T, v) ((T)(v))
 
+/* A domain spec of one named buffer list, or a name of its own. */
+static strata_err domain_with(const char *name, size_t nbuf,
+                              const strata_comm_buffer_spec *bufs)
+{
+    strata_domain_spec s = {name, ids2, 2, 4096, bufs, nbuf};
+    strata_domain *d = NULL;
+
+    return strata_orch_allocate_domain(E.o, &s, &d);
+}
+
+/* A halo spec that is the ring's on chips 0 and 1, but for one field. */
+enum halo_field {
+    H_AS_IS,
+    H_NO_CSR,
+    H_BOTH,
+    H_CHIPS_NULL,
+    H_CHIPS_HUGE,
+    H_CHIP_99,
+    H_EDGE_NULL,
+    H_EDGE_UNKNOWN,
+    H_GFG_EMPTY,
+    H_TIMEOUT_NEG,
+    H_CHIPS_AND_MEMBERS
+};
+
+static strata_err halo_field(strata_worker *w, enum halo_field f)
+{
+    static const int chip99[] = {99};
+    strata_halo_spec s;
+    strata_halo *h = NULL;
+    strata_err err;
+
+    strata_halo_spec_init(&s);
+    s.csr = &E.csr;
+    s.chips = ids2;
+    s.num_chips = 2;
+    switch (f) {
+    case H_AS_IS:
+        break;
+    case H_NO_CSR:
+        s.csr = NULL;
+        break;
+    case H_BOTH:
+        s.gfg_path = E.gfg_path;
+        break;
+    case H_CHIPS_NULL:
+        s.chips = NULL;
+        break;
+    case H_CHIPS_HUGE:
+        s.num_chips = UINT32_MAX / 2;
+        break;
+    case H_CHIP_99:
+        s.chips = chip99;
+        s.num_chips = 1;
+        break;
+    case H_EDGE_NULL:
+        s.reducer = STRATA_HALO_EDGE;
+        break;
+    case H_EDGE_UNKNOWN:
+        s.reducer = STRATA_HALO_EDGE;
+        s.edge_kernel = "edge.unknown";
+        break;
+    case H_GFG_EMPTY:
+        s.csr = NULL;
+        s.gfg_path = "";
+        break;
+    case H_TIMEOUT_NEG:
+        s.timeout_s = -INFINITY; /* <= 0: the default, 60 s */
+        break;
+    case H_CHIPS_AND_MEMBERS:
+        s.members = members2;
+        s.num_members = 2;
+        break;
+    }
+    err = strata_halo_create(w, &s, &h);
+    if (err == STRATA_OK) {
+        err = strata_halo_destroy(h);
+        strata_errmsg_set("halo created (destroy: %s)", strata_errname(err));
+        err = STRATA_OK;
+    }
+    return err;
+}
+
+static strata_err group_kind(int kind)
+{
+    strata_callable c = E.k;
+
+    c.kind = (uint32_t)kind;
+    return strata_orch_submit_next_level_group(
+        E.o, c, AS(const strata_args *const *, &E.a), ids2, 1);
+}
+
+static strata_err sub_kind(int kind)
+{
+    strata_callable c = E.s;
+
+    c.kind = (uint32_t)kind;
+    return strata_orch_submit_sub(E.o, c, E.a);
+}
+
+/* A callable of a digest no process registered. */
+static strata_callable unknown_callable(void)
+{
+    strata_callable c = E.k;
+
+    memset(c.digest, 0xa5, sizeof(c.digest));
+    return c;
+}
+
+static void *edge_malloc(size_t size, void *ctx)
+{
+    (void)ctx;
+    return malloc(size);
+}
+
+/* malloc_fn alone: realloc_fn and free_fn missing. */
+static strata_err alloc_hooks_partial(void)
+{
+    strata_alloc_hooks h = {.malloc_fn = edge_malloc};
+
+    return strata_set_alloc_hooks(&h);
+}
+
 /* The table: ctx, code, message word, pending file, call. (Not in it:
  * strata_module_init, which a module defines and the library only
  * declares.) */
@@ -368,6 +508,10 @@ static strata_err wait_nan_unfinished(void)
     /* allocation hooks */                                                     \
     X(N, STRATA_EINVAL, "malloc_fn", NULL,                                     \
       strata_set_alloc_hooks(&(strata_alloc_hooks){0}))                        \
+    X(N, STRATA_EINVAL, "realloc_fn", NULL, alloc_hooks_partial())             \
+    X(N, STRATA_ESTATE, NULL, NULL, strata_set_alloc_hooks(NULL))              \
+    X(N, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_errname(AS(strata_err, -1)) != NULL))                     \
     /* dtypes */                                                               \
     X(N, STRATA_OK, NULL, NULL,                                                \
       neutral(strata_dtype_size(AS(strata_dtype, 0)) == 0))                    \
@@ -416,12 +560,17 @@ static strata_err wait_nan_unfinished(void)
       neutral(strcmp(strata_callable_digest_hex((strata_callable){0}, E.hex),  \
                      "000000000000000000000000000000000000000000000000000000"  \
                      "0000000000") == 0))                                      \
+    X(N, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_callable_name(unknown_callable()) == NULL))               \
+    X(N, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_callable_digest_hex(unknown_callable(), NULL) == NULL))   \
     /* modules (strata_module_init is the module's, not the library's) */      \
     X(N, STRATA_EINVAL, "shared_object_path is NULL", NULL,                    \
       strata_load_module(NULL))                                                \
     X(N, STRATA_EINVAL, "shared_object_path", NULL, strata_load_module(""))    \
     X(N, STRATA_EIO, "/nonexistent/edge.so", NULL,                             \
       strata_load_module("/nonexistent/edge.so"))                              \
+    X(N, STRATA_EIO, "ring.gfg", NULL, strata_load_module(E.gfg_path))         \
     /* worker configuration */                                                 \
     X(N, STRATA_OK, NULL, NULL, (strata_worker_config_init(NULL, 3), 0))       \
     X(N, STRATA_EINVAL, "cfg is NULL", NULL, strata_worker_create(NULL, &E.w)) \
@@ -476,11 +625,16 @@ static strata_err wait_nan_unfinished(void)
       strata_worker_submit(E.w, NULL, NULL, NULL, &E.run))                     \
     X(W, STRATA_EINVAL, "out is NULL", NULL,                                   \
       strata_worker_submit(E.w, nop_orch, NULL, NULL, NULL))                   \
+    X(W, STRATA_ESTATE, "not initialized", NULL,                               \
+      strata_worker_submit(E.fresh, nop_orch, NULL, NULL,                      \
+                           AS(strata_run **, &E.p)))                           \
     X(N, STRATA_EINVAL, "run is NULL", NULL, strata_run_wait(NULL, 1))         \
     X(W, STRATA_EINVAL, "timeout_s", NULL, strata_run_wait(E.run, NAN))        \
     X(W, STRATA_EINVAL, "timeout_s", NULL, wait_nan_unfinished())              \
     X(W, STRATA_OK, NULL, NULL, strata_run_wait(E.run, -INFINITY))             \
     X(W, STRATA_OK, NULL, NULL, strata_run_wait(E.run, INFINITY))              \
+    X(W, STRATA_OK, NULL, NULL, strata_run_wait(E.run, 0))                     \
+    X(W, STRATA_OK, NULL, NULL, strata_run_wait(E.run, -1))                    \
     X(N, STRATA_OK, NULL, NULL, (strata_run_free(NULL), 0))                    \
     X(N, STRATA_OK, NULL, NULL, strata_worker_destroy(NULL))                   \
     X(N, STRATA_OK, NULL, NULL, neutral(strata_worker_num_chips(NULL) == 0))   \
@@ -503,6 +657,13 @@ static strata_err wait_nan_unfinished(void)
       neutral(strata_worker_node_pid(E.l4, INT_MAX) == -1))                    \
     X(W, STRATA_OK, NULL, NULL,                                                \
       neutral(strata_worker_node_pid(E.l4, -1) == -1))                         \
+    X(W, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_worker_node_pid(E.l4, INT_MIN) == -1))                    \
+    X(W, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_worker_chip_pid(E.fresh, 0) == -1))                       \
+    X(W, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_worker_sub_pid(E.fresh, 0) == -1))                        \
+    X(W, STRATA_OK, NULL, NULL, neutral(strata_worker_num_nodes(E.w) == 0))    \
     /* buffers */                                                              \
     X(N, STRATA_EINVAL, "w is NULL", NULL,                                     \
       strata_worker_create_buffer(NULL, 64, AS(strata_buffer **, &E.p)))       \
@@ -530,6 +691,9 @@ static strata_err wait_nan_unfinished(void)
     X(W, STRATA_EINVAL, "offset", NULL,                                        \
       strata_buffer_write(E.b, 1, E.bytes, SIZE_MAX))                          \
     X(W, STRATA_OK, NULL, NULL, strata_buffer_write(E.b, 4096, E.bytes, 0))    \
+    X(W, STRATA_OK, NULL, NULL, strata_buffer_write(E.b, 0, NULL, 0))          \
+    X(W, STRATA_EINVAL, "offset", NULL,                                        \
+      strata_buffer_write(E.b, 4097, E.bytes, 0))                              \
     X(N, STRATA_EINVAL, "b is NULL", NULL,                                     \
       strata_buffer_read(NULL, 0, E.bytes, 1))                                 \
     X(W, STRATA_EINVAL, "dst is NULL", NULL,                                   \
@@ -538,6 +702,9 @@ static strata_err wait_nan_unfinished(void)
       strata_buffer_read(E.b, 4095, E.bytes, 2))                               \
     X(W, STRATA_EINVAL, "offset", NULL,                                        \
       strata_buffer_read(E.b, SIZE_MAX, E.bytes, 2))                           \
+    X(W, STRATA_OK, NULL, NULL, strata_buffer_read(E.b, 4096, NULL, 0))        \
+    X(W, STRATA_EINVAL, "offset", NULL,                                        \
+      strata_buffer_read(E.b, 0, E.bytes, SIZE_MAX))                           \
     /* tree building and remote nodes */                                       \
     X(N, STRATA_EINVAL, "parent is NULL", NULL,                                \
       strata_worker_add_worker(NULL, E.fresh, &E.id))                          \
@@ -565,6 +732,15 @@ static strata_err wait_nan_unfinished(void)
       remote_with("127.0.0.1:7070", SIZE_MAX, ids2, E.fresh4))                 \
     X(W, STRATA_EINVAL, "level", NULL,                                         \
       remote_with("127.0.0.1:7070", 1, ids2, E.fresh))                         \
+    X(W, STRATA_EINVAL, "endpoint", NULL, remote_with("", 1, ids2, E.fresh4))  \
+    X(W, STRATA_EINVAL, "port", NULL,                                          \
+      remote_with("127.0.0.1", 1, ids2, E.fresh4))                             \
+    X(W, STRATA_EINVAL, "loopback", NULL,                                      \
+      remote_with("192.0.2.1:7070", 1, ids2, E.fresh4))                        \
+    X(W, STRATA_EINVAL, "chip_ids[0]", NULL,                                   \
+      remote_with("127.0.0.1:7070", 1, ids_neg, E.fresh4))                     \
+    X(W, STRATA_ESTATE, "before init", NULL,                                   \
+      remote_with("127.0.0.1:7070", 1, ids2, E.l4))                            \
     X(N, STRATA_EINVAL, "parent is NULL", NULL,                                \
       strata_worker_add_mpirun_worker_group(NULL, &E.mspec, &E.id, 1))         \
     X(W, STRATA_EINVAL, "spec is NULL", NULL,                                  \
@@ -581,6 +757,8 @@ static strata_err wait_nan_unfinished(void)
     X(W, STRATA_EINVAL, "num_chips", NULL,                                     \
       mpi_with(1, 2, SIZE_MAX, ids2, E.fresh4))                                \
     X(W, STRATA_EINVAL, "level", NULL, mpi_with(1, 2, 1, ids2, E.fresh))       \
+    X(W, STRATA_EINVAL, "ids_out holds 0", NULL,                               \
+      mpi_with(1, 0, 1, ids2, E.fresh4))                                       \
     X(N, STRATA_EINVAL, "w is NULL", NULL,                                     \
       strata_worker_create_remote_buffer(NULL, 0, 64,                          \
                                          AS(strata_buffer **, &E.p)))          \
@@ -594,6 +772,12 @@ static strata_err wait_nan_unfinished(void)
                                          AS(strata_buffer **, &E.p)))          \
     X(W, STRATA_EINVAL, "node", NULL,                                          \
       strata_worker_create_remote_buffer(E.l4, INT_MAX, 64,                    \
+                                         AS(strata_buffer **, &E.p)))          \
+    X(W, STRATA_EINVAL, "no such node", NULL,                                  \
+      strata_worker_create_remote_buffer(E.w, 0, 64,                           \
+                                         AS(strata_buffer **, &E.p)))          \
+    X(W, STRATA_EINVAL, "forked", NULL,                                        \
+      strata_worker_create_remote_buffer(E.l4, 0, 64,                          \
                                          AS(strata_buffer **, &E.p)))          \
     /* argument lists */                                                       \
     X(N, STRATA_EINVAL, "out is NULL", NULL, strata_args_create(NULL))         \
@@ -633,6 +817,12 @@ static strata_err wait_nan_unfinished(void)
     X(W, STRATA_EINVAL, "shape", NULL,                                         \
       strata_args_add_tensor(E.a, E.b, 0, STRATA_U64, 1, shape_huge,           \
                              STRATA_IN))                                       \
+    X(W, STRATA_EINVAL, "outside", NULL,                                       \
+      strata_args_add_tensor(E.a, E.b, 0, STRATA_U32, 1, shape_1025,           \
+                             STRATA_IN))                                       \
+    X(W, STRATA_EINVAL, "outside", NULL,                                       \
+      strata_args_add_tensor(E.a, E.b, 4094, STRATA_U32, 1, shape1,            \
+                             STRATA_IN))                                       \
     X(N, STRATA_EINVAL, "a is NULL", NULL, strata_args_add_scalar(NULL, 1))    \
     X(N, STRATA_OK, NULL, NULL, neutral(strata_args_num_tensors(NULL) == 0))   \
     X(N, STRATA_OK, NULL, NULL,                                                \
@@ -665,6 +855,15 @@ static strata_err wait_nan_unfinished(void)
     X(N, STRATA_OK, NULL, NULL, neutral(strata_args_num_scalars(NULL) == 0))   \
     X(N, STRATA_OK, NULL, NULL, neutral(strata_args_scalar(NULL, 0) == 0))     \
     X(W, STRATA_OK, NULL, NULL, neutral(strata_args_scalar(E.a, 0) == 0))      \
+    X(W, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_args_scalar(E.a, SIZE_MAX) == 0))                         \
+    X(W, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_args_tensor_ndims(E.a, 9) == 0))                          \
+    X(W, STRATA_OK, NULL, NULL, neutral(strata_args_tensor_tag(E.a, 9) == 0))  \
+    X(W, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_args_tensor_offset(E.a, SIZE_MAX) == 0))                  \
+    X(W, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_args_tensor_nbytes(E.a, SIZE_MAX) == 0))                  \
     /* orchestrator */                                                         \
     X(N, STRATA_EINVAL, "orch is NULL", NULL,                                  \
       strata_orch_submit_next_level(NULL, E.k, E.a, 0))                        \
@@ -673,6 +872,17 @@ static strata_err wait_nan_unfinished(void)
     X(O, STRATA_EINVAL, "chip 2147483647", NULL,                               \
       strata_orch_submit_next_level(E.o, E.k, E.a, INT_MAX))                   \
     X(O, STRATA_EINVAL, "kind 77", NULL, wrong_kind(E.k))                      \
+    X(O, STRATA_EINVAL, "kind 0", NULL, group_kind(0))                         \
+    X(O, STRATA_EINVAL, "kind 4294967295", NULL, group_kind(-1))               \
+    X(O, STRATA_EINVAL, "kind 77", NULL, sub_kind(77))                         \
+    X(O, STRATA_EINVAL, "not registered", NULL,                                \
+      strata_orch_submit_next_level(E.o, unknown_callable(), E.a, 0))          \
+    X(O, STRATA_EINVAL, "both", NULL,                                          \
+      group_with((const strata_args *const[2]){E.a, E.a}, ids_dup, 2))         \
+    X(O, STRATA_EINVAL, "-1", NULL,                                            \
+      group_with(AS(const strata_args *const *, &E.a), ids_neg, 1))            \
+    X(O, STRATA_EINVAL, "n 3", NULL,                                           \
+      group_with((const strata_args *const[3]){E.a, E.a, E.a}, ids3, 3))       \
     X(O, STRATA_EINVAL, "kernel", NULL,                                        \
       strata_orch_submit_next_level(E.o, E.s, E.a, 0))                         \
     X(N, STRATA_EINVAL, "orch is NULL", NULL,                                  \
@@ -698,8 +908,15 @@ static strata_err wait_nan_unfinished(void)
     X(O, STRATA_EINVAL, "deadline", NULL,                                      \
       strata_orch_set_deadline(E.o, INFINITY))                                 \
     X(O, STRATA_EINVAL, "deadline", NULL, strata_orch_set_deadline(E.o, 1e8))  \
+    X(O, STRATA_EINVAL, "deadline", NULL,                                      \
+      strata_orch_set_deadline(E.o, -INFINITY))                                \
+    X(O, STRATA_OK, NULL, NULL, strata_orch_set_deadline(E.o, 0))              \
     X(N, STRATA_OK, NULL, NULL, neutral(strata_orch_worker(NULL) == NULL))     \
     X(N, STRATA_OK, NULL, NULL, neutral(strata_chip_id(NULL) == -1))           \
+    /* strata/cuda.h: no chip, or not a CUDA one */                            \
+    X(N, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_chip_cuda_stream(NULL) == NULL))                          \
+    X(N, STRATA_OK, NULL, NULL, neutral(strata_chip_cuda_device(NULL) == -1))  \
     /* local domains */                                                        \
     X(N, STRATA_EINVAL, "orch is NULL", NULL,                                  \
       strata_orch_allocate_domain(NULL, &E.dspec, &E.d))                       \
@@ -724,12 +941,28 @@ static strata_err wait_nan_unfinished(void)
     X(O, STRATA_EINVAL, "window_size", NULL,                                   \
       spec_with(SIZE_MAX, 0, NULL, ids2, 2, AS(strata_domain **, &E.p)))       \
     X(O, STRATA_ENOMEM, "/dev/shm", NULL, domain_tib())                        \
+    X(O, STRATA_EINVAL, "name", NULL, domain_with(NULL, 0, NULL))              \
+    X(O, STRATA_EINVAL, "name", NULL, domain_with("", 0, NULL))                \
+    X(O, STRATA_EINVAL, "name", NULL, domain_with(long_name, 0, NULL))         \
+    X(O, STRATA_EINVAL, "already", NULL, domain_with("edges", 0, NULL))        \
+    X(O, STRATA_EINVAL, "num_buffers", NULL,                                   \
+      domain_with("edge", SIZE_MAX, buf_spec))                                 \
+    X(O, STRATA_EINVAL, "buffers[0]", NULL,                                    \
+      domain_with("edge", 1, buf_noname))                                      \
+    X(O, STRATA_EINVAL, "dtype", NULL, domain_with("edge", 1, buf_nodtype))    \
+    X(O, STRATA_EINVAL, "empty", NULL, domain_with("edge", 1, buf_empty))      \
+    X(O, STRATA_EINVAL, "twice", NULL, domain_with("edge", 2, buf_twice))      \
+    X(O, STRATA_EINVAL, "count", NULL, domain_with("edge", 1, buf_count_huge)) \
+    X(O, STRATA_EINVAL, "window_size", NULL,                                   \
+      domain_with("edge", 1, buf_too_big))                                     \
     X(N, STRATA_EINVAL, "d is NULL", NULL,                                     \
       strata_domain_context(NULL, 0, &E.dctx))                                 \
     X(O, STRATA_EINVAL, "out is NULL", NULL,                                   \
       strata_domain_context(E.d, 0, NULL))                                     \
     X(O, STRATA_ENOENT, "chip 99", NULL,                                       \
       strata_domain_context(E.d, 99, &E.dctx))                                 \
+    X(O, STRATA_ENOENT, "chip -1", NULL,                                       \
+      strata_domain_context(E.d, -1, &E.dctx))                                 \
     X(N, STRATA_OK, NULL, NULL, strata_domain_release(NULL))                   \
     X(N, STRATA_OK, NULL, NULL, neutral(!strata_domain_released(NULL)))        \
     X(N, STRATA_OK, NULL, NULL, neutral(!strata_domain_freed(NULL)))           \
@@ -751,6 +984,10 @@ static strata_err wait_nan_unfinished(void)
       strata_orch_copy_to(E.o, E.d, 0, "buf", 0, E.b, 0, SIZE_MAX))            \
     X(O, STRATA_ENOENT, "chip 99", NULL,                                       \
       strata_orch_copy_to(E.o, E.d, 99, "buf", 0, E.b, 0, 4))                  \
+    X(O, STRATA_EINVAL, "empty", NULL,                                         \
+      strata_orch_copy_to(E.o, E.d, 0, "buf", 0, E.b, 0, 0))                   \
+    X(O, STRATA_EINVAL, "another worker", NULL,                                \
+      strata_orch_copy_to(E.o, E.d, 0, "buf", 0, E.lb, 0, 4))                  \
     X(N, STRATA_EINVAL, "orch is NULL", NULL,                                  \
       strata_orch_copy_from(NULL, E.d, 0, "buf", 0, E.b, 0, 4))                \
     X(O, STRATA_EINVAL, "d is NULL", NULL,                                     \
@@ -759,6 +996,16 @@ static strata_err wait_nan_unfinished(void)
       strata_orch_copy_from(E.o, E.d, 0, "buf", 0, NULL, 0, 4))                \
     X(O, STRATA_EINVAL, "outside", NULL,                                       \
       strata_orch_copy_from(E.o, E.d, 0, "buf", 60, E.b, 0, 8))                \
+    X(O, STRATA_EINVAL, "buffer is NULL", NULL,                                \
+      strata_orch_copy_from(E.o, E.d, 0, NULL, 0, E.b, 0, 4))                  \
+    X(O, STRATA_EINVAL, "nope", NULL,                                          \
+      strata_orch_copy_from(E.o, E.d, 0, "nope", 0, E.b, 0, 4))                \
+    X(O, STRATA_ENOENT, "chip 99", NULL,                                       \
+      strata_orch_copy_from(E.o, E.d, 99, "buf", 0, E.b, 0, 4))                \
+    X(O, STRATA_EINVAL, "outside", NULL,                                       \
+      strata_orch_copy_from(E.o, E.d, 0, "buf", 0, E.b, SIZE_MAX, 4))          \
+    X(O, STRATA_EINVAL, "outside", NULL,                                       \
+      strata_orch_copy_from(E.o, E.d, 0, "buf", 0, E.b, 4094, 4))              \
     /* global domains */                                                       \
     X(N, STRATA_EINVAL, "orch is NULL", NULL,                                  \
       strata_orch_allocate_global_domain(NULL, &E.gspec, &E.g))                \
@@ -820,6 +1067,12 @@ static strata_err wait_nan_unfinished(void)
     X(N, STRATA_EINVAL, "timeout_s", NULL,                                     \
       strata_signal_wait(&E.word, 1, NAN))                                     \
     X(N, STRATA_ETIMEDOUT, NULL, NULL, strata_signal_wait(&E.word, 1, 0))      \
+    X(N, STRATA_OK, NULL, NULL,                                                \
+      neutral(strata_chip_comm_context(NULL, UINT64_MAX) == NULL))             \
+    X(N, STRATA_OK, NULL, NULL, strata_signal_wait(&E.word, 0, -1))            \
+    X(N, STRATA_ETIMEDOUT, NULL, NULL, strata_signal_wait(&E.word, 1, 1e-300)) \
+    X(N, STRATA_ETIMEDOUT, NULL, NULL,                                         \
+      strata_signal_wait(&E.word, UINT32_MAX, 1e-3))                           \
     /* partition */                                                            \
     X(N, STRATA_EINVAL, "world", NULL,                                         \
       strata_owned_range(10, 0, 0, &E.u64, &E.u64b))                           \
@@ -838,6 +1091,10 @@ static strata_err wait_nan_unfinished(void)
       strata_destination_owner(0, 10, 0, &E.u32))                              \
     X(N, STRATA_EINVAL, "rank_out is NULL", NULL,                              \
       strata_destination_owner(0, 10, 2, NULL))                                \
+    X(N, STRATA_OK, NULL, NULL, strata_owned_range(0, 1, 0, &E.u64, &E.u64b))  \
+    X(N, STRATA_OK, NULL, NULL,                                                \
+      strata_destination_owner(UINT64_MAX - 1, UINT64_MAX, UINT32_MAX,         \
+                               &E.u32))                                        \
     /* halo maps */                                                            \
     X(N, STRATA_EINVAL, "csr is NULL", NULL,                                   \
       strata_halo_map_derive(NULL, 2, 0, NULL, &E.m))                          \
@@ -898,6 +1155,12 @@ static strata_err wait_nan_unfinished(void)
       strata_halo_map_send_to(E.m, 99, &E.u32, &E.ids, &E.count))              \
     X(N, STRATA_EINVAL, "peer_out is NULL", NULL,                              \
       strata_halo_map_send_to(E.m, 0, NULL, &E.ids, &E.count))                 \
+    X(N, STRATA_EINVAL, "ids_out is NULL", NULL,                               \
+      strata_halo_map_send_to(E.m, 0, &E.u32, NULL, &E.count))                 \
+    X(N, STRATA_EINVAL, "count_out is NULL", NULL,                             \
+      strata_halo_map_send_to(E.m, 0, &E.u32, &E.ids, NULL))                   \
+    X(N, STRATA_EINVAL, "i", NULL,                                             \
+      strata_halo_map_receive_from(E.m, 99, &E.u32, &E.ids, &E.count))         \
     X(N, STRATA_OK, NULL, NULL,                                                \
       neutral(strata_halo_map_bytes_for(NULL, 4, 4) == 0))                     \
     X(N, STRATA_OK, NULL, NULL,                                                \
@@ -924,6 +1187,10 @@ static strata_err wait_nan_unfinished(void)
       strata_gfg_open(E.gfg_path, NULL))                                       \
     X(N, STRATA_ENOENT, "/nonexistent", NULL,                                  \
       strata_gfg_open("/nonexistent/edge.gfg", AS(strata_gfg **, &E.p)))       \
+    X(N, STRATA_ENOENT, "manifest", NULL,                                      \
+      strata_gfg_open(E.dir, AS(strata_gfg **, &E.p)))                         \
+    X(N, STRATA_ENOENT, "/dev/null", NULL,                                     \
+      strata_gfg_open("/dev/null", AS(strata_gfg **, &E.p)))                   \
     X(N, STRATA_OK, NULL, NULL, (strata_gfg_close(NULL), 0))                   \
     X(N, STRATA_OK, NULL, NULL, neutral(strata_gfg_num_rows(NULL) == 0))       \
     X(N, STRATA_OK, NULL, NULL, neutral(strata_gfg_num_entities(NULL) == 0))   \
@@ -937,6 +1204,7 @@ static strata_err wait_nan_unfinished(void)
       strata_gfg_row_edges(E.gfg, 2, 1, &E.u64))                               \
     X(N, STRATA_EINVAL, "end", NULL,                                           \
       strata_gfg_row_edges(E.gfg, 0, UINT64_MAX, &E.u64))                      \
+    X(N, STRATA_OK, NULL, NULL, strata_gfg_row_edges(E.gfg, 4, 4, &E.u64))     \
     X(N, STRATA_EINVAL, "g is NULL", NULL,                                     \
       strata_gfg_read_rows(NULL, 0, 1, E.rows, E.rows, 8))                     \
     X(N, STRATA_EINVAL, "row_ptr_out is NULL", NULL,                           \
@@ -949,6 +1217,10 @@ static strata_err wait_nan_unfinished(void)
       strata_gfg_read_rows(E.gfg, 0, 5, E.rows, E.rows, 8))                    \
     X(N, STRATA_EINVAL, "begin", NULL,                                         \
       strata_gfg_read_rows(E.gfg, UINT64_MAX, 0, E.rows, E.rows, 8))           \
+    X(N, STRATA_OK, NULL, NULL,                                                \
+      strata_gfg_read_rows(E.gfg, 4, 4, E.rows, E.rows, 0))                    \
+    X(N, STRATA_EINVAL, "world", NULL,                                         \
+      strata_halo_map_derive_gfg(E.gfg, 0, 0, NULL, &E.m))                     \
     X(N, STRATA_EINVAL, "g is NULL", NULL,                                     \
       strata_halo_map_derive_gfg(NULL, 2, 0, NULL, &E.m))                      \
     X(N, STRATA_EINVAL, "out is NULL", NULL,                                   \
@@ -959,6 +1231,14 @@ static strata_err wait_nan_unfinished(void)
       strata_halo_map_derive_paged(NULL, 2, 0, NULL, &E.m))                    \
     X(N, STRATA_EINVAL, "world", NULL,                                         \
       strata_halo_map_derive_paged(E.gfg_path, 0, 0, NULL, &E.m))              \
+    X(N, STRATA_EINVAL, "rank", NULL,                                          \
+      strata_halo_map_derive_paged(E.gfg_path, 2, 2, NULL, &E.m))              \
+    X(N, STRATA_EINVAL, "out is NULL", NULL,                                   \
+      strata_halo_map_derive_paged(E.gfg_path, 2, 0, NULL, NULL))              \
+    X(N, STRATA_EINVAL, "gfg_path", NULL,                                      \
+      strata_halo_map_derive_paged("", 2, 0, NULL, &E.m))                      \
+    X(N, STRATA_ENOENT, "/nonexistent", NULL,                                  \
+      strata_halo_map_derive_paged("/nonexistent/edge.gfg", 2, 0, NULL, &E.m)) \
     /* halo execution */                                                       \
     X(N, STRATA_EINVAL, "name is NULL", NULL,                                  \
       strata_halo_register_edge(NULL, nop_edge, NULL))                         \
@@ -982,6 +1262,20 @@ static strata_err wait_nan_unfinished(void)
     X(W, STRATA_EINVAL, "schedule", NULL, halo_with(1, STRATA_F32, 1, 99, 0))  \
     X(W, STRATA_EINVAL, "timeout_s", NULL,                                     \
       halo_with(1, STRATA_F32, 1, 0, NAN))                                     \
+    X(W, STRATA_EINVAL, "csr and gfg_path", NULL, halo_field(E.w, H_NO_CSR))   \
+    X(W, STRATA_EINVAL, "csr and gfg_path", NULL, halo_field(E.w, H_BOTH))     \
+    X(W, STRATA_EINVAL, "gfg_path", NULL, halo_field(E.w, H_GFG_EMPTY))        \
+    X(W, STRATA_EINVAL, "chips", NULL, halo_field(E.w, H_CHIPS_NULL))          \
+    X(W, STRATA_EINVAL, "num_chips", NULL, halo_field(E.w, H_CHIPS_HUGE))      \
+    /* A chip the worker lacks is found at the first call (graph.h); more      \
+     * chips than it has at create (E.fresh has none). */                      \
+    X(W, STRATA_OK, NULL, NULL, halo_field(E.w, H_CHIP_99))                    \
+    X(W, STRATA_EINVAL, "edge kernel", NULL, halo_field(E.w, H_EDGE_NULL))     \
+    X(W, STRATA_EINVAL, "edge.unknown", NULL, halo_field(E.w, H_EDGE_UNKNOWN)) \
+    X(W, STRATA_EINVAL, "chips and members", NULL,                             \
+      halo_field(E.w, H_CHIPS_AND_MEMBERS))                                    \
+    X(W, STRATA_OK, NULL, NULL, halo_field(E.w, H_TIMEOUT_NEG))                \
+    X(W, STRATA_EINVAL, "num_chips", NULL, halo_field(E.fresh, H_AS_IS))       \
     X(N, STRATA_OK, NULL, NULL, strata_halo_destroy(NULL))                     \
     X(N, STRATA_EINVAL, "orch is NULL", NULL,                                  \
       strata_halo_forward(NULL, E.h, E.b, E.b2))                               \
@@ -1003,6 +1297,8 @@ static strata_err wait_nan_unfinished(void)
       strata_halo_last_trace(NULL, 0, &E.trace))                               \
     X(N, STRATA_EINVAL, "out is NULL", NULL,                                   \
       strata_halo_last_trace(E.h, 0, NULL))                                    \
+    X(N, STRATA_EINVAL, "rank", NULL,                                          \
+      strata_halo_last_trace(E.h, 2, &E.trace))                                \
     X(N, STRATA_EINVAL, "rank", NULL,                                          \
       strata_halo_last_trace(E.h, UINT32_MAX, &E.trace))
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,9 +71,15 @@ static void snap_fds(testutil_snapshot *snap)
         char *t = snap->fd_targets[i];
         snprintf(path, sizeof(path), "/proc/self/fd/%d", snap->fds[i]);
         ssize_t n = readlink(path, t, TESTUTIL_NAME_MAX - 1);
+        struct stat st;
+
         if (n < 0)
             n = 0; /* closed meanwhile; keep the number */
         t[n] = '\0';
+        if (fstat(snap->fds[i], &st) != 0)
+            st.st_dev = 0, st.st_ino = 0;
+        snap->fd_dev[i] = st.st_dev;
+        snap->fd_ino[i] = st.st_ino;
     }
 }
 
@@ -138,11 +145,20 @@ void testutil_snapshot_take(testutil_snapshot *snap)
     snap_shm(snap);
 }
 
-static bool had_fd(const testutil_snapshot *s, int fd, const char *target)
+/* Whether fd was open on the same file at s (by identity: the readlink
+ * text of a file unlinked meanwhile, say ctest's LastTest.log.tmp that a
+ * test inherits, gains " (deleted)"). */
+static bool had_fd(const testutil_snapshot *s, const testutil_snapshot *now,
+                   size_t k)
 {
-    for (size_t i = 0; i < s->num_fds; i++)
-        if (s->fds[i] == fd)
-            return strcmp(s->fd_targets[i], target) == 0;
+    for (size_t i = 0; i < s->num_fds; i++) {
+        if (s->fds[i] != now->fds[k])
+            continue;
+        if (s->fd_ino[i] && now->fd_ino[k])
+            return s->fd_dev[i] == now->fd_dev[k] &&
+                   s->fd_ino[i] == now->fd_ino[k];
+        return strcmp(s->fd_targets[i], now->fd_targets[k]) == 0;
+    }
     return false;
 }
 
@@ -261,7 +277,7 @@ static size_t count_fds_threads(const testutil_snapshot *before,
 {
     size_t leaks = 0;
     for (size_t i = 0; i < now->num_fds; i++) {
-        if (had_fd(before, now->fds[i], now->fd_targets[i]))
+        if (had_fd(before, now, i))
             continue;
         note(msg, size, used, " fd %d -> %s;", now->fds[i], now->fd_targets[i]);
         leaks++;

@@ -24,7 +24,11 @@ typedef struct testutil_snapshot {
     size_t num_fds;
     int fds[TESTUTIL_MAX_FDS];                            /* ascending */
     char fd_targets[TESTUTIL_MAX_FDS][TESTUTIL_NAME_MAX]; /* readlink text */
-    size_t num_threads;                                   /* /proc/self/task */
+    /* What each fd is open on (0, 0: fstat failed): an inherited file
+     * whose name is unlinked meanwhile is still the same file. */
+    dev_t fd_dev[TESTUTIL_MAX_FDS];
+    ino_t fd_ino[TESTUTIL_MAX_FDS];
+    size_t num_threads; /* /proc/self/task */
     size_t num_children;
     pid_t children[TESTUTIL_MAX_PIDS]; /* live or zombie, not yet reaped */
     size_t num_shm;
