@@ -61,7 +61,8 @@ extern "C" {
     X(STRATA_EPROTO, 11, "protocol error")                                     \
     X(STRATA_EAUTH, 12, "authentication failed")                               \
     X(STRATA_EBUSY, 13, "resource busy")                                       \
-    X(STRATA_ESYS, 14, "system call failed")
+    X(STRATA_ESYS, 14, "system call failed")                                   \
+    X(STRATA_EBUDGET, 15, "memory budget exceeded")
 
 typedef enum strata_err {
 #define STRATA_ERR_ENUM_(name, value, text) name = value,
