@@ -4,6 +4,8 @@
 #ifndef TIER_TIER_INT_H
 #define TIER_TIER_INT_H
 
+#include "tier/budgets.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,7 +16,6 @@
 /* Alignment of nvme file sizes and staging buffers (O_DIRECT). */
 #define TIER_ALIGN 4096u
 #define TIER_NAME_MAX 255
-#define TIER_NO_BUDGET UINT64_MAX
 
 struct strata_instance {
     strata_tier_runtime *rt;
@@ -85,10 +86,6 @@ struct strata_tier_runtime {
     struct strata_transfer_handle *qhead, *qtail;
     bool stopping;
 };
-
-/* parse.c */
-strata_err tier_parse_budgets(const char *text,
-                              uint64_t budgets_out[STRATA_TIER_COUNT]);
 
 /* transfer.c */
 strata_err tier_pool_start(strata_tier_runtime *rt, unsigned threads);

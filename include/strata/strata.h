@@ -225,7 +225,22 @@ typedef struct strata_worker_config {
     size_t num_sub_workers;
     const char *comm_profile; /* default "sim" */
     double startup_timeout_s; /* whole-tree deadline, (0, 1e7]; default 120 */
+    /* Memory budgets, "tier=size,..." as <strata/tier.h> reads them
+     * ("ram=16GiB"); NULL: unlimited. The worker's host buffers count
+     * against "ram" (docs/tiers.md). */
+    const char *budgets;
+    /* Directory for spilled buffers (NULL: none); must be writable. */
+    const char *spill_dir;
+    int eviction; /* strata_eviction; default STRATA_EVICT_NONE */
 } strata_worker_config;
+
+/* What a worker does when a new buffer would exceed its ram budget:
+ * refuse it (STRATA_EBUDGET), or spill idle buffers, least recently used
+ * first, to spill_dir (not built yet: STRATA_ENOTSUP at create). */
+typedef enum strata_eviction {
+    STRATA_EVICT_NONE = 0,
+    STRATA_EVICT_LRU = 1,
+} strata_eviction;
 
 /* The deepest worker: each level is a layer of processes below it. */
 #define STRATA_MAX_LEVEL 8

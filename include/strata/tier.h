@@ -190,6 +190,11 @@ strata_tier_report_get(strata_tier_runtime *rt, strata_tier_report *out);
 STRATA_API STRATA_MUST_CHECK strata_err strata_tier_report_json(
     const strata_tier_report *r, char *buf, size_t cap, size_t *len_out);
 
+/* The memory accounting of a worker's budgets (strata_worker_config
+ * budgets): its host buffers on ram. STRATA_EINVAL for NULL. */
+STRATA_API STRATA_MUST_CHECK strata_err
+strata_worker_memory_report(strata_worker *w, strata_tier_report *out);
+
 #ifdef __cplusplus
 }
 #endif
