@@ -63,8 +63,10 @@ static void unmap_free(strata_buffer *b)
 {
     if (!b->remote && !b->device) {
         munmap(b->data, b->size);
-        if (!b->foreign)
+        if (!b->foreign) {
             shm_unlink(b->name);
+            worker_mem_unreserve(&b->owner->mem, b->size);
+        }
     }
     orch_deps_forget(b);
     base_free(b);
@@ -111,9 +113,14 @@ strata_err strata_worker_create_buffer(strata_worker *w, size_t nbytes,
     if (nbytes == 0)
         return base_fail(STRATA_EINVAL,
                          "strata_worker_create_buffer: nbytes is 0");
+    err = worker_mem_reserve(&w->mem, nbytes);
+    if (err)
+        return err;
     b = base_calloc(1, sizeof(*b));
-    if (!b)
+    if (!b) {
+        worker_mem_unreserve(&w->mem, nbytes);
         return base_fail(STRATA_ENOMEM, "out of memory creating a buffer");
+    }
     b->size = nbytes;
     b->owner = w;
     b->creator = w->creator;
@@ -128,6 +135,7 @@ strata_err strata_worker_create_buffer(strata_worker *w, size_t nbytes,
         }
     }
     if (err) {
+        worker_mem_unreserve(&w->mem, nbytes);
         base_free(b);
         return err;
     }

@@ -104,7 +104,7 @@ static strata_err check_config(const strata_worker_config *cfg)
                          "comm_profile '%s' is not supported (use \"sim\", "
                          "or \"cuda-ipc\" on platform \"cuda\")",
                          cfg->comm_profile);
-    return STRATA_OK;
+    return worker_mem_check(cfg);
 }
 
 strata_err strata_worker_create(const strata_worker_config *cfg,
@@ -132,6 +132,11 @@ strata_err strata_worker_create(const strata_worker_config *cfg,
         return base_fail(STRATA_ENOMEM, "out of memory creating a worker");
     w->chip_ids = base_calloc(cfg->num_chips ? cfg->num_chips : 1, sizeof(int));
     if (!w->chip_ids) {
+        base_free(w);
+        return base_fail(STRATA_ENOMEM, "out of memory creating a worker");
+    }
+    if (worker_mem_init(&w->mem, cfg)) {
+        base_free(w->chip_ids);
         base_free(w);
         return base_fail(STRATA_ENOMEM, "out of memory creating a worker");
     }
@@ -313,6 +318,7 @@ void worker_free(strata_worker *w)
         munmap(w->va_base, w->va_size);
     pthread_mutex_destroy(&w->gv_mu);
     pthread_mutex_destroy(&w->buf_mu);
+    worker_mem_fini(&w->mem);
     base_free(w->chip_ids);
     base_free(w->device_ordinals);
     base_free(w);

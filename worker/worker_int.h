@@ -2,6 +2,7 @@
 #ifndef WORKER_INT_H
 #define WORKER_INT_H
 
+#include "membudget.h"
 #include "orch/orch.h"
 #include "wire/chip_backend.h"
 #include "wire/frame.h"
@@ -64,6 +65,8 @@ struct strata_worker {
     /* address range reserved before the fork for adopted windows */
     void *va_base;
     size_t va_size;
+    /* memory budgets (membudget.c) */
+    struct worker_mem mem;
     /* buffers */
     pthread_mutex_t buf_mu;
     strata_buffer **bufs;

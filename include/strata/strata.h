@@ -61,7 +61,8 @@ extern "C" {
     X(STRATA_EPROTO, 11, "protocol error")                                     \
     X(STRATA_EAUTH, 12, "authentication failed")                               \
     X(STRATA_EBUSY, 13, "resource busy")                                       \
-    X(STRATA_ESYS, 14, "system call failed")
+    X(STRATA_ESYS, 14, "system call failed")                                   \
+    X(STRATA_EBUDGET, 15, "memory budget exceeded")
 
 typedef enum strata_err {
 #define STRATA_ERR_ENUM_(name, value, text) name = value,
@@ -231,7 +232,22 @@ typedef struct strata_worker_config {
      * CUDA_VISIBLE_DEVICES leaves visible; chips may share one). NULL:
      * STRATA_CUDA_DEVICES, else ordinal = chip id. See docs/cuda.md. */
     const int *device_ordinals;
+    /* Memory budgets, "tier=size,..." as <strata/tier.h> reads them
+     * ("ram=16GiB"); NULL: unlimited. The worker's host buffers count
+     * against "ram" (docs/tiers.md). */
+    const char *budgets;
+    /* Directory for spilled buffers (NULL: none); must be writable. */
+    const char *spill_dir;
+    int eviction; /* strata_eviction; default STRATA_EVICT_NONE */
 } strata_worker_config;
+
+/* What a worker does when a new buffer would exceed its ram budget:
+ * refuse it (STRATA_EBUDGET), or spill idle buffers, least recently used
+ * first, to spill_dir (not built yet: STRATA_ENOTSUP at create). */
+typedef enum strata_eviction {
+    STRATA_EVICT_NONE = 0,
+    STRATA_EVICT_LRU = 1,
+} strata_eviction;
 
 /* The deepest worker: each level is a layer of processes below it. */
 #define STRATA_MAX_LEVEL 8

@@ -35,6 +35,7 @@ static void test_errors_numbers_are_stable(void **state)
     assert_int_equal(STRATA_ETASK, 6);
     assert_int_equal(STRATA_EPEER, 7);
     assert_int_equal(STRATA_ESYS, 14);
+    assert_int_equal(STRATA_EBUDGET, 15);
 }
 
 static void test_errors_message_truncated_not_overflowed(void **state)
