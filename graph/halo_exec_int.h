@@ -94,7 +94,11 @@ struct halo_stats {
     uint64_t interior_rows;
     uint64_t boundary_rows;
     uint64_t edges;
-    uint64_t done; /* 1 once the fields above are written */
+    uint64_t sent_rows;      /* forward: rows packed for peers */
+    int64_t pack_ns;         /* forward: packing and handing over */
+    uint64_t boundary_edges; /* entries of the boundary rows */
+    int64_t boundary_ns;     /* computing boundary rows, waits excluded */
+    uint64_t done;           /* 1 once the fields above are written */
 };
 
 #define HALO_STATS_STRIDE                                                      \

@@ -233,9 +233,17 @@ static void forward_interior(const struct rank_ctx *c)
 /* The boundary rows of rounds [t0, t1). */
 static void forward_rounds(const struct rank_ctx *c, uint64_t t0, uint64_t t1)
 {
+    int64_t start = (int64_t)base_now_ns();
+
     for (uint64_t j = t0 ? c->round_end[t0 - 1] : 0; j < c->round_end[t1 - 1];
-         j++)
-        forward_row(c, c->round_rows[j]);
+         j++) {
+        uint64_t i = c->round_rows[j];
+
+        forward_row(c, i);
+        c->stats->boundary_edges +=
+            (uint64_t)(c->row_ptr[i + 1] - c->row_ptr[i]);
+    }
+    c->stats->boundary_ns += (int64_t)base_now_ns() - start;
 }
 
 /* Serialized: every row out (one signal per peer for all its chunks:
@@ -359,8 +367,14 @@ static strata_err vjp_run(struct rank_ctx *c)
 
     c->stats->exchange_start_ns = (int64_t)base_now_ns();
     /* The window starts zeroed, so ghost cotangents accumulate in place. */
-    for (uint64_t i = c->num_interior; i < c->rows; i++)
+    for (uint64_t i = c->num_interior; i < c->rows; i++) {
         vjp_row(c, c->order[i], true);
+        c->stats->boundary_edges +=
+            (uint64_t)(c->row_ptr[c->order[i] + 1] - c->row_ptr[c->order[i]]);
+    }
+    c->stats->boundary_ns =
+        (int64_t)base_now_ns() - c->stats->exchange_start_ns;
+    c->stats->sent_rows = c->rp->num_ghosts;
     halo_k_signal_all(c, false);
     if (!overlap) {
         for (uint64_t i = 0; i < c->rp->num_send && !err; i++)
@@ -375,12 +389,16 @@ static strata_err vjp_run(struct rank_ctx *c)
     for (uint64_t i = 0; i < c->rows; i++)
         vjp_row(c, i, false);
     for (uint64_t i = 0; i < c->rp->num_send; i++) {
+        int64_t t0;
+
         if (overlap) {
             err = halo_k_wait_for(c, s[i].peer, 1);
             if (err)
                 return err;
         }
+        t0 = (int64_t)base_now_ns();
         halo_k_vjp_receive(c, &s[i]);
+        c->stats->pack_ns += (int64_t)base_now_ns() - t0;
     }
     if (overlap)
         halo_k_exchange_done(c);

@@ -97,10 +97,13 @@ static void pack_rows(struct rank_ctx *c, const struct halo_peer *s,
     const int64_t *ids =
         (const int64_t *)(c->plan + q->ghost_off) + s->remote_start;
     char *region = halo_k_window_data(c, c->rank);
+    int64_t t0 = (int64_t)base_now_ns();
 
     for (uint64_t k = k0; k < k1; k++)
         memcpy(region + (s->local_start + k) * c->rb,
                c->in + ((uint64_t)ids[k] - c->rp->owned_begin) * c->rb, c->rb);
+    c->stats->pack_ns += (int64_t)base_now_ns() - t0;
+    c->stats->sent_rows += k1 - k0;
 }
 
 void halo_k_pack(struct rank_ctx *c)
