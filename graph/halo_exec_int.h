@@ -21,6 +21,8 @@
 #define HALO_PATH_MAX 4096
 #define HALO_ALIGN 64
 #define HALO_DEFAULT_TIMEOUT_S 60.0
+/* With chunk_bytes 0, no block is handed over in more chunks than this. */
+#define HALO_DEFAULT_MAX_CHUNKS 8
 
 #define HALO_KERNEL_FORWARD "strata.halo.forward"
 #define HALO_KERNEL_VJP "strata.halo.vjp"
@@ -123,6 +125,12 @@ struct strata_halo {
     bool edge_has_vjp;
     uint64_t max_pack;   /* rows, forward window */
     uint64_t max_ghosts; /* rows, VJP window */
+    /* Local handles: the rows exchanged live in one host buffer made at
+     * create, rank r's region at r * xchg_stride, so that its pages are
+     * faulted in once, not by every call's fresh window (NULL for a
+     * global handle: its rows go through the domain's windows). */
+    strata_buffer *xchg;
+    size_t xchg_stride;
     char *trace_path;
     int busy;
     bool have_trace;

@@ -24,7 +24,16 @@ static int64_t *stamp(const struct rank_ctx *c, uint32_t owner, uint32_t sender)
 
 char *halo_k_window_data(const struct rank_ctx *c, uint32_t r)
 {
+    if (c->xchg)
+        return c->xchg + (size_t)r * c->xchg_stride;
     return (char *)c->cc->window_base[r] + c->data_off;
+}
+
+void halo_k_ghosts_zero(const struct rank_ctx *c)
+{
+    /* A window starts zeroed; the exchange buffer holds the last call's. */
+    if (c->xchg && c->rp->num_ghosts > 0)
+        memset(halo_k_window_data(c, c->rank), 0, c->rp->num_ghosts * c->rb);
 }
 
 const struct halo_peer *halo_k_peers(const struct rank_ctx *c, bool send)
