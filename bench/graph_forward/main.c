@@ -27,9 +27,8 @@
  * - strata 1 chip / 2 chips: one call per round inside an orch fn, timed
  *   around the call (domain allocation, dispatch, exchange, compute).
  *   Forward outputs equal the plain loop's bit for bit (same additions in
- *   the same order); VJP outputs too on 1 chip, and within 1e-5 relative
- *   on 2 within 1e-4 relative (peers' cotangents are added after the owned
- * ones).
+ *   the same order); VJP outputs too on 1 chip, and within 1e-4
+ *   relative on 2 (peers' cotangents are added after the owned ones).
  *
  * Bounds (per edge, bytes a forward must move at the least): bandwidth =
  * 8 (index) + (8 + 128 + 128) / 16 = 24.5 B (every row read once); gather =
