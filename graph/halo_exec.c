@@ -188,6 +188,22 @@ static strata_err check_sizes(strata_halo *h)
     return STRATA_OK;
 }
 
+/* The exchange buffer of a local handle: per rank a region for its pack
+ * rows (forward) or its ghost cotangents (VJP), whichever is larger. */
+static strata_err make_xchg(strata_worker *w, strata_halo *h)
+{
+    uint64_t rows = h->max_pack > h->max_ghosts ? h->max_pack : h->max_ghosts;
+    size_t stride = ((size_t)rows * h->row_bytes + HALO_ALIGN - 1) /
+                    HALO_ALIGN * HALO_ALIGN;
+
+    if (stride == 0)
+        stride = HALO_ALIGN;
+    if (stride > SIZE_MAX / h->world)
+        return base_fail(STRATA_EINVAL, "halo spec: the exchange overflows");
+    h->xchg_stride = stride;
+    return strata_worker_create_buffer(w, stride * h->world, &h->xchg);
+}
+
 static void halo_free(strata_halo *h)
 {
     halo_global_free(h);
@@ -260,12 +276,16 @@ strata_err strata_halo_create(strata_worker *w, const strata_halo_spec *spec,
     hdr = strata_buffer_data(h->plan);
     h->num_rows = hdr->num_rows;
     err = check_sizes(h);
+    if (!err && !global)
+        err = make_xchg(w, h);
     if (err)
         goto err_release;
     *out = h;
     return STRATA_OK;
 
 err_release:
+    if (h->xchg && strata_buffer_release(h->xchg) != STRATA_OK)
+        base_errmsg_prefix("halo: exchange buffer kept");
     if (strata_buffer_release(h->plan) != STRATA_OK)
         base_errmsg_prefix("halo: plan buffer kept");
 err_free:
@@ -282,6 +302,12 @@ strata_err strata_halo_destroy(strata_halo *h)
     err = strata_buffer_release(h->plan);
     if (err)
         return err;
+    if (h->xchg) {
+        /* The plan was free, so no run names the exchange buffer. */
+        err = strata_buffer_release(h->xchg);
+        if (err)
+            return err;
+    }
     halo_free(h);
     return STRATA_OK;
 }
@@ -343,8 +369,16 @@ static strata_err rank_args(const strata_halo *h, const strata_domain *d,
         err = strata_args_add_scalar(a, ctx.device_ctx);
     if (!err)
         err = strata_args_add_scalar(a, halo_data_offset(h->world));
+    if (!err && h->xchg) {
+        size_t x_shape[1] = {h->xchg_stride};
+
+        err = strata_args_add_tensor(a, h->xchg, r * h->xchg_stride, STRATA_U8,
+                                     1, x_shape, STRATA_OUT);
+    }
     if (!err)
         err = strata_args_add_scalar(a, r);
+    if (!err && h->xchg)
+        err = strata_args_add_scalar(a, h->xchg_stride);
     return err;
 }
 
@@ -452,7 +486,7 @@ static strata_err call(strata_orch *o, strata_halo *h, strata_buffer *in,
                                        "is in progress");
     /* Flags, stamps, then the pack region (forward) or the ghost
      * cotangents (VJP); check_sizes bounded both. */
-    rows = vjp ? h->max_ghosts : h->max_pack;
+    rows = h->xchg ? 0 : vjp ? h->max_ghosts : h->max_pack;
     window = halo_data_offset(h->world) + (size_t)rows * h->row_bytes;
     if (h->groups)
         err = halo_global_run(o, h, vjp, in, out, window);

@@ -21,6 +21,8 @@
 #define HALO_PATH_MAX 4096
 #define HALO_ALIGN 64
 #define HALO_DEFAULT_TIMEOUT_S 60.0
+/* With chunk_bytes 0, no block is handed over in more chunks than this. */
+#define HALO_DEFAULT_MAX_CHUNKS 8
 
 #define HALO_KERNEL_FORWARD "strata.halo.forward"
 #define HALO_KERNEL_VJP "strata.halo.vjp"
@@ -94,7 +96,11 @@ struct halo_stats {
     uint64_t interior_rows;
     uint64_t boundary_rows;
     uint64_t edges;
-    uint64_t done; /* 1 once the fields above are written */
+    uint64_t sent_rows;      /* forward: rows packed for peers */
+    int64_t pack_ns;         /* forward: packing and handing over */
+    uint64_t boundary_edges; /* entries of the boundary rows */
+    int64_t boundary_ns;     /* computing boundary rows, waits excluded */
+    uint64_t done;           /* 1 once the fields above are written */
 };
 
 #define HALO_STATS_STRIDE                                                      \
@@ -119,6 +125,12 @@ struct strata_halo {
     bool edge_has_vjp;
     uint64_t max_pack;   /* rows, forward window */
     uint64_t max_ghosts; /* rows, VJP window */
+    /* Local handles: the rows exchanged live in one host buffer made at
+     * create, rank r's region at r * xchg_stride, so that its pages are
+     * faulted in once, not by every call's fresh window (NULL for a
+     * global handle: its rows go through the domain's windows). */
+    strata_buffer *xchg;
+    size_t xchg_stride;
     char *trace_path;
     int busy;
     bool have_trace;

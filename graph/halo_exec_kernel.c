@@ -14,8 +14,16 @@ static strata_err ctx_open(strata_chip *chip, const strata_args *args,
                            struct rank_ctx *c)
 {
     size_t nt = strata_args_num_tensors(args);
+    /* A fourth scalar: the exchange buffer's region stride, its tensor
+     * last. */
+    bool xchg = strata_args_num_scalars(args) > 3;
 
     memset(c, 0, sizeof(*c));
+    if (xchg) {
+        if (nt != 3 && nt != 5)
+            return base_fail(STRATA_EINVAL, "halo kernel: %zu tensors", nt);
+        nt--;
+    }
     if (nt != 2 && nt != 4)
         return base_fail(STRATA_EINVAL, "halo kernel: %zu tensors", nt);
     c->plan = strata_args_tensor_data(args, 0);
@@ -32,6 +40,11 @@ static strata_err ctx_open(strata_chip *chip, const strata_args *args,
                          "halo kernel: chip %d is not rank %u of a %u-rank "
                          "halo domain",
                          strata_chip_id(chip), c->rank, c->hdr->world);
+    if (xchg) {
+        c->xchg_stride = (size_t)strata_args_scalar(args, 3);
+        c->xchg = (char *)strata_args_tensor_data(args, nt) -
+                  (size_t)c->rank * c->xchg_stride;
+    }
     c->rp = halo_k_rank_plan(c, c->rank);
     c->dtype = (strata_dtype)c->hdr->dtype;
     c->features = c->hdr->features;
@@ -197,8 +210,15 @@ void halo_k_forward_row(const struct rank_ctx *c, uint64_t i,
         const void *src[HALO_K_SRC_BATCH];
         struct halo_rows rs = {src, 0};
 
-        for (; lo < hi && rs.n < HALO_K_SRC_BATCH; lo++)
-            src[rs.n++] = halo_k_source(c, loc[lo]);
+        /* Every source of the batch is asked for before the first is
+         * added: its cache misses overlap. */
+        for (; lo < hi && rs.n < HALO_K_SRC_BATCH; lo++) {
+            const char *p = halo_k_source(c, loc[lo]);
+
+            __builtin_prefetch(p);
+            __builtin_prefetch(p + c->rb - 1);
+            src[rs.n++] = p;
+        }
         halo_rowsum(c->dtype, c->features, acc, &rs, fresh, lo == hi ? w : 1.0);
     }
 }
@@ -233,9 +253,17 @@ static void forward_interior(const struct rank_ctx *c)
 /* The boundary rows of rounds [t0, t1). */
 static void forward_rounds(const struct rank_ctx *c, uint64_t t0, uint64_t t1)
 {
+    int64_t start = (int64_t)base_now_ns();
+
     for (uint64_t j = t0 ? c->round_end[t0 - 1] : 0; j < c->round_end[t1 - 1];
-         j++)
-        forward_row(c, c->round_rows[j]);
+         j++) {
+        uint64_t i = c->round_rows[j];
+
+        forward_row(c, i);
+        c->stats->boundary_edges +=
+            (uint64_t)(c->row_ptr[i + 1] - c->row_ptr[i]);
+    }
+    c->stats->boundary_ns += (int64_t)base_now_ns() - start;
 }
 
 /* Serialized: every row out (one signal per peer for all its chunks:
@@ -308,12 +336,56 @@ static strata_err forward_run(struct rank_ctx *c)
 
 /* ---- VJP ---- */
 
+/* a += w * g over one float32 row: the two never overlap (grad_out and
+ * grad_x are different buffers, ghost slots lie in the exchange region),
+ * so the loop vectorises without alias checks; the same additions as
+ * halo_k_row_axpy. */
+static inline void axpy_f32(float *restrict a, float w, const float *restrict g,
+                            size_t n)
+{
+    for (size_t f = 0; f < n; f++)
+        a[f] += w * g[f];
+}
+
+/* Distance, in entries, of the accumulator rows prefetched ahead. */
+#define VJP_PREFETCH 4
+
+/* The built-in reducers over float32: the accumulator rows of later
+ * entries prefetched for writing while this one is added. */
+static void vjp_row_f32(const struct rank_ctx *c, const float *g, float w,
+                        const uint64_t *loc, int64_t lo, int64_t hi,
+                        bool ghosts)
+{
+    char *base = ghosts ? halo_k_window_data(c, c->rank) : c->out;
+    uint64_t skip = ghosts ? c->rows : 0;
+
+    for (int64_t k = lo; k < hi; k++) {
+        uint64_t l = loc[k];
+
+        if (k + VJP_PREFETCH < hi) {
+            uint64_t p = loc[k + VJP_PREFETCH];
+
+            if ((p >= c->rows) == ghosts) {
+                __builtin_prefetch(base + (p - skip) * c->rb, 1);
+                __builtin_prefetch(base + (p - skip) * c->rb + c->rb - 1, 1);
+            }
+        }
+        if ((l >= c->rows) != ghosts)
+            continue;
+        axpy_f32((float *)(base + (l - skip) * c->rb), w, g, c->features);
+    }
+}
+
 void halo_k_vjp_row(const struct rank_ctx *c, uint64_t i, const int64_t *cols,
                     const uint64_t *loc, int64_t lo, int64_t hi, bool ghosts)
 {
     const char *g = c->in + i * c->rb;
     double w = row_weight(c, lo, hi);
 
+    if (!c->edge && c->dtype == STRATA_F32) {
+        vjp_row_f32(c, (const float *)g, (float)w, loc, lo, hi, ghosts);
+        return;
+    }
     for (int64_t k = lo; k < hi; k++) {
         uint64_t l = loc[k];
         char *acc;
@@ -358,9 +430,16 @@ static strata_err vjp_run(struct rank_ctx *c)
     strata_err err = STRATA_OK;
 
     c->stats->exchange_start_ns = (int64_t)base_now_ns();
-    /* The window starts zeroed, so ghost cotangents accumulate in place. */
-    for (uint64_t i = c->num_interior; i < c->rows; i++)
+    halo_k_ghosts_zero(c);
+    /* Ghost cotangents accumulate in place. */
+    for (uint64_t i = c->num_interior; i < c->rows; i++) {
         vjp_row(c, c->order[i], true);
+        c->stats->boundary_edges +=
+            (uint64_t)(c->row_ptr[c->order[i] + 1] - c->row_ptr[c->order[i]]);
+    }
+    c->stats->boundary_ns =
+        (int64_t)base_now_ns() - c->stats->exchange_start_ns;
+    c->stats->sent_rows = c->rp->num_ghosts;
     halo_k_signal_all(c, false);
     if (!overlap) {
         for (uint64_t i = 0; i < c->rp->num_send && !err; i++)
@@ -375,12 +454,16 @@ static strata_err vjp_run(struct rank_ctx *c)
     for (uint64_t i = 0; i < c->rows; i++)
         vjp_row(c, i, false);
     for (uint64_t i = 0; i < c->rp->num_send; i++) {
+        int64_t t0;
+
         if (overlap) {
             err = halo_k_wait_for(c, s[i].peer, 1);
             if (err)
                 return err;
         }
+        t0 = (int64_t)base_now_ns();
         halo_k_vjp_receive(c, &s[i]);
+        c->stats->pack_ns += (int64_t)base_now_ns() - t0;
     }
     if (overlap)
         halo_k_exchange_done(c);

@@ -163,9 +163,17 @@ static uint64_t chunk_rows(const strata_halo_spec *spec)
 /* Flag words count chunks in 32 bits, and a rank that fails part way
  * adds a whole block's count on top of what it handed over: no block
  * (at most max_pack rows) may take more than a quarter of that range. */
-static void bound_chunks(struct halo_plan_hdr *h, uint64_t max_pack)
+static void bound_chunks(struct halo_plan_hdr *h, uint64_t max_pack,
+                         bool by_default)
 {
     uint64_t least = max_pack / (UINT32_MAX / 4) + 1;
+
+    /* The default unit grows with a large boundary: at most
+     * HALO_DEFAULT_MAX_CHUNKS chunks per block, so that a rank does not
+     * wait for its peer hundreds of times (each wait may cost a
+     * scheduling slice on a loaded machine). */
+    if (by_default && least < halo_chunks(max_pack, HALO_DEFAULT_MAX_CHUNKS))
+        least = halo_chunks(max_pack, HALO_DEFAULT_MAX_CHUNKS);
 
     if (h->chunk_rows < least)
         h->chunk_rows = least;
@@ -335,7 +343,8 @@ strata_err halo_plan_build(strata_worker *w, const strata_halo_spec *spec,
         if (rps[r].num_ghosts > max_ghosts)
             max_ghosts = rps[r].num_ghosts;
     }
-    bound_chunks((struct halo_plan_hdr *)base, max_pack);
+    bound_chunks((struct halo_plan_hdr *)base, max_pack,
+                 spec->chunk_bytes == 0);
     layout_free(&l);
     *plan_out = plan;
     *max_pack_out = max_pack;

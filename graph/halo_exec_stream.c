@@ -212,6 +212,7 @@ strata_err halo_k_vjp_stream(struct rank_ctx *c)
     LOG_DEBUG("halo: rank %u streams its VJP over %llu rows", c->rank,
               (unsigned long long)c->rows);
     c->stats->exchange_start_ns = (int64_t)base_now_ns();
+    halo_k_ghosts_zero(c);
     for (uint64_t b = c->rows; b > 0 && !err;) {
         uint64_t a = b < pg.span ? 0 : b - pg.span;
 

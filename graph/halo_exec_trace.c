@@ -48,6 +48,10 @@ void halo_trace_collect(const void *plan, const int *chips, const int *nodes,
         t->wait_end_ns = st->wait_end_ns;
         t->compute_start_ns = st->compute_start_ns;
         t->compute_end_ns = st->compute_end_ns;
+        t->sent_rows = st->sent_rows;
+        t->pack_ns = st->pack_ns;
+        t->boundary_edges = st->boundary_edges;
+        t->boundary_ns = st->boundary_ns;
         t->overlap_ns =
             max64(0, min64(t->exchange_end_ns, t->compute_end_ns) -
                          max64(t->exchange_start_ns, t->compute_start_ns));
@@ -80,7 +84,9 @@ static void write_rank(FILE *f, const strata_halo_rank_trace *t, bool last)
             "     \"exchange_start_ns\": %lld, \"exchange_end_ns\": %lld, "
             "\"wait_end_ns\": %lld, \"compute_start_ns\": %lld, "
             "\"compute_end_ns\": %lld, "
-            "\"measured_overlap_ns\": %lld}%s\n",
+            "\"measured_overlap_ns\": %lld,\n"
+            "     \"sent_rows\": %llu, \"pack_ns\": %lld, "
+            "\"boundary_edges\": %llu, \"boundary_ns\": %lld}%s\n",
             t->chip, (unsigned long long)t->owned_begin,
             (unsigned long long)t->owned_end,
             (unsigned long long)t->interior_rows,
@@ -88,7 +94,9 @@ static void write_rank(FILE *f, const strata_halo_rank_trace *t, bool last)
             (unsigned long long)t->edges, (long long)t->exchange_start_ns,
             (long long)t->exchange_end_ns, (long long)t->wait_end_ns,
             (long long)t->compute_start_ns, (long long)t->compute_end_ns,
-            (long long)t->overlap_ns, last ? "" : ",");
+            (long long)t->overlap_ns, (unsigned long long)t->sent_rows,
+            (long long)t->pack_ns, (unsigned long long)t->boundary_edges,
+            (long long)t->boundary_ns, last ? "" : ",");
 }
 
 static void write_json(FILE *f, bool vjp, const struct halo_plan_hdr *hdr,

@@ -22,6 +22,10 @@ struct rank_ctx {
     size_t features;
     size_t rb; /* bytes per row */
     size_t data_off;
+    /* Local handles: rank r's exchange region at xchg + r * xchg_stride
+     * (else NULL: in its window, at data_off). */
+    char *xchg;
+    size_t xchg_stride;
     uint64_t rows; /* owned */
     const char *in;
     char *out;
@@ -116,7 +120,9 @@ void halo_k_vjp_receive(const struct rank_ctx *c, const struct halo_peer *s);
 
 /* halo_exec_xfer.c: a rank's side of the windows. */
 const struct halo_peer *halo_k_peers(const struct rank_ctx *c, bool send);
-/* The data region of rank r's window. */
+/* VJP: zeroes this rank's ghost cotangent slots before they accumulate. */
+void halo_k_ghosts_zero(const struct rank_ctx *c);
+/* The data region of rank r: its exchange region, or its window's. */
 char *halo_k_window_data(const struct rank_ctx *c, uint32_t r);
 /* Tells every peer that waits on this rank that all its data is there
  * (forward: every chunk; VJP: its ghost cotangents). Also used on

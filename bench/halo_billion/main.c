@@ -11,18 +11,25 @@
  * each in a run of its own; the median is reported. Sampled rows are
  * checked against the definition (integer inputs: every sum is exact).
  *
- * Usage: bench_halo_billion [--edges E] [--chips K] [--calls C] --store DIR
+ * --graph random: 16 sources per row, uniform (a hash of row and slot);
+ * the store must have been written for the same graph (the DIR is
+ * reused as it is).
+ *
+ * Usage: bench_halo_billion [--edges E] [--chips K] [--calls C]
+ *                           [--graph periodic|random] --store DIR
  *   E defaults to 1000000000 (a multiple of 16), K to 2, C to 3. DIR is
  *   created (graph written) when missing and reused when present.
  * Prints a summary and one JSON object as its last stdout line.
  */
 #define _GNU_SOURCE
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <strata/strata.h>
 
@@ -42,10 +49,23 @@ static int fail(const char *what, strata_err err)
     return 1;
 }
 
+/* periodic (0): i+o mod N, o = -8..-1, 1..8; random (1): 16 sources
+ * uniform over [0, N), a hash of (i, k), so that any row can be checked
+ * without the graph in memory. */
+static int graph_kind;
+
 static int64_t source(uint64_t rows, uint64_t i, int k)
 {
     int64_t o = k < DEGREE / 2 ? k - DEGREE / 2 : k - DEGREE / 2 + 1;
 
+    if (graph_kind == 1) {
+        uint64_t z = i * DEGREE + (uint64_t)k + 0x9e3779b97f4a7c15ull;
+
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        return (int64_t)((double)(z >> 11) * 0x1.0p-53 * (double)rows);
+    }
     return ((int64_t)i + o + (int64_t)rows) % (int64_t)rows;
 }
 
@@ -93,6 +113,7 @@ static int make_store(const char *dir, uint64_t rows)
     strata_csr_view csr = {rows, rows, row_ptr, col};
     strata_err err;
     double t0 = bench_now_s();
+    bool tty = isatty(STDERR_FILENO);
 
     if (!row_ptr || !col) {
         fprintf(stderr, NAME ": no memory for the CSR (%.1f GiB)\n",
@@ -103,9 +124,16 @@ static int make_store(const char *dir, uint64_t rows)
     }
     for (uint64_t i = 0; i <= rows; i++)
         row_ptr[i] = (int64_t)(i * DEGREE);
-    for (uint64_t i = 0; i < rows; i++)
+    for (uint64_t i = 0; i < rows; i++) {
         for (int k = 0; k < DEGREE; k++)
             col[i * DEGREE + (uint64_t)k] = source(rows, i, k);
+        /* A person waiting on a terminal sees it move. */
+        if (tty && (i + 1) % (rows / 100 + 1) == 0)
+            fprintf(stderr, "\r" NAME ": building the graph: %3.0f %%",
+                    100.0 * (double)(i + 1) / (double)rows);
+    }
+    if (tty)
+        fprintf(stderr, "\r" NAME ": built; writing %s (int32) ...\n", dir);
     err = save(dir, &csr);
     free(row_ptr);
     free(col);
@@ -181,13 +209,17 @@ int main(int argc, char **argv)
             calls = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--store") && i + 1 < argc)
             store = argv[++i];
+        else if (!strcmp(argv[i], "--graph") && i + 1 < argc &&
+                 (!strcmp(argv[i + 1], "periodic") ||
+                  !strcmp(argv[i + 1], "random")))
+            graph_kind = !strcmp(argv[++i], "random");
         else
             store = NULL, i = argc;
     }
     if (!store || edges < DEGREE * 4 || edges % DEGREE || chips < 1 ||
         chips > 8 || calls < 1 || calls > MAX_CALLS) {
         fprintf(stderr, "usage: " NAME " [--edges E] [--chips K] [--calls C] "
-                        "--store DIR\n");
+                        "[--graph periodic|random] --store DIR\n");
         return 2;
     }
     rows = edges / DEGREE;
@@ -267,12 +299,13 @@ out:
     printf("{\"bench\":\"halo_billion\",\"metric\":\"forward_s\",\"unit\":"
            "\"s\",\"strata\":%.3f,\"reference_name\":\"reference system, "
            "1 GPU, paged from NVMe (FACTS.md)\",\"reference\":414.25,"
-           "\"ratio\":%.5f,\"pass\":%s,\"edges\":%llu,\"chips\":%d,"
+           "\"ratio\":%.5f,\"pass\":%s,\"graph\":\"%s\",\"edges\":%llu,"
+           "\"chips\":%d,"
            "\"create_s\":%.2f,\"maxrss_self_gib\":%.3f,"
            "\"maxrss_chip_gib\":%.3f,\"bad_values\":%llu}\n",
            med, med / 414.25, bad == 0 && med < 414.25 ? "true" : "false",
-           (unsigned long long)edges, chips, create_s,
-           (double)self.ru_maxrss / (1 << 20),
+           graph_kind ? "random" : "periodic", (unsigned long long)edges, chips,
+           create_s, (double)self.ru_maxrss / (1 << 20),
            (double)kids.ru_maxrss / (1 << 20), (unsigned long long)bad);
     return bad ? 1 : 0;
 }

@@ -398,6 +398,14 @@ typedef struct strata_halo_rank_trace {
     int64_t exchange_start_ns, exchange_end_ns, wait_end_ns;
     int64_t compute_start_ns, compute_end_ns;
     int64_t overlap_ns; /* length of the intersection of the two */
+    /* Forward: rows this rank packed for its peers and the time packing
+     * and handing them over took (VJP: ghost rows handed back, and the
+     * time adding the peers' cotangents in); the boundary rows' entries
+     * and the time computing them (waits excluded). */
+    uint64_t sent_rows;
+    int64_t pack_ns;
+    uint64_t boundary_edges;
+    int64_t boundary_ns;
 } strata_halo_rank_trace;
 
 /* Copies rank's record of the last completed call into *out.
