@@ -137,6 +137,7 @@ strata_plan_from_json(const char *json, size_t len, strata_plan **out);
  * strata_plan_from_json reads it back to an equal plan. STRATA_ENOMEM. */
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_plan_to_json(const strata_plan *p, char **json_out, size_t *len_out);
+/* Frees a string from strata_plan_to_json. NULL is a no-op. */
 STRATA_API void strata_plan_json_free(char *json);
 
 /* Frees p. A plan is immutable: any thread may read or submit it at once;
@@ -146,13 +147,19 @@ STRATA_API void strata_plan_destroy(strata_plan *p);
 /* Accessors (NULL / 0 for a NULL plan or an index out of range). The
  * structs returned live as long as p; their strings are p's copies, with
  * the NULL defaults filled in. */
+/* Number of invocations in p. */
 STRATA_API size_t strata_plan_num_invocations(const strata_plan *p);
+/* The i-th invocation, in the order given (not the submission order). */
 STRATA_API const strata_plan_invocation *
 strata_plan_invocation_at(const strata_plan *p, size_t i);
+/* Number of resources p declares. */
 STRATA_API size_t strata_plan_num_resources(const strata_plan *p);
+/* The i-th resource, in the order given. */
 STRATA_API const strata_plan_resource *
 strata_plan_resource_at(const strata_plan *p, size_t i);
+/* Number of terminal invocations (those nothing in the plan depends on). */
 STRATA_API size_t strata_plan_num_terminals(const strata_plan *p);
+/* The name of the i-th terminal invocation. */
 STRATA_API const char *strata_plan_terminal_at(const strata_plan *p, size_t i);
 /* Index of the i-th invocation of the submission order (a topological
  * order: dependencies first, ties in the order given); SIZE_MAX when out

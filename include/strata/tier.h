@@ -114,10 +114,15 @@ strata_tier_latest(strata_tier_runtime *rt, const char *name, const char *tier,
                    strata_instance **out);
 
 /* Accessors; neutral values (NULL, 0, -1, false) for NULL. */
+/* The instance's name, as given to strata_instance_allocate. */
 STRATA_API const char *strata_instance_name(const strata_instance *inst);
+/* The instance's version, as given to strata_instance_allocate. */
 STRATA_API uint64_t strata_instance_version(const strata_instance *inst);
+/* The instance's capacity in bytes. */
 STRATA_API uint64_t strata_instance_capacity(const strata_instance *inst);
+/* The instance's tier, a strata_tier value. */
 STRATA_API int strata_instance_tier(const strata_instance *inst);
+/* Whether strata_instance_close has been called on the instance. */
 STRATA_API bool strata_instance_closed(const strata_instance *inst);
 /* Host address of a ram or host-pinned instance (NULL for others, or
  * closed). Touch it only while no transfer naming inst is unfinished; use
@@ -131,6 +136,7 @@ STRATA_API void *strata_instance_data(strata_instance *inst);
  * closed, STRATA_EIO for a failed file access. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_instance_write(
     strata_instance *inst, uint64_t offset, const void *src, size_t n);
+/* The read half of strata_instance_write: n bytes at offset into dst. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_instance_read(
     strata_instance *inst, uint64_t offset, void *dst, size_t n);
 
