@@ -228,9 +228,11 @@ strata_plan_bind_buffer(strata_plan_bindings *b, const char *resource,
 /* An access of `resource` in partition `partition` of `partitioning` uses
  * bytes [offset, offset + nbytes) of the resource's binding: disjoint
  * partitions bound to disjoint bytes run at once. Unbound partitions use
- * the whole resource (correct, but serialized). STRATA_EINVAL for a NULL
- * or empty argument, an undeclared resource, nbytes 0; a range outside
- * the resource is refused at submission. */
+ * the whole resource (correct, but serialized). Binding the same
+ * (resource, partitioning, partition) again replaces the range.
+ * STRATA_EINVAL for a NULL or empty argument, an undeclared resource,
+ * nbytes 0, offset + nbytes past SIZE_MAX; a range outside the resource is
+ * refused at submission. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_plan_bind_partition(
     strata_plan_bindings *b, const char *resource, const char *partitioning,
     const char *partition, size_t offset, size_t nbytes);

@@ -594,6 +594,21 @@ static void test_plan_run_submit_errors_name_the_invocation(void **state)
         STRATA_EINVAL);
     assert_int_equal(strata_plan_bind_partition(f.b, "y", "rows", "", 0, 4),
                      STRATA_EINVAL);
+    assert_int_equal(
+        strata_plan_bind_partition(f.b, "y", "rows", "1", SIZE_MAX, 1),
+        STRATA_EINVAL);
+    assert_non_null(strstr(strata_errmsg(), "overflows"));
+    /* Binding a partition again replaces it: out of range is then refused
+     * at submission (the first binding does not win), and binding it back
+     * makes the plan run again. */
+    assert_int_equal(
+        strata_plan_bind_partition(f.b, "y", "rows", "1", WORDS * 4, 4), 0);
+    j = (struct job){f.p, f.b};
+    expect_run_error(f.w, &j, "partition '1'", "outside resource 'y'");
+    assert_int_equal(strata_plan_bind_partition(f.b, "y", "rows", "1", HALF * 4,
+                                                (WORDS - HALF) * 4),
+                     0);
+    assert_int_equal(strata_worker_run(f.w, run_plan, NULL, &j), STRATA_OK);
     assert_int_equal(strata_plan_bindings_destroy(NULL), STRATA_OK);
     pipe_end(&f);
 }

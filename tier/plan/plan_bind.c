@@ -146,6 +146,19 @@ strata_err strata_plan_bind_partition(strata_plan_bindings *b,
     k = declared(b, fn, resource);
     if (k == SIZE_MAX)
         return STRATA_EINVAL;
+    if (offset > SIZE_MAX - nbytes)
+        return base_fail(STRATA_EINVAL, "%s: offset %zu + nbytes %zu overflows",
+                         fn, offset, nbytes);
+    /* Binding the same partition again replaces, as bind_buffer does. */
+    for (size_t i = 0; i < b->num_parts; i++) {
+        pt = &b->parts[i];
+        if (pt->res == k && strcmp(pt->partitioning, partitioning) == 0 &&
+            strcmp(pt->partition, partition) == 0) {
+            pt->off = offset;
+            pt->n = nbytes;
+            return STRATA_OK;
+        }
+    }
     if (b->num_parts == b->cap_parts) {
         size_t cap = b->cap_parts ? 2 * b->cap_parts : 8;
 
