@@ -5,8 +5,8 @@
  * A's bytes to a file in the directory, then B's pages reserved) and the
  * restore (strata_buffer_data of A: its pages reserved again, its bytes
  * read back, the file removed), and, alternating with them, dd writing N
- * MiB with oflag=direct and reading them with iflag=direct in the same
- * directory. The medians of spill + restore and of the dd pair are
+ * MiB with oflag=direct into a new file and reading them with iflag=direct
+ * in the same directory. The medians of spill + restore and of the dd pair are
  * compared (target: strata >= 0.9 x dd); A's bytes are checked after the
  * last round. The last stdout line is the JSON summary every bench
  * prints.
@@ -136,6 +136,9 @@ static int measure(const struct opts *o, const char *dir, struct samples *s)
         p[i] = (unsigned char)(i * 7 + 1);
     snprintf(ddfile, sizeof(ddfile), "%s/dd-reference", dir);
     for (int i = 0; i < o->rounds; i++) {
+        /* A new file each round, as every spill writes one; its removal
+         * is not timed (a restore's removal of the spill file is). */
+        unlink(ddfile);
         s->ddw[i] = dd_ref_write(ddfile, o->mib);
         if (strata_round(w, a, bytes, &s->spill[i], &s->restore[i]))
             goto out;
