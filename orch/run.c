@@ -223,7 +223,8 @@ strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
         return base_fail(STRATA_ENOMEM, "out of memory starting a run");
     /* Spilled arguments come back before the fn sees them, and stay while
      * it runs. */
-    if (args && s->mem.hold && (err = s->mem.hold(s->mem.ctx, args, true))) {
+    if (args && s->mem.hold &&
+        (err = s->mem.hold(s->mem.ctx, &args, 1, true))) {
         base_free(r);
         return err;
     }
@@ -249,7 +250,7 @@ strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
         frames = f.prev;
     }
     if (args && s->mem.unhold)
-        s->mem.unhold(s->mem.ctx, args, true);
+        s->mem.unhold(s->mem.ctx, &args, 1, true);
 
     pthread_mutex_lock(&s->mu);
     if (err)

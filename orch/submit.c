@@ -113,15 +113,17 @@ static const strata_args empty_args;
 
 /* A worker that spills buffers restores the task's (the submitting thread
  * waits meanwhile) and keeps them resident until the task pins them. */
-static strata_err mem_hold(struct orch_sched *s, const strata_args *a)
+static strata_err mem_hold(struct orch_sched *s, const strata_args *const *a,
+                           size_t n)
 {
-    return a && s->mem.hold ? s->mem.hold(s->mem.ctx, a, false) : STRATA_OK;
+    return s->mem.hold ? s->mem.hold(s->mem.ctx, a, n, false) : STRATA_OK;
 }
 
-static void mem_unhold(struct orch_sched *s, const strata_args *a)
+static void mem_unhold(struct orch_sched *s, const strata_args *const *a,
+                       size_t n)
 {
-    if (a && s->mem.unhold)
-        s->mem.unhold(s->mem.ctx, a, false);
+    if (s->mem.unhold)
+        s->mem.unhold(s->mem.ctx, a, n, false);
 }
 
 /* Allocates a slot, encodes a and plans its dependencies. Nothing is
@@ -191,7 +193,7 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
     if (!err)
         err = orch_check_args(s, a, ep);
     if (!err)
-        err = mem_hold(s, a);
+        err = mem_hold(s, &a, 1);
     if (err)
         return err;
     pthread_mutex_lock(&s->mu);
@@ -201,7 +203,7 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
         orch_settle(s);
     }
     pthread_mutex_unlock(&s->mu);
-    mem_unhold(s, a);
+    mem_unhold(s, &a, 1);
     return err;
 }
 
@@ -295,14 +297,9 @@ strata_err strata_orch_submit_next_level_group(strata_orch *o,
         goto out;
     }
     g->n = (uint32_t)n;
-    for (size_t held = 0; held < n; held++) {
-        err = mem_hold(s, a[held]);
-        if (err) {
-            while (held-- > 0)
-                mem_unhold(s, a[held]);
-            goto out;
-        }
-    }
+    err = mem_hold(s, a, n);
+    if (err)
+        goto out;
     pthread_mutex_lock(&s->mu);
     /* Plan every member before committing any, so the group goes in whole
      * or not at all, and members never depend on each other. */
@@ -329,8 +326,7 @@ strata_err strata_orch_submit_next_level_group(strata_orch *o,
         orch_settle(s);
     }
     pthread_mutex_unlock(&s->mu);
-    for (size_t i = 0; i < n; i++)
-        mem_unhold(s, a[i]);
+    mem_unhold(s, a, n);
 out:
     base_free(g);
     base_free(plans);

@@ -11,9 +11,11 @@
  * finds nothing idle waits on changed until a task naming a buffer ends
  * (worker_mem_idle) or a submission lets go of one. Only one thread at a
  * time restores a task's buffers (the restore token): two submissions each
- * holding half of what both need cannot wait for each other. Buffers held
- * by running orch fns are never waited for: the thread that waits may be
- * the one running that fn. */
+ * holding half of what both need cannot wait for each other. The token
+ * holder first claims every buffer of its task (or group): a claimed
+ * buffer is neither spilled nor waited for, since only this thread would
+ * let it go. Buffers held by running orch fns are never waited for
+ * either: the thread that waits may be the one running that fn. */
 #include "membudget.h"
 
 #include "base/alloc.h"
@@ -131,7 +133,8 @@ static struct worker_mem_buf *lru_victim(struct worker_mem *m)
     for (size_t i = 0; i < m->num; i++) {
         struct worker_mem_buf *e = m->tab[i];
 
-        if (e->spill_path || e->sub_holds || e->run_holds || pins_of(e->b))
+        if (e->spill_path || e->claims || e->sub_holds || e->run_holds ||
+            pins_of(e->b))
             continue;
         if (!best || e->last_use < best->last_use)
             best = e;
@@ -146,7 +149,8 @@ static bool something_will_idle(struct worker_mem *m)
     for (size_t i = 0; i < m->num; i++) {
         const struct worker_mem_buf *e = m->tab[i];
 
-        if (!e->spill_path && !e->run_holds && (e->sub_holds || pins_of(e->b)))
+        if (!e->spill_path && !e->claims && !e->run_holds &&
+            (e->sub_holds || pins_of(e->b)))
             return true;
     }
     return false;
@@ -367,8 +371,10 @@ strata_err worker_mem_access(struct worker_mem *m, strata_buffer *b)
     take_token(m);
     e = entry_of(m, b);
     if (e) {
+        e->claims++;
         if (e->spill_path)
             err = restore(m, e);
+        e->claims--;
         e->last_use = ++m->clock;
     }
     give_token(m);
@@ -376,49 +382,62 @@ strata_err worker_mem_access(struct worker_mem *m, strata_buffer *b)
     return err;
 }
 
-static void unhold_n(struct worker_mem *m, const strata_args *a, uint32_t n,
-                     bool run)
+/* Adds d to the claims of every owned buffer of the n lists (mu held);
+ * with hold, also to their sub_holds or run_holds. */
+static void add_to_all(struct worker_mem *m, const strata_args *const *a,
+                       size_t n, int claims, int holds, bool run)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        struct worker_mem_buf *e = entry_of(m, a->buffers[i]);
+    for (size_t k = 0; k < n; k++) {
+        for (uint32_t i = 0; a[k] && i < a[k]->num_tensors; i++) {
+            struct worker_mem_buf *e = entry_of(m, a[k]->buffers[i]);
 
-        if (!e)
-            continue;
-        if (run)
-            e->run_holds--;
-        else
-            e->sub_holds--;
+            if (!e)
+                continue; /* not an owned host buffer of this worker */
+            e->claims += (uint32_t)claims;
+            if (run)
+                e->run_holds += (uint32_t)holds;
+            else
+                e->sub_holds += (uint32_t)holds;
+        }
     }
 }
 
-strata_err worker_mem_hold(void *ctx, const strata_args *a, bool run)
+/* Restores every spilled buffer the n lists name (mu and the token held,
+ * every one of them claimed: none is spilled to make room for another). */
+static strata_err restore_all(struct worker_mem *m, const strata_args *const *a,
+                              size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        for (uint32_t i = 0; a[k] && i < a[k]->num_tensors; i++) {
+            struct worker_mem_buf *e = entry_of(m, a[k]->buffers[i]);
+            strata_err err;
+
+            if (!e)
+                continue;
+            if (e->spill_path && (err = restore(m, e)))
+                return err;
+            e->last_use = ++m->clock;
+        }
+    }
+    return STRATA_OK;
+}
+
+strata_err worker_mem_hold(void *ctx, const strata_args *const *a, size_t n,
+                           bool run)
 {
     strata_worker *w = ctx;
     struct worker_mem *m = &w->mem;
-    strata_err err = STRATA_OK;
-    uint32_t i;
+    strata_err err;
 
-    if (m->eviction != STRATA_EVICT_LRU || !a || a->num_tensors == 0)
+    if (m->eviction != STRATA_EVICT_LRU)
         return STRATA_OK;
     pthread_mutex_lock(&m->mu);
     take_token(m);
-    for (i = 0; i < a->num_tensors && !err; i++) {
-        struct worker_mem_buf *e = entry_of(m, a->buffers[i]);
-
-        if (!e)
-            continue; /* not an owned host buffer of this worker */
-        if (e->spill_path)
-            err = restore(m, e);
-        if (err)
-            break;
-        if (run)
-            e->run_holds++;
-        else
-            e->sub_holds++;
-        e->last_use = ++m->clock;
-    }
-    if (err)
-        unhold_n(m, a, i, run);
+    /* All of them claimed first: while one is restored, the others are
+     * neither spilled nor waited for (this thread will not let them go). */
+    add_to_all(m, a, n, 1, 0, run);
+    err = restore_all(m, a, n);
+    add_to_all(m, a, n, -1, err ? 0 : 1, run);
     give_token(m);
     pthread_mutex_unlock(&m->mu);
     if (err)
@@ -426,15 +445,16 @@ strata_err worker_mem_hold(void *ctx, const strata_args *a, bool run)
     return err;
 }
 
-void worker_mem_unhold(void *ctx, const strata_args *a, bool run)
+void worker_mem_unhold(void *ctx, const strata_args *const *a, size_t n,
+                       bool run)
 {
     strata_worker *w = ctx;
     struct worker_mem *m = &w->mem;
 
-    if (m->eviction != STRATA_EVICT_LRU || !a || a->num_tensors == 0)
+    if (m->eviction != STRATA_EVICT_LRU)
         return;
     pthread_mutex_lock(&m->mu);
-    unhold_n(m, a, a->num_tensors, run);
+    add_to_all(m, a, n, 0, -1, run);
     wake(m);
     pthread_mutex_unlock(&m->mu);
 }

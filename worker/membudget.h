@@ -15,6 +15,7 @@ struct worker_mem_buf {
     uint64_t last_use;  /* the worker's use clock at its last use */
     uint32_t sub_holds; /* submissions naming it, until their task pins it */
     uint32_t run_holds; /* orch fns running with it among their args */
+    uint32_t claims;    /* the restore token's holder needs it resident */
     char *spill_path;   /* its file while spilled, else NULL */
 };
 
@@ -62,8 +63,10 @@ void worker_mem_forget(struct worker_mem *m, strata_buffer *b);
 strata_err worker_mem_access(struct worker_mem *m, strata_buffer *b);
 
 /* The scheduler's hooks (struct orch_mem_hooks); ctx is the worker. */
-strata_err worker_mem_hold(void *ctx, const strata_args *a, bool run);
-void worker_mem_unhold(void *ctx, const strata_args *a, bool run);
+strata_err worker_mem_hold(void *ctx, const strata_args *const *a, size_t n,
+                           bool run);
+void worker_mem_unhold(void *ctx, const strata_args *const *a, size_t n,
+                       bool run);
 void worker_mem_idle(void *ctx, strata_buffer *b);
 
 #endif

@@ -335,6 +335,56 @@ static void test_spill_restore_under_concurrent_runs(void **state)
     testutil_assert_clean(&before);
 }
 
+static strata_err all_three(strata_orch *o, const strata_args *unused,
+                            void *user)
+{
+    strata_buffer **b = user;
+    strata_args *a = NULL;
+    const size_t shape[1] = {BUF};
+    strata_err err = strata_args_create(&a);
+
+    (void)unused;
+    for (int j = 0; err == STRATA_OK && j < 3; j++)
+        err = strata_args_add_tensor(a, b[j], 0, STRATA_U8, 1, shape,
+                                     STRATA_INOUT);
+    if (err == STRATA_OK)
+        err = strata_orch_submit_next_level(o, incr, a, chips[0]);
+    strata_args_destroy(a);
+    return err;
+}
+
+/* A task whose buffers together exceed the budget can never run: its
+ * submit fails with STRATA_EBUDGET at once (it does not wait on its own
+ * buffers), and the worker goes on. */
+static void test_spill_task_larger_than_budget(void **state)
+{
+    testutil_snapshot before;
+    strata_buffer *b[3];
+    strata_worker *w;
+    char dir[64];
+
+    (void)state;
+    make_dir(dir, sizeof(dir));
+    testutil_snapshot_take(&before);
+    assert_int_equal(strata_register_kernel("spill.incr", incr_kernel, &incr),
+                     STRATA_OK);
+    w = lru_worker(dir, "ram=128KiB", chips, 2);
+    for (int j = 0; j < 3; j++) {
+        assert_int_equal(strata_worker_create_buffer(w, BUF, &b[j]), STRATA_OK);
+        fill(b[j], (unsigned char)j);
+    }
+    assert_int_equal(strata_worker_init(w), STRATA_OK);
+    assert_int_equal(strata_worker_run(w, all_three, NULL, b), STRATA_EBUDGET);
+    assert_msg_has("nothing can be spilled");
+    /* Two of them fit, and their bytes are intact. */
+    for (int j = 0; j < 3; j++)
+        expect_bytes(b[j], (unsigned char)j);
+    assert_int_equal(strata_worker_destroy(w), STRATA_OK);
+    assert_int_equal(count_files(dir), 0);
+    rmdir(dir);
+    testutil_assert_clean(&before);
+}
+
 /* The child: an LRU worker that is killed at its first spill's write. */
 static int child_spills(void *arg, int write_fd)
 {
@@ -393,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_spill_config),
         cmocka_unit_test(test_spill_killed_then_swept),
         cmocka_unit_test(test_spill_restore_under_concurrent_runs),
+        cmocka_unit_test(test_spill_task_larger_than_budget),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
