@@ -160,9 +160,9 @@ STRATA_API bool strata_transfer_ready(const strata_transfer_handle *t);
 /* Waits up to timeout_s seconds for the transfer and returns its result.
  * A negative timeout, INFINITY, or one of 1e9 s or more waits without a
  * deadline (the thread sleeps until the transfer finishes); 0 only looks;
- * NaN is STRATA_EINVAL. The result: STRATA_OK, or the failure (STRATA_EIO naming the
- * file, chunk and OS error for a failed read or write). A failed transfer
- * leaves dst without valid data and its file's blocks returned to the
+ * NaN is STRATA_EINVAL. The result: STRATA_OK, or the failure (STRATA_EIO
+ * naming the file, chunk and OS error for a failed read or write). A failed
+ * transfer leaves dst without valid data and its file's blocks returned to the
  * file system. STRATA_ETIMEDOUT leaves it going; wait again. */
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_transfer_wait(strata_transfer_handle *t, double timeout_s);
