@@ -198,9 +198,29 @@ static void test_spill_write_failure_leaves_no_trace(void **state)
     assert_int_equal(count_files(dir), 0);
     expect_bytes(a, 3);
     expect_bytes(b, 4);
-    /* The next try spills. */
+    /* The next try spills (a, the least recently used). */
     assert_int_equal(strata_worker_create_buffer(w, BUF, &c), STRATA_OK);
     assert_int_equal(report(w).spills, 1);
+    assert_int_equal(count_files(dir), 1);
+    /* A failed restore leaves a spilled, its file in place (b, spilled
+     * to make room for it, stays spilled too). */
+    base_fault_arm("worker.spill.read", 1, BASE_FAULT_FAIL);
+    {
+        unsigned char byte = 0;
+
+        assert_int_equal(strata_buffer_read(a, 0, &byte, 1), STRATA_EIO);
+        assert_msg_has("restoring buffer");
+        base_fault_disarm_all();
+        r = report(w);
+        assert_int_equal(r.restores, 0);
+        assert_int_equal(r.spills, 2);
+        assert_int_equal(r.tiers[STRATA_TIER_NVME].instances, 2);
+        assert_int_equal(r.tiers[STRATA_TIER_RAM].live, BUF);
+        assert_int_equal(count_files(dir), 2);
+        assert_int_equal(strata_buffer_read(a, BUF - 1, &byte, 1), STRATA_OK);
+        assert_int_equal(byte, 3);
+        assert_int_equal(report(w).restores, 1);
+    }
     assert_int_equal(strata_worker_destroy(w), STRATA_OK);
     assert_int_equal(count_files(dir), 0);
     rmdir(dir);
@@ -353,6 +373,20 @@ static strata_err all_three(strata_orch *o, const strata_args *unused,
     return err;
 }
 
+/* An orch fn whose argument 0 must hold zeros. */
+static strata_err check_first(strata_orch *o, const strata_args *args,
+                              void *user)
+{
+    const unsigned char *p = strata_args_tensor_data(args, 0);
+
+    (void)o;
+    (void)user;
+    for (size_t i = 0; p && i < strata_args_tensor_nbytes(args, 0); i++)
+        if (p[i] != 0)
+            return STRATA_EINVAL;
+    return p ? STRATA_OK : STRATA_EINVAL;
+}
+
 /* A task whose buffers together exceed the budget can never run: its
  * submit fails with STRATA_EBUDGET at once (it does not wait on its own
  * buffers), and the worker goes on. */
@@ -376,6 +410,20 @@ static void test_spill_task_larger_than_budget(void **state)
     assert_int_equal(strata_worker_init(w), STRATA_OK);
     assert_int_equal(strata_worker_run(w, all_three, NULL, b), STRATA_EBUDGET);
     assert_msg_has("nothing can be spilled");
+    /* A run's arguments come back before its fn sees them: b[0] is
+     * spilled (the least recently used) until the run names it. */
+    assert_int_equal(report(w).tiers[STRATA_TIER_NVME].instances, 1);
+    {
+        strata_args *a = NULL;
+        const size_t shape[1] = {BUF};
+
+        assert_int_equal(strata_args_create(&a), STRATA_OK);
+        assert_int_equal(
+            strata_args_add_tensor(a, b[0], 0, STRATA_U8, 1, shape, STRATA_IN),
+            STRATA_OK);
+        assert_int_equal(strata_worker_run(w, check_first, a, NULL), STRATA_OK);
+        strata_args_destroy(a);
+    }
     /* Two of them fit, and their bytes are intact. */
     for (int j = 0; j < 3; j++)
         expect_bytes(b[j], (unsigned char)j);
