@@ -62,12 +62,13 @@ static void untrack(strata_worker *w, strata_buffer *b)
 static void unmap_free(strata_buffer *b)
 {
     if (!b->remote && !b->device) {
-        munmap(b->data, b->size);
-        if (!b->foreign) {
-            /* Before the segment goes: a spill in progress finishes. */
+        /* Before the mapping goes: a spill of b in progress on another
+         * thread finishes first, and none starts after. */
+        if (!b->foreign)
             worker_mem_forget(&b->owner->mem, b);
+        munmap(b->data, b->size);
+        if (!b->foreign)
             shm_unlink(b->name);
-        }
     }
     orch_deps_forget(b);
     base_free(b);
