@@ -320,7 +320,6 @@ void worker_mem_forget(struct worker_mem *m, strata_buffer *b)
     pthread_mutex_unlock(&m->mu);
 }
 
-/* Makes e resident (mu held): room first, then its bytes back. */
 /* The restore token (mu held): one thread at a time restores. */
 static void take_token(struct worker_mem *m)
 {
@@ -335,6 +334,7 @@ static void give_token(struct worker_mem *m)
     wake(m);
 }
 
+/* Makes e resident (mu held): room first, then its bytes back. */
 static strata_err restore(struct worker_mem *m, struct worker_mem_buf *e)
 {
     strata_buffer *b = e->b;
@@ -382,8 +382,8 @@ strata_err worker_mem_access(struct worker_mem *m, strata_buffer *b)
     return err;
 }
 
-/* Adds d to the claims of every owned buffer of the n lists (mu held);
- * with hold, also to their sub_holds or run_holds. */
+/* Adds claims to the claims of every owned buffer the n lists name, and
+ * holds to their run_holds (run) or sub_holds (mu held). */
 static void add_to_all(struct worker_mem *m, const strata_args *const *a,
                        size_t n, int claims, int holds, bool run)
 {
