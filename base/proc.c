@@ -2,6 +2,8 @@
 #include "base/proc.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 static pid_t cached;
@@ -28,4 +30,34 @@ pid_t base_pid(void)
         __atomic_store_n(&cached, p, __ATOMIC_RELAXED);
     }
     return p;
+}
+
+bool base_proc_start_time(pid_t pid, unsigned long long *out)
+{
+    char path[48], buf[1024];
+    const char *p;
+    unsigned long long start;
+    char state;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    f = fopen(path, "re");
+    if (!f)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* "pid (comm) state ...": comm may hold spaces and parentheses, so
+     * the fields start after the last ')'. */
+    p = strrchr(buf, ')');
+    if (!p || sscanf(p + 1,
+                     " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+                     "%*d %*d %*d %*d %*d %*d %llu",
+                     &state, &start) != 2)
+        return false;
+    if (state == 'Z' || state == 'X')
+        return false;
+    *out = start;
+    return true;
 }

@@ -70,7 +70,9 @@ static void finish(struct orch_sched *s, struct orch_task *t, strata_err err,
     if (err && t->kind == MBX_TASK && t->run)
         orch_deps_mark_failed(t, t->run->id);
     for (uint32_t i = 0; i < t->num_bufs; i++)
-        t->bufs[i]->pins--;
+        if (__atomic_sub_fetch(&t->bufs[i]->pins, 1, __ATOMIC_RELEASE) == 0 &&
+            s->mem.idle)
+            s->mem.idle(s->mem.ctx, t->bufs[i]);
     t->num_bufs = 0;
     if (t->ctl) {
         struct orch_ctl *c = t->ctl;

@@ -306,7 +306,7 @@ void orch_deps_commit(struct orch_sched *s, struct dep_plan *p,
         l->pending -= p->bufs[i].records;
         p->bufs[i].records = 0;
         t->bufs[t->num_bufs++] = p->bufs[i].buf;
-        p->bufs[i].buf->pins++;
+        __atomic_add_fetch(&p->bufs[i].buf->pins, 1, __ATOMIC_RELAXED);
     }
 }
 

@@ -189,7 +189,8 @@ struct orch_sched {
     uint32_t cap_marks;
     /* windows: the backend, and the reserved address range (varange.c) */
     const struct chip_backend_ops *ops;
-    struct va_pool va[2]; /* by enum orch_va_kind */
+    struct orch_mem_hooks mem; /* the worker's budget (LRU spill) */
+    struct va_pool va[2];      /* by enum orch_va_kind */
     /* thread */
     struct pollfd *pfd; /* doorbell, then one pidfd per endpoint */
     pthread_t thread;

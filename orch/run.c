@@ -221,6 +221,13 @@ strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
 
     if (!r)
         return base_fail(STRATA_ENOMEM, "out of memory starting a run");
+    /* Spilled arguments come back before the fn sees them, and stay while
+     * it runs. */
+    if (args && s->mem.hold &&
+        (err = s->mem.hold(s->mem.ctx, &args, 1, true))) {
+        base_free(r);
+        return err;
+    }
     r->sched = s;
     r->orch.sched = s;
     r->orch.run = r;
@@ -242,6 +249,8 @@ strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
         err = fn(&r->orch, args, user);
         frames = f.prev;
     }
+    if (args && s->mem.unhold)
+        s->mem.unhold(s->mem.ctx, &args, 1, true);
 
     pthread_mutex_lock(&s->mu);
     if (err)

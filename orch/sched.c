@@ -32,6 +32,7 @@ strata_err orch_sched_create(const struct orch_sched_cfg *cfg,
         return base_fail(STRATA_ESYS, "pthread_mutex_init failed");
     }
     s->worker = cfg->worker;
+    s->mem = cfg->mem;
     s->eps = cfg->eps;
     s->num_chips = cfg->num_chips;
     s->num_subs = cfg->num_subs;

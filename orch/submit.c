@@ -111,6 +111,21 @@ static strata_err check_orch(strata_orch *o)
 
 static const strata_args empty_args;
 
+/* A worker that spills buffers restores the task's (the submitting thread
+ * waits meanwhile) and keeps them resident until the task pins them. */
+static strata_err mem_hold(struct orch_sched *s, const strata_args *const *a,
+                           size_t n)
+{
+    return s->mem.hold ? s->mem.hold(s->mem.ctx, a, n, false) : STRATA_OK;
+}
+
+static void mem_unhold(struct orch_sched *s, const strata_args *const *a,
+                       size_t n)
+{
+    if (s->mem.unhold)
+        s->mem.unhold(s->mem.ctx, a, n, false);
+}
+
 /* Allocates a slot, encodes a and plans its dependencies. Nothing is
  * visible to other tasks until commit_task. */
 static strata_err prepare_task(struct orch_sched *s, strata_orch *o,
@@ -177,6 +192,8 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
         err = check_deadline(o, kind);
     if (!err)
         err = orch_check_args(s, a, ep);
+    if (!err)
+        err = mem_hold(s, &a, 1);
     if (err)
         return err;
     pthread_mutex_lock(&s->mu);
@@ -186,6 +203,7 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
         orch_settle(s);
     }
     pthread_mutex_unlock(&s->mu);
+    mem_unhold(s, &a, 1);
     return err;
 }
 
@@ -279,6 +297,9 @@ strata_err strata_orch_submit_next_level_group(strata_orch *o,
         goto out;
     }
     g->n = (uint32_t)n;
+    err = mem_hold(s, a, n);
+    if (err)
+        goto out;
     pthread_mutex_lock(&s->mu);
     /* Plan every member before committing any, so the group goes in whole
      * or not at all, and members never depend on each other. */
@@ -305,6 +326,7 @@ strata_err strata_orch_submit_next_level_group(strata_orch *o,
         orch_settle(s);
     }
     pthread_mutex_unlock(&s->mu);
+    mem_unhold(s, a, n);
 out:
     base_free(g);
     base_free(plans);

@@ -23,15 +23,17 @@ strata_err tier_nvme_open(strata_tier_runtime *rt, strata_instance *inst)
 {
     static uint64_t counter;
     uint64_t n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-    int len = snprintf(NULL, 0, "%s/strata-tier-%ld-%llu.nvme", rt->nvme_dir,
-                       (long)getpid(), (unsigned long long)n);
+    int len =
+        snprintf(NULL, 0, "%s/" TIER_NVME_PREFIX "%s-%llu" TIER_NVME_SUFFIX,
+                 rt->nvme_dir, rt->owner_tag, (unsigned long long)n);
     int fd;
 
     inst->path = base_malloc((size_t)len + 1);
     if (!inst->path)
         return base_fail(STRATA_ENOMEM, "nvme instance: out of memory");
-    snprintf(inst->path, (size_t)len + 1, "%s/strata-tier-%ld-%llu.nvme",
-             rt->nvme_dir, (long)getpid(), (unsigned long long)n);
+    snprintf(inst->path, (size_t)len + 1,
+             "%s/" TIER_NVME_PREFIX "%s-%llu" TIER_NVME_SUFFIX, rt->nvme_dir,
+             rt->owner_tag, (unsigned long long)n);
     if (BASE_FAULT("tier.open")) {
         errno = EIO;
         fd = -1;

@@ -2,6 +2,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/fault.h"
+#include "tier/sweep.h"
 #include "tier_int.h"
 
 #include <errno.h>
@@ -95,6 +96,16 @@ strata_err strata_tier_runtime_create(const strata_tier_config *cfg,
         base_free(rt);
         return base_fail(STRATA_ENOMEM, "tier runtime: out of memory");
     }
+    if (!tier_owner_tag(rt->owner_tag, sizeof(rt->owner_tag))) {
+        base_free(rt->nvme_dir);
+        base_free(rt);
+        return base_fail(STRATA_ESYS, "tier runtime: /proc/self/stat does not "
+                                      "give this process's start time");
+    }
+    /* A killed process's instances are files nobody will remove: gone
+     * before this runtime makes its own. */
+    if (rt->nvme_dir)
+        tier_sweep_dead(rt->nvme_dir, TIER_NVME_PREFIX, TIER_NVME_SUFFIX);
     for (int i = 0; i < STRATA_TIER_COUNT; i++)
         rt->acct[i].budget = budgets[i];
     init_sync(rt);

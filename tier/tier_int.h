@@ -16,6 +16,10 @@
 /* Alignment of nvme file sizes and staging buffers (O_DIRECT). */
 #define TIER_ALIGN 4096u
 #define TIER_NAME_MAX 255
+/* nvme files: TIER_NVME_PREFIX "<pid>-<start>-<n>" TIER_NVME_SUFFIX (see
+ * tier/sweep.h). */
+#define TIER_NVME_PREFIX "strata-tier-"
+#define TIER_NVME_SUFFIX ".nvme"
 
 struct strata_instance {
     strata_tier_runtime *rt;
@@ -73,6 +77,7 @@ struct strata_tier_runtime {
     pthread_mutex_t lock;
     pthread_cond_t idle; /* signalled whenever a transfer finishes */
     char *nvme_dir;
+    char owner_tag[48]; /* "<pid>-<start>" of the creating process */
     struct tier_account acct[STRATA_TIER_COUNT];
     uint64_t moved[STRATA_TIER_COUNT][STRATA_TIER_COUNT];
     uint64_t xfers_done, xfers_failed, unfinished;

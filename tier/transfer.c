@@ -11,6 +11,7 @@
  * transfer at its head, so one large transfer uses every thread. */
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/fault.h"
 #include "tier_int.h"
 
 #include <errno.h>
@@ -69,6 +70,18 @@ static void drop_ref(struct strata_transfer_handle *t)
 }
 
 static void finish(strata_tier_runtime *rt, struct strata_transfer_handle *t);
+
+/* A handle's condition variable runs on CLOCK_MONOTONIC, as its deadlines
+ * do: a wall clock set back does not stretch a wait. */
+static void init_cond(pthread_cond_t *cond)
+{
+    pthread_condattr_t ca;
+
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &ca);
+    pthread_condattr_destroy(&ca);
+}
 
 /* Starts t: queued, or finished at once when it has nothing to move or its
  * source is poisoned (rt->lock held). */
@@ -162,11 +175,17 @@ static void *pool_main(void *arg)
         if (t->result == STRATA_OK) {
             pthread_mutex_unlock(&rt->lock);
             msg[0] = '\0';
-            err = staging ? tier_io_chunk(t->src, t->dst, off, len, staging,
-                                          msg, sizeof(msg))
-                          : STRATA_ENOMEM;
-            if (!staging)
+            if (BASE_FAULT("tier.chunk")) {
+                err = STRATA_EIO;
+                snprintf(msg, sizeof(msg), "chunk %llu: injected failure",
+                         (unsigned long long)index);
+            } else if (!staging) {
+                err = STRATA_ENOMEM;
                 snprintf(msg, sizeof(msg), "I/O thread has no staging buffer");
+            } else {
+                err = tier_io_chunk(t->src, t->dst, off, len, staging, msg,
+                                    sizeof(msg));
+            }
             pthread_mutex_lock(&rt->lock);
         }
         if (err && t->result == STRATA_OK) {
@@ -335,7 +354,7 @@ strata_err strata_transfer(strata_tier_runtime *rt, strata_instance *src,
     t = base_calloc(1, sizeof(*t));
     if (!t)
         return base_fail(STRATA_ENOMEM, "strata_transfer: out of memory");
-    pthread_cond_init(&t->cond, NULL);
+    init_cond(&t->cond);
     pthread_mutex_lock(&rt->lock);
     err = check_pair(src, dst);
     if (err)
@@ -390,16 +409,21 @@ bool strata_transfer_ready(const strata_transfer_handle *t)
     return ready;
 }
 
+/* Timeouts at or past this many seconds (about 31 years), and infinity,
+ * wait without a deadline: no clock arithmetic can overflow. */
+#define TIER_WAIT_FOREVER_S 1e9
+
+/* The CLOCK_MONOTONIC deadline s (finite, 0 <= s < TIER_WAIT_FOREVER_S)
+ * from now. */
 static struct timespec deadline_after(double s)
 {
     struct timespec ts;
     double whole = floor(s);
+    long nsec = (long)((s - whole) * 1e9);
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    if (whole > 1e9)
-        whole = 1e9;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_sec += (time_t)whole;
-    ts.tv_nsec += (long)((s - floor(s)) * 1e9);
+    ts.tv_nsec += nsec < 0 ? 0 : nsec > 999999999L ? 999999999L : nsec;
     if (ts.tv_nsec >= 1000000000L) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
@@ -407,11 +431,27 @@ static struct timespec deadline_after(double s)
     return ts;
 }
 
+/* Waits (rt->lock held) until t is done or the deadline passes; forever
+ * when until is NULL. pthread_cond_timedwait's only other failure, EINVAL,
+ * cannot come from deadline_after's normalised times; were it to, the
+ * wait stops rather than spinning. */
+static void wait_done(strata_tier_runtime *rt, struct strata_transfer_handle *t,
+                      const struct timespec *until)
+{
+    while (t->state != TIER_XFER_DONE) {
+        int rc = until ? pthread_cond_timedwait(&t->cond, &rt->lock, until)
+                       : pthread_cond_wait(&t->cond, &rt->lock);
+
+        if (rc != 0 && rc != EINTR)
+            break;
+    }
+}
+
 strata_err strata_transfer_wait(strata_transfer_handle *t, double timeout_s)
 {
     strata_tier_runtime *rt;
     struct timespec until;
-    bool done = true;
+    bool forever, done = true;
 
     if (!t)
         return base_fail_null("strata_transfer_wait", "t");
@@ -420,16 +460,11 @@ strata_err strata_transfer_wait(strata_transfer_handle *t, double timeout_s)
                                         "NaN");
     rt = t->rt;
     if (rt) {
-        until = deadline_after(timeout_s < 0 ? 0 : timeout_s);
+        forever = timeout_s < 0 || timeout_s >= TIER_WAIT_FOREVER_S;
+        if (!forever)
+            until = deadline_after(timeout_s);
         pthread_mutex_lock(&rt->lock);
-        while (t->state != TIER_XFER_DONE) {
-            if (timeout_s < 0) {
-                pthread_cond_wait(&t->cond, &rt->lock);
-            } else if (pthread_cond_timedwait(&t->cond, &rt->lock, &until) ==
-                       ETIMEDOUT) {
-                break;
-            }
-        }
+        wait_done(rt, t, forever ? NULL : &until);
         done = t->state == TIER_XFER_DONE;
         pthread_mutex_unlock(&rt->lock);
         if (!done)

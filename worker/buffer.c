@@ -62,11 +62,13 @@ static void untrack(strata_worker *w, strata_buffer *b)
 static void unmap_free(strata_buffer *b)
 {
     if (!b->remote && !b->device) {
+        /* Before the mapping goes: a spill of b in progress on another
+         * thread finishes first, and none starts after. */
+        if (!b->foreign)
+            worker_mem_forget(&b->owner->mem, b);
         munmap(b->data, b->size);
-        if (!b->foreign) {
+        if (!b->foreign)
             shm_unlink(b->name);
-            worker_mem_unreserve(&b->owner->mem, b->size);
-        }
     }
     orch_deps_forget(b);
     base_free(b);
@@ -129,6 +131,8 @@ strata_err strata_worker_create_buffer(strata_worker *w, size_t nbytes,
     err = map_segment(b);
     if (!err) {
         err = worker_buffer_track(w, b);
+        if (!err && (err = worker_mem_add(&w->mem, b)))
+            untrack(w, b);
         if (err) {
             munmap(b->data, b->size);
             shm_unlink(b->name);
@@ -205,7 +209,12 @@ strata_err worker_buffer_import(strata_worker *w, int creator, uint64_t id,
 
 void *strata_buffer_data(strata_buffer *b)
 {
-    return b ? b->data : NULL;
+    if (!b)
+        return NULL;
+    /* A spilled buffer comes back first (LRU eviction). */
+    if (!b->foreign && worker_mem_access(&b->owner->mem, b))
+        return NULL;
+    return b->data;
 }
 
 size_t strata_buffer_size(const strata_buffer *b)

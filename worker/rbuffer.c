@@ -224,6 +224,12 @@ static strata_err copy(strata_buffer *b, size_t offset, void *data, size_t n,
         return base_fail(STRATA_ESTATE,
                          "%s: buffer %llu is named by %u unfinished task(s)",
                          what, (unsigned long long)b->id, pins);
+    if (!b->foreign) {
+        strata_err err = worker_mem_access(&w->mem, b);
+
+        if (err)
+            return err;
+    }
     if (b->remote)
         return remote_copy(b, offset, data, n, write);
     if (b->device)

@@ -245,6 +245,7 @@ static strata_err start_scheduler(strata_worker *w)
         .ops = w->ops,
         .va_base = (uint64_t)(uintptr_t)w->va_base,
         .va_size = w->va_size,
+        .mem = {worker_mem_hold, worker_mem_unhold, worker_mem_idle, w},
     };
     strata_err err = orch_sched_create(&cfg, &w->sched);
 

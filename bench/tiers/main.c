@@ -9,16 +9,14 @@
  *   bench_tiers [--quick] [--rounds K] [--dir D] [--mib N] [--threads T]
  */
 #include "bench_common.h"
+#include "dd_ref.h"
 #include "machine_load.h"
 #include "stats.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strata/tier.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_ROUNDS 15
@@ -72,52 +70,6 @@ static int parse(int argc, char **argv, struct opts *o)
     return 0;
 }
 
-/* Runs dd with the given operands; returns seconds, or -1. */
-static double run_dd(char *const argv[])
-{
-    double t0 = bench_now_s();
-    int status;
-    pid_t pid = fork();
-
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-
-        if (null >= 0) {
-            dup2(null, 1);
-            dup2(null, 2);
-        }
-        execvp("dd", argv);
-        _exit(127);
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return -1;
-    return bench_now_s() - t0;
-}
-
-static double dd_write(const char *path, unsigned mib)
-{
-    char of[700], count[32], dd[] = "dd", in[] = "if=/dev/zero", bs[] = "bs=1M",
-                             flag[] = "oflag=direct", conv[] = "conv=notrunc";
-
-    snprintf(of, sizeof(of), "of=%s", path);
-    snprintf(count, sizeof(count), "count=%u", mib);
-    return run_dd((char *[]){dd, in, of, bs, count, flag, conv, NULL});
-}
-
-static double dd_read(const char *path, unsigned mib)
-{
-    char in[700], count[32], dd[] = "dd", of[] = "of=/dev/null", bs[] = "bs=1M",
-                             flag[] = "iflag=direct";
-
-    snprintf(in, sizeof(in), "if=%s", path);
-    snprintf(count, sizeof(count), "count=%u", mib);
-    return run_dd((char *[]){dd, in, of, bs, count, flag, NULL});
-}
-
 /* One strata transfer, timed; -1 on failure. */
 static double timed_transfer(strata_tier_runtime *rt, strata_instance *src,
                              strata_instance *dst)
@@ -167,9 +119,9 @@ static int measure(const struct opts *o, const char *dir, struct samples *s)
     memset(strata_instance_data(back), 0, bytes);
     snprintf(ddfile, sizeof(ddfile), "%s/dd-reference", dir);
     for (int i = 0; i < o->rounds; i++) {
-        s->ddw[i] = dd_write(ddfile, o->mib);
+        s->ddw[i] = dd_ref_write(ddfile, o->mib);
         s->w[i] = timed_transfer(rt, ram, nvme);
-        s->ddr[i] = dd_read(ddfile, o->mib);
+        s->ddr[i] = dd_ref_read(ddfile, o->mib);
         s->r[i] = timed_transfer(rt, nvme, back);
         if (s->ddw[i] < 0 || s->ddr[i] < 0 || s->w[i] < 0 || s->r[i] < 0) {
             fprintf(stderr,

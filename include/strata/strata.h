@@ -236,14 +236,24 @@ typedef struct strata_worker_config {
      * ("ram=16GiB"); NULL: unlimited. The worker's host buffers count
      * against "ram" (docs/tiers.md). */
     const char *budgets;
-    /* Directory for spilled buffers (NULL: none); must be writable. */
+    /* Directory for spilled buffers (NULL: none); must be writable.
+     * Creating the worker removes the spill files there of processes that
+     * are gone. */
     const char *spill_dir;
     int eviction; /* strata_eviction; default STRATA_EVICT_NONE */
 } strata_worker_config;
 
 /* What a worker does when a new buffer would exceed its ram budget:
- * refuse it (STRATA_EBUDGET), or spill idle buffers, least recently used
- * first, to spill_dir (not built yet: STRATA_ENOTSUP at create). */
+ * refuse it (STRATA_EBUDGET), or (LRU, which needs spill_dir) spill idle
+ * buffers, least recently used first, to files in spill_dir, and restore
+ * each when a task, a run's arguments, strata_buffer_data or
+ * strata_buffer_read/_write name it again (the caller waits; nothing
+ * fails for it). Idle: named by no unfinished task, no submission in
+ * progress and no running orch fn's arguments. With nothing idle, the
+ * allocation waits until a task naming a buffer finishes; when nothing
+ * ever can (every resident buffer is held by running orch fns'
+ * arguments), or the buffer is larger than the budget, STRATA_EBUDGET.
+ * See docs/tiers.md. */
 typedef enum strata_eviction {
     STRATA_EVICT_NONE = 0,
     STRATA_EVICT_LRU = 1,
@@ -314,7 +324,11 @@ STRATA_API void strata_run_free(strata_run *run);
 STRATA_API STRATA_MUST_CHECK strata_err strata_worker_create_buffer(
     strata_worker *w, size_t nbytes, strata_buffer **out);
 /* The buffer's bytes as mapped in the calling process (NULL for NULL); a
- * remote buffer's bytes are reached with strata_buffer_read/_write. */
+ * remote buffer's bytes are reached with strata_buffer_read/_write. Under
+ * LRU eviction a spilled buffer is restored first (NULL, with the reason
+ * in strata_errmsg, if that fails), and the pointer holds the buffer's
+ * bytes only until the buffer is spilled again: call this again after
+ * creating buffers or running tasks that do not name it. */
 STRATA_API void *strata_buffer_data(strata_buffer *b);
 /* The buffer's size in bytes, as created. */
 STRATA_API size_t strata_buffer_size(const strata_buffer *b);

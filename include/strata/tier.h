@@ -53,7 +53,10 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_parse_bytes(const char *text,
 
 typedef struct strata_tier_config {
     /* Directory that holds nvme instances, one file each (created and
-     * removed by the runtime). NULL: nvme allocations are refused. */
+     * removed by the runtime), named after the creating process's pid and
+     * start time. Creating a runtime removes the files there of processes
+     * that are gone (killed before they could). NULL: nvme allocations
+     * are refused. */
     const char *nvme_dir;
     /* Budgets "tier=size,tier=size" ("ram=16GiB, nvme=1TiB"); sizes as
      * strata_parse_bytes reads them; tiers as strata_tier_parse. NULL or
@@ -154,10 +157,12 @@ strata_transfer(strata_tier_runtime *rt, strata_instance *src,
 /* True once the transfer has finished, well or not (false for NULL). */
 STRATA_API bool strata_transfer_ready(const strata_transfer_handle *t);
 
-/* Waits up to timeout_s (< 0: forever; NaN refused) for the transfer and
- * returns its result: STRATA_OK, or the failure (STRATA_EIO naming the
- * file, chunk and OS error for a failed read or write). A failed transfer
- * leaves dst without valid data and its file's blocks returned to the
+/* Waits up to timeout_s seconds for the transfer and returns its result.
+ * A negative timeout, INFINITY, or one of 1e9 s or more waits without a
+ * deadline (the thread sleeps until the transfer finishes); 0 only looks;
+ * NaN is STRATA_EINVAL. The result: STRATA_OK, or the failure (STRATA_EIO
+ * naming the file, chunk and OS error for a failed read or write). A failed
+ * transfer leaves dst without valid data and its file's blocks returned to the
  * file system. STRATA_ETIMEDOUT leaves it going; wait again. */
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_transfer_wait(strata_transfer_handle *t, double timeout_s);

@@ -77,8 +77,9 @@ static void test_worker_budget_config_refused(void **state)
     cfg.eviction = 7;
     assert_int_equal(strata_worker_create(&cfg, &w), STRATA_EINVAL);
     assert_msg_has("eviction is 7");
-    cfg.eviction = STRATA_EVICT_LRU;
-    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_ENOTSUP);
+    cfg.eviction = STRATA_EVICT_LRU; /* without spill_dir */
+    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_EINVAL);
+    assert_msg_has("needs spill_dir");
     assert_null(w);
     assert_int_equal(strata_worker_memory_report(NULL, &r), STRATA_EINVAL);
     assert_msg_has("w is NULL");

@@ -4,8 +4,15 @@
 #ifndef BASE_PROC_H
 #define BASE_PROC_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 pid_t base_pid(void);
+
+/* The start time of process pid (clock ticks after boot, field 22 of
+ * /proc/<pid>/stat): with the pid it names one process for good, since a
+ * reused pid starts later. Returns false when pid is not a live process
+ * (none, or a zombie that can do nothing more). */
+bool base_proc_start_time(pid_t pid, unsigned long long *out);
 
 #endif

@@ -51,6 +51,22 @@ struct orch_endpoint {
 
 struct chip_backend_ops;
 
+/* What a worker with LRU spill needs to hear from its scheduler (worker/
+ * membudget.c): the buffers of a task (or of a group's n tasks, at once)
+ * are held resident from before its
+ * dependencies are planned (hold, which may restore spilled buffers and
+ * block meanwhile) until the task has pinned them (unhold); a run's
+ * arguments likewise while its orch fn runs (run true); and a buffer
+ * that no unfinished task names any more can be spilled again (idle,
+ * called with the scheduler's lock held: it must not block). */
+struct orch_mem_hooks {
+    strata_err (*hold)(void *ctx, const strata_args *const *a, size_t n,
+                       bool run);
+    void (*unhold)(void *ctx, const strata_args *const *a, size_t n, bool run);
+    void (*idle)(void *ctx, strata_buffer *b);
+    void *ctx;
+};
+
 struct orch_sched_cfg {
     strata_worker *worker;
     struct orch_endpoint *eps; /* chips first, then subs */
@@ -64,6 +80,7 @@ struct orch_sched_cfg {
      * fork for windows every member maps at one address (0: none). */
     const struct chip_backend_ops *ops;
     uint64_t va_base, va_size;
+    struct orch_mem_hooks mem; /* all NULL: none */
 };
 
 struct orch_sched;
