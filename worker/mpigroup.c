@@ -1,11 +1,14 @@
 /* Adding an Open MPI group to an L4: the spec is checked and copied, and
  * every rank gets a node slot holding a remote_node that waits for its
  * rank to dial back (mpiaccept.c) instead of dialing a strata-node. */
+#define _GNU_SOURCE /* dladdr */
 #include "mpigroup.h"
 #include "base/alloc.h"
 #include "base/err.h"
 #include "wire/msg.h"
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,34 @@
 #endif
 
 #define MAX_RANKS 4096
+
+/* strata-rank beside this library's install: <libdir>/../bin, or
+ * <libdir>/../../bin for a multiarch libdir (lib/x86_64-linux-gnu), so a
+ * tree installed with `cmake --install --prefix P` or unpacked from the
+ * packages finds its own strata-rank wherever P is; the configured
+ * STRATA_RANK_DEFAULT otherwise. Written into buf (PATH_MAX bytes). */
+static const char rank_anchor; /* an address inside this library */
+
+static const char *default_rank_program(char *buf)
+{
+    static const char *const up[] = {"/../bin/strata-rank",
+                                     "/../../bin/strata-rank"};
+    Dl_info info;
+    char lib[PATH_MAX];
+    char *slash;
+
+    if (dladdr(&rank_anchor, &info) && info.dli_fname &&
+        realpath(info.dli_fname, lib) && (slash = strrchr(lib, '/'))) {
+        *slash = '\0';
+        for (size_t i = 0; i < sizeof(up) / sizeof(up[0]); i++) {
+            if (snprintf(buf, PATH_MAX, "%s%s", lib, up[i]) < PATH_MAX &&
+                access(buf, X_OK) == 0)
+                return buf;
+        }
+    }
+    snprintf(buf, PATH_MAX, "%s", STRATA_RANK_DEFAULT);
+    return buf;
+}
 #define ENDPOINT_CAP 384
 
 static void group_free(struct mpi_group *g)
@@ -101,7 +132,9 @@ static strata_err check_hosts(const strata_mpi_group_spec *s)
 static strata_err check_spec(const strata_mpi_group_spec *s, size_t n)
 {
     const char *mpirun = s->mpirun_path ? s->mpirun_path : "mpirun";
-    const char *prog = s->rank_program ? s->rank_program : STRATA_RANK_DEFAULT;
+    char def[PATH_MAX];
+    const char *prog =
+        s->rank_program ? s->rank_program : default_rank_program(def);
     strata_err err;
 
     if (s->ranks == 0 || s->ranks > MAX_RANKS)
@@ -186,6 +219,7 @@ static char *join_hosts(const strata_mpi_group_spec *s, bool *fail)
 static strata_err copy_group(struct mpi_group *g,
                              const strata_mpi_group_spec *s)
 {
+    char def[PATH_MAX];
     bool fail = false;
 
     g->mpirun_path =
@@ -203,7 +237,7 @@ static strata_err copy_group(struct mpi_group *g,
     g->hostfile = base_strdup_opt(s->hostfile, &fail);
     g->hosts = join_hosts(s, &fail);
     g->rank_program = base_strdup_opt(
-        s->rank_program ? s->rank_program : STRATA_RANK_DEFAULT, &fail);
+        s->rank_program ? s->rank_program : default_rank_program(def), &fail);
     g->callback_host = base_strdup_opt(
         s->callback_host ? s->callback_host : "127.0.0.1", &fail);
     g->callback_port = s->callback_port;

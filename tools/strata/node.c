@@ -13,6 +13,7 @@
 #include <netdb.h>
 #include <openssl/err.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -395,6 +396,10 @@ static int ping(int argc, char **argv)
     rc = parse_ping(argc, argv, &o);
     if (rc)
         return rc < 0 ? CLI_OK : rc;
+    /* A daemon that drops the connection (full, or over its
+     * unauthenticated limits) must give a message and exit status 1, not
+     * kill the tool with SIGPIPE from a TLS write (exit 141). */
+    signal(SIGPIPE, SIG_IGN);
     if (!o.tls.secret_file && !o.tls.cert_file && !o.tls.insecure)
         return cli_fail(CLI_USAGE, CMD_PING,
                         "give --secret-file FILE, --cert/--key/--ca or "
