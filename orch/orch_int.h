@@ -59,6 +59,11 @@ struct orch_task {
     uint32_t ep_prev, ep_next;
     bool ep_listed;
     uint64_t seq; /* submission order (slot allocation) */
+    /* Timeline trace, set only while tracing: CLOCK_MONOTONIC ns of the
+     * submission and the post, and the endpoint it was posted to. */
+    uint64_t trace_submit;
+    uint64_t trace_post;
+    int trace_ep;
 };
 
 struct orch_group {
