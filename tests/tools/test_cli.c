@@ -402,6 +402,9 @@ static void test_cli_help_matches_man_pages_ok(void **state)
     strncat(help, out, sizeof(help) - strlen(help) - 1);
     assert_int_equal(RUN("node", "--help"), 0);
     strncat(help, out, sizeof(help) - strlen(help) - 1);
+    assert_int_equal(RUN("trace", "--help"), 0);
+    assert_non_null(strstr(out, "trace summary"));
+    strncat(help, out, sizeof(help) - strlen(help) - 1);
     expect_options_in(help, MAN_DIR "/strata.1");
     assert_int_equal(run((const char *const[]){NODE_PATH, "--help", NULL}), 0);
     expect_options_in(out, MAN_DIR "/strata-node.8");
