@@ -124,7 +124,9 @@ static strata_err open_buf(const char *role)
     err = base_shm_reserve(fd, size, "trace buffer");
     if (err)
         goto err_unlink;
-    h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    /* Populated now: no page fault on a record's first touch later. */
+    h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+             fd, 0);
     if (h == MAP_FAILED) {
         err = base_fail_errno(errno, "trace: mmap of %zu bytes", size);
         goto err_unlink;
