@@ -82,6 +82,15 @@ void trace_record(enum trace_kind kind, uint16_t cat, uint16_t lane,
                   uint64_t t0, uint64_t t1, uint64_t a, uint64_t b, uint64_t c,
                   uint64_t d, const char *name);
 
+/* A remote frame (or a batch of them, type 0) of bytes sent or received
+ * by this process: one branch when tracing is off. */
+static inline void trace_frame(uint64_t bytes, bool sent, uint32_t type)
+{
+    if (trace_enabled())
+        trace_record(TRACE_K_FRAME, 0, TRACE_LANE_WIRE, trace_now(), 0, bytes,
+                     sent, type, 0, NULL);
+}
+
 /* Starts (or joins: counted) the session of this process: its own buffer,
  * named role, and the JSON file written at the last trace_session_finish.
  * STRATA_EINVAL for an empty path, STRATA_ENOMEM / STRATA_ESYS when the
