@@ -107,6 +107,19 @@ static size_t buf_size(uint32_t cap)
     return sizeof(struct trace_hdr) + (size_t)cap * sizeof(struct trace_rec);
 }
 
+/* Writes every page of the new buffer once (they read as zeros; writing
+ * zeros keeps them so). MAP_POPULATE maps a shared mapping's pages for
+ * reading only: without this, a record's first store to each page would
+ * take a write fault on the task's path, about 30 us on a loaded VM. */
+static void prefault(void *p, size_t size)
+{
+    volatile char *c = p;
+    long page = sysconf(_SC_PAGESIZE);
+
+    for (size_t off = 0; off<size; off += page> 0 ? (size_t)page : 4096)
+        c[off] = 0;
+}
+
 /* Makes this process's buffer and points trace_self at it. */
 static strata_err open_buf(const char *role)
 {
@@ -125,13 +138,14 @@ static strata_err open_buf(const char *role)
     if (err)
         goto err_unlink;
     /* Populated now: no page fault on a record's first touch later. */
-    h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-             fd, 0);
+    h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+             0);
     if (h == MAP_FAILED) {
         err = base_fail_errno(errno, "trace: mmap of %zu bytes", size);
         goto err_unlink;
     }
     close(fd);
+    prefault(h, size);
     h->version = TRACE_VERSION;
     h->cap = sess.cap;
     h->rec_size = sizeof(struct trace_rec);
