@@ -216,8 +216,11 @@ strata_err trace_session_finish(void)
     if (!sess.root || sess.root != getpid() || --sess.refs > 0)
         return STRATA_OK;
     if (trace_self) {
-        munmap(trace_self, buf_size(trace_self->cap));
+        struct trace_hdr *h = trace_self;
+
+        /* Off first: the merge reads this buffer from /dev/shm. */
         trace_self = NULL;
+        munmap(h, buf_size(h->cap));
     }
     err = trace_merge_session(sess.path, sess.root);
     base_free(sess.path);
