@@ -119,6 +119,9 @@ struct strata_run {
     uint32_t num_hooks;
     uint32_t cap_hooks;
     bool hooks_fired;
+    /* Timeline trace, while tracing: when fn began and returned (ns). */
+    uint64_t trace_begin;
+    uint64_t trace_fn_end;
 };
 
 struct va_extent {

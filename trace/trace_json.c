@@ -214,6 +214,27 @@ static void write_edge(struct writer *w, int pid, const struct trace_rec *r)
     fputc('}', w->f);
 }
 
+/* A run, from its orch fn's start to its fence: async, since runs of one
+ * process may overlap (strata_worker_submit). */
+static void write_run_span(struct writer *w, int pid, const struct trace_rec *r)
+{
+    uint64_t fn_end = r->c >= r->t0 && r->c <= r->t1 ? r->c : r->t1;
+
+    for (int end = 0; end < 2; end++) {
+        begin(w, end ? "e" : "b", pid, TRACE_LANE_ORCH);
+        fprintf(w->f,
+                ",\"cat\":\"run\",\"name\":\"run\",\"id\":\"0x%" PRIx64 "\"",
+                ((uint64_t)(uint32_t)pid << 32) ^ r->a);
+        put_us(w->f, "ts", end ? r->t1 : r->t0);
+        if (!end) {
+            fprintf(w->f, ",\"args\":{\"run\":%" PRIu64, r->a);
+            put_us(w->f, "orch_fn_us", fn_end - r->t0);
+            fputc('}', w->f);
+        }
+        fputc('}', w->f);
+    }
+}
+
 static void write_rec(struct writer *w, int pid, const struct trace_rec *r)
 {
     static const char *const cats[] = {"halo", "domain", "orch"};
@@ -233,6 +254,10 @@ static void write_rec(struct writer *w, int pid, const struct trace_rec *r)
         fputc('}', w->f);
         break;
     case TRACE_K_SPAN:
+        if (r->cat == TRACE_CAT_RUN) {
+            write_run_span(w, pid, r);
+            break;
+        }
         if (r->cat >= 3 || r->lane >= TRACE_LANES)
             break;
         slice(w, pid, r->lane, cats[r->cat], r, cats[r->cat]);

@@ -189,6 +189,11 @@ static void test_trace_forked_tree_spans_lanes_flows(void **state)
     assert_int_equal(count(ev, "e", "dispatch", NULL, l4), 6);
     /* Each node saw its kernels through. */
     assert_true(count(ev, "b", "dispatch", "it.fill", node[0]) >= 2);
+    /* Two runs at the L4, each from its orch fn to its fence; two on each
+     * node per round (one per node task). */
+    assert_int_equal(count(ev, "b", "run", "run", l4), 2);
+    assert_int_equal(count(ev, "e", "run", "run", l4), 2);
+    assert_int_equal(count(ev, "b", "run", "run", node[1]), 2);
     /* Lanes are named. */
     assert_true(count(ev, "M", NULL, "thread_name", chip[0][0]) >= 2);
     /* fill -> scale -> scale per round at the L4 (and none lost). */

@@ -58,7 +58,8 @@ enum trace_lane {
 enum trace_cat {
     TRACE_CAT_HALO = 0, /* a = rank; b = pack ns (exchange), edges */
     TRACE_CAT_DOMAIN,   /* a = domain id, b = members */
-    TRACE_CAT_RUN,      /* a = run id: an orchestration function */
+    TRACE_CAT_RUN,      /* a = run id; t0 = its orch fn began, c = the fn
+                           returned, t1 = the run's fence passed */
 };
 
 /* A task's frame identity, unique per orchestrator for its life. */
