@@ -24,8 +24,8 @@ static void path_init(void)
     unlink(trace_path);
 }
 
-/* An L4 of nodes x 2 chips, not started, tracing into path (NULL: the
- * environment decides). */
+/* An L4 of nodes x (2 chips + 1 sub worker), not started, tracing into path
+ * (NULL: the environment decides). */
 static strata_worker *create_l4(size_t nodes, const char *path)
 {
     static const int chips[] = {0, 1};
@@ -41,6 +41,7 @@ static strata_worker *create_l4(size_t nodes, const char *path)
         strata_worker_config_init(&cfg, 3);
         cfg.chip_ids = chips;
         cfg.num_chips = 2;
+        cfg.num_sub_workers = 1;
         it_ok(strata_worker_create(&cfg, &n));
         it_ok(strata_worker_add_worker(w, n, &id));
     }
@@ -176,6 +177,8 @@ static void test_trace_forked_tree_spans_lanes_flows(void **state)
             chip[n][c] = pid_of_process(ev, name);
         }
     }
+    /* Sub workers are processes of their own too. */
+    assert_true(pid_of_process(ev, "node 1 (L3) / sub 0") > 0);
     /* Each node ran its orch tasks; each chip its kernels. */
     assert_int_equal(count(ev, "X", "task", "l4.fill", node[0]), 2);
     assert_int_equal(count(ev, "X", "task", "l4.scale", node[1]), 2);
