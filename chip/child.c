@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "chip/registry.h"
 #include "chip_int.h"
+#include "trace/trace.h"
 #include "watch.h"
 
 #include <signal.h>
@@ -83,6 +84,22 @@ static strata_err call(strata_chip *chip, const struct chip_callable *c)
     return cfg->ops->launch(chip->state, chip, kfn, &chip->args);
 }
 
+/* call, recorded as a task span with its arguments' bytes. */
+static strata_err call_traced(strata_chip *chip, const struct chip_callable *c,
+                              const struct mbx_frame *f)
+{
+    uint64_t bytes = 0, t0 = trace_now();
+    strata_err err = call(chip, c);
+
+    for (uint32_t i = 0; i < chip->args.num_tensors; i++)
+        bytes += chip->args.tensors[i].nbytes;
+    trace_record(TRACE_K_RUN, 0, 0, t0, trace_now(), f->run_id, bytes, 0,
+                 TRACE_SLOT_KEY(f->slot, f->gen), c->name);
+    if (err && !strata_errmsg()[0])
+        strata_errmsg_set("%s", strata_strerror(err));
+    return err;
+}
+
 static strata_err run_task(strata_chip *chip, const struct mbx_frame *f)
 {
     const struct chip_child_cfg *cfg = chip->cfg;
@@ -107,6 +124,8 @@ static strata_err run_task(strata_chip *chip, const struct mbx_frame *f)
     if (BASE_FAULT("chip.task"))
         return base_fail(STRATA_EIO, "fault point chip.task");
     base_errmsg_clear();
+    if (trace_enabled())
+        return call_traced(chip, c, f);
     err = call(chip, c);
     if (err && !strata_errmsg()[0])
         strata_errmsg_set("%s", strata_strerror(err));
@@ -171,6 +190,7 @@ _Noreturn void chip_child_main(const struct chip_child_cfg *cfg)
     signal(SIGINT, SIG_IGN); /* the worker decides; Ctrl-C goes to it */
     base_fault_after_fork();
     base_log_set_role("%s[%d]", role(cfg), cfg->id);
+    trace_proc_open("%s %d", role(cfg), cfg->id);
     chip.cfg = cfg;
     if (!cfg->is_sub && base_cpu_pin(cfg->index, cfg->count) >= 0)
         LOG_DEBUG("pinned (STRATA_PIN)");

@@ -10,6 +10,7 @@
 #include "domain/exchange.h"
 #include "domain_int.h"
 #include "sim/sim.h"
+#include "trace/trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +302,7 @@ strata_err strata_orch_allocate_domain(strata_orch *o,
 {
     struct orch_sched *s;
     struct strata_domain *d = NULL;
+    uint64_t t0 = trace_enabled() ? trace_now() : 0;
     strata_err err;
 
     if (!o || !spec || !out)
@@ -338,6 +340,9 @@ strata_err strata_orch_allocate_domain(strata_orch *o,
     err = domain_watch_deaths(d);
     if (err)
         return err; /* live: the run's fence frees it */
+    if (t0)
+        trace_record(TRACE_K_SPAN, TRACE_CAT_DOMAIN, TRACE_LANE_DOMAIN, t0,
+                     trace_now(), d->alloc_id, d->n, 0, 0, "domain allocate");
     *out = d;
     return STRATA_OK;
 }

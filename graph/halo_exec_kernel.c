@@ -7,6 +7,7 @@
 #include "base/err.h"
 #include "halo_kernel.h"
 #include "rowsum.h"
+#include "trace/trace.h"
 
 #include <string.h>
 
@@ -538,6 +539,26 @@ strata_err halo_k_open_store(const struct rank_ctx *c, strata_gfg **out)
     return err;
 }
 
+/* A rank's exchange and compute phases on the timeline, from the times its
+ * statistics hold (they overlap: two lanes). */
+static void trace_phases(const struct rank_ctx *c, bool vjp)
+{
+    const struct halo_stats *st = c->stats;
+
+    if (st->exchange_end_ns > st->exchange_start_ns &&
+        st->exchange_start_ns > 0)
+        trace_record(TRACE_K_SPAN, TRACE_CAT_HALO, TRACE_LANE_HALO_XCHG,
+                     (uint64_t)st->exchange_start_ns,
+                     (uint64_t)st->exchange_end_ns, c->rank,
+                     (uint64_t)st->pack_ns, 0, 0,
+                     vjp ? "halo vjp exchange" : "halo exchange");
+    if (st->compute_end_ns > st->compute_start_ns && st->compute_start_ns > 0)
+        trace_record(TRACE_K_SPAN, TRACE_CAT_HALO, TRACE_LANE_HALO_COMPUTE,
+                     (uint64_t)st->compute_start_ns,
+                     (uint64_t)st->compute_end_ns, c->rank, st->edges, 0, 0,
+                     vjp ? "halo vjp compute" : "halo compute");
+}
+
 static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
 {
     struct rank_ctx c;
@@ -565,6 +586,8 @@ static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)
         c.stats->interior_rows = c.num_interior;
         c.stats->boundary_rows = c.rows - c.num_interior;
         c.stats->edges = c.rp->nnz;
+        if (trace_enabled())
+            trace_phases(&c, vjp);
         __atomic_store_n(&c.stats->done, 1, __ATOMIC_RELEASE);
     }
     ctx_close(&c, indexed);

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "chip/registry.h"
 #include "orch_int.h"
+#include "trace/trace.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -64,9 +65,27 @@ static void release_dependents(struct orch_sched *s, struct orch_task *t,
     t->num_fanout = 0;
 }
 
+/* The task as its orchestrator saw it: submitted, posted, completed. */
+static void trace_task(struct orch_sched *s, const struct orch_task *t)
+{
+    const struct chip_callable *c = chip_registry_find(t->callable.digest);
+    const struct orch_endpoint *ep =
+        t->trace_post ? &s->eps[t->trace_ep] : NULL;
+    uint16_t cat = !ep                        ? TRACE_TGT_SUB
+                   : ep->kind == ORCH_EP_NODE ? TRACE_TGT_NODE
+                   : ep->kind == ORCH_EP_SUB  ? TRACE_TGT_SUB
+                                              : TRACE_TGT_CHIP;
+
+    trace_record(TRACE_K_TASK, cat, ep ? (uint16_t)ep->id : 0, t->trace_submit,
+                 trace_now(), t->run->id, t->seq, t->trace_post,
+                 TRACE_SLOT_KEY(t->slot, t->gen), c ? c->name : NULL);
+}
+
 static void finish(struct orch_sched *s, struct orch_task *t, strata_err err,
                    const char *msg)
 {
+    if (trace_enabled() && t->kind == MBX_TASK && t->run && t->trace_submit)
+        trace_task(s, t);
     if (err && t->kind == MBX_TASK && t->run)
         orch_deps_mark_failed(t, t->run->id);
     for (uint32_t i = 0; i < t->num_bufs; i++)

@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "orch_int.h"
+#include "trace/trace.h"
 
 #include <string.h>
 
@@ -277,6 +278,10 @@ void orch_deps_commit(struct orch_sched *s, struct dep_plan *p,
         struct orch_task *pred = s->slots[p->preds[i].slot];
 
         pred->fanout[pred->num_fanout++] = me;
+        if (trace_enabled())
+            trace_record(TRACE_K_EDGE, 0, 0, trace_now(), 0,
+                         TRACE_SLOT_KEY(pred->slot, pred->gen),
+                         TRACE_SLOT_KEY(t->slot, t->gen), 0, 0, NULL);
         pred->pending_fanout--;
         t->fanin++;
     }

@@ -4,6 +4,7 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "orch_int.h"
+#include "trace/trace.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +71,10 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
     ep->early[ep->mbx->h.head % MBX_RING] = false;
     ep->ring_slot[ep->mbx->h.head % MBX_RING] = t->slot;
     t->state = TASK_RUNNING;
+    if (trace_enabled()) {
+        t->trace_post = trace_now();
+        t->trace_ep = (int)(ep - s->eps);
+    }
     if (t->ctl && t->ctl->quiet && in_flight(ep) < MBX_RING / 2 &&
         ep->notify_fd < 0) {
         mbx_post_quiet(ep->mbx);

@@ -59,6 +59,11 @@ struct orch_task {
     uint32_t ep_prev, ep_next;
     bool ep_listed;
     uint64_t seq; /* submission order (slot allocation) */
+    /* Timeline trace, set only while tracing: CLOCK_MONOTONIC ns of the
+     * submission and the post, and the endpoint it was posted to. */
+    uint64_t trace_submit;
+    uint64_t trace_post;
+    int trace_ep;
 };
 
 struct orch_group {
@@ -114,6 +119,9 @@ struct strata_run {
     uint32_t num_hooks;
     uint32_t cap_hooks;
     bool hooks_fired;
+    /* Timeline trace, while tracing: when fn began and returned (ns). */
+    uint64_t trace_begin;
+    uint64_t trace_fn_end;
 };
 
 struct va_extent {

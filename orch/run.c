@@ -5,6 +5,7 @@
 #include "base/err.h"
 #include "base/futex.h"
 #include "orch_int.h"
+#include "trace/trace.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,6 +79,10 @@ static void maybe_fence(struct orch_sched *s, struct strata_run *r)
             return; /* the hooks posted work; its completion fences */
     }
     r->done = true;
+    if (r->trace_begin)
+        trace_record(TRACE_K_SPAN, TRACE_CAT_RUN, TRACE_LANE_ORCH,
+                     r->trace_begin, trace_now(), r->id, 0, r->trace_fn_end, 0,
+                     "run");
     unlink_run(s, r);
     s->progress_seq++;
     if (s->waiters)
@@ -246,7 +251,11 @@ strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
         struct orch_frame f = {s, frames};
 
         frames = &f;
+        if (trace_enabled())
+            r->trace_begin = trace_now();
         err = fn(&r->orch, args, user);
+        if (r->trace_begin)
+            r->trace_fn_end = trace_now();
         frames = f.prev;
     }
     if (args && s->mem.unhold)

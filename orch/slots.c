@@ -82,6 +82,8 @@ strata_err orch_slot_alloc(struct orch_sched *s, struct orch_task **out)
     t->ep = -1;
     t->ctl = NULL;
     t->kind = MBX_TASK;
+    t->trace_submit = 0;
+    t->trace_post = 0;
     *out = t;
     return STRATA_OK;
 }

@@ -4,6 +4,7 @@
 #include "base/fault.h"
 #include "chip/registry.h"
 #include "orch_int.h"
+#include "trace/trace.h"
 
 #include <string.h>
 
@@ -164,6 +165,8 @@ static void commit_task(struct orch_sched *s, struct orch_task *t,
 {
     struct strata_run *r = t->run;
 
+    if (trace_enabled())
+        t->trace_submit = trace_now();
     orch_deps_commit(s, plan, a ? a : &empty_args, t);
     orch_deps_plan_free(s, plan);
     t->scope_depth = (uint8_t)r->depth;

@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "trace/trace.h"
 #include "wire/msg.h"
 #include "wire/tls.h"
 
@@ -124,6 +125,7 @@ static void on_read(struct bufferevent *bev, void *arg)
             const uint8_t *body = evbuffer_pullup(in, h.body_len);
 
             c->got_frame = true;
+            trace_frame(h.body_len, false, h.type);
             if (h.type == WIRE_MSG_GOODBYE)
                 c->goodbye_seen = true;
             if (c->cbs.on_msg)
@@ -430,6 +432,7 @@ strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len)
     else if (bufferevent_write(c->bev, frames, len) != 0)
         err = base_fail(STRATA_ENOMEM, "cannot queue %zu bytes to %s", len,
                         c->peer);
+    trace_frame(err ? 0 : len, true, 0);
     bufferevent_unlock(c->bev);
     quiet_pipe_end(&q);
     return err;

@@ -3,6 +3,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/futex.h"
+#include "trace/trace.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -105,6 +106,20 @@ static bool frame_pending(void *m)
     return pending(m) != 0;
 }
 
+/* Parks on the bell; while tracing, the park and its wake-up are a span. */
+static void park(struct mbx *m, uint32_t seq)
+{
+    uint64_t t0;
+
+    if (!trace_enabled()) {
+        base_futex_wait(&m->h.bell, seq, BASE_NEVER);
+        return;
+    }
+    t0 = trace_now();
+    base_futex_wait(&m->h.bell, seq, BASE_NEVER);
+    trace_record(TRACE_K_WAKE, 0, 0, t0, trace_now(), 0, 0, 0, 0, NULL);
+}
+
 struct mbx_frame *mbx_child_wait_spin(struct mbx *m, bool spin)
 {
     unsigned spins = spin ? base_spin_budget() : 0;
@@ -121,7 +136,7 @@ struct mbx_frame *mbx_child_wait_spin(struct mbx *m, bool spin)
         uint32_t seq = __atomic_load_n(&m->h.bell, __ATOMIC_SEQ_CST);
         p = pending(m);
         if (!p)
-            base_futex_wait(&m->h.bell, seq, BASE_NEVER);
+            park(m, seq);
         __atomic_store_n(&m->h.parked, 0, __ATOMIC_SEQ_CST);
         if (p)
             goto out;

@@ -5,6 +5,7 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "chip/registry.h"
+#include "trace/trace.h"
 #include "worker_int.h"
 
 #include <errno.h>
@@ -73,6 +74,22 @@ static strata_err run_orch(strata_worker *w, const struct mbx_frame *f)
         strata_args_destroy(a);
         return err;
     }
+}
+
+/* run_orch, recorded as a task span of this node. */
+static strata_err run_traced(strata_worker *w, const struct mbx_frame *f)
+{
+    const struct chip_callable *c = chip_registry_find(f->digest);
+    uint64_t bytes = 0, t0 = trace_now();
+    strata_err err = run_orch(w, f);
+    strata_args a;
+
+    if (wire_args_decode(f->args, f->args_len, &a) == STRATA_OK)
+        for (uint32_t i = 0; i < a.num_tensors; i++)
+            bytes += a.tensors[i].nbytes;
+    trace_record(TRACE_K_RUN, 0, 0, t0, trace_now(), f->run_id, bytes, 0,
+                 TRACE_SLOT_KEY(f->slot, f->gen), c ? c->name : NULL);
+    return err;
 }
 
 /* How long a node whose parent died may take to end in order: its task,
@@ -218,7 +235,9 @@ static void serve(strata_worker *w, struct mbx *m,
     strata_err err;
 
     while ((f = mbx_child_wait(m)) != NULL) {
-        err = f->kind == MBX_TASK ? run_orch(w, f) : control(w, f);
+        err = f->kind != MBX_TASK ? control(w, f)
+              : trace_enabled()   ? run_traced(w, f)
+                                  : run_orch(w, f);
         f->result = (int32_t)err;
         if (err)
             snprintf(f->msg, sizeof(f->msg), "%s", strata_errmsg());
@@ -263,6 +282,7 @@ _Noreturn void worker_node_main(strata_worker *parent, size_t index,
     signal(SIGINT, SIG_IGN);
     base_fault_after_fork();
     base_log_set_role("l%d[%zu]", w->level, index);
+    trace_proc_open("node %zu (L%d)", index, w->level);
     forget_parent(parent, index);
     worker_buffers_forget_inherited(parent);
     /* This process is the node now: its buffers carry its pid. */

@@ -6,7 +6,10 @@
 #include "base/proc.h"
 #include "chip/chip.h"
 #include "sim/sim.h"
+#include "trace/trace.h"
 #include "worker_int.h"
+
+#include <stdlib.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -107,6 +110,48 @@ static strata_err check_config(const strata_worker_config *cfg)
     return worker_mem_check(cfg);
 }
 
+/* The trace file: the config's, else STRATA_TRACE's; 0, or -1 when out of
+ * memory. */
+static int trace_path_set(strata_worker *w, const strata_worker_config *cfg)
+{
+    const char *path = cfg->trace_path;
+
+    if (!path || !*path)
+        path = getenv("STRATA_TRACE");
+    if (!path || !*path)
+        return 0;
+    w->trace_path = base_strdup(path);
+    return w->trace_path ? 0 : -1;
+}
+
+/* A top-level worker with a trace file starts the tree's trace session
+ * before it forks anything; its children record into it. */
+static strata_err trace_begin(strata_worker *w)
+{
+    char role[32];
+    strata_err err;
+
+    if (!w->trace_path)
+        return STRATA_OK;
+    snprintf(role, sizeof(role), "L%d", w->level);
+    err = trace_session_start(w->trace_path, role);
+    if (err)
+        return err;
+    w->traced = true;
+    return STRATA_OK;
+}
+
+/* After the tree is gone: the merge into the trace file. A failure to
+ * write it is logged; the worker's teardown stands. */
+static void trace_end(strata_worker *w)
+{
+    if (!w->traced)
+        return;
+    w->traced = false;
+    if (trace_session_finish() != STRATA_OK)
+        LOG_WARN("trace file %s: %s", w->trace_path, strata_errmsg());
+}
+
 strata_err strata_worker_create(const strata_worker_config *cfg,
                                 strata_worker **out)
 {
@@ -152,6 +197,13 @@ strata_err strata_worker_create(const strata_worker_config *cfg,
         memcpy(w->device_ordinals, cfg->device_ordinals,
                cfg->num_chips * sizeof(int));
     }
+    if (trace_path_set(w, cfg)) {
+        base_free(w->chip_ids);
+        base_free(w->device_ordinals);
+        worker_mem_fini(&w->mem);
+        base_free(w);
+        return base_fail(STRATA_ENOMEM, "out of memory creating a worker");
+    }
     w->level = cfg->level;
     /* This process is the tree's root above the nodes: say so in its log
      * lines (a forked node names itself in node.c). */
@@ -176,6 +228,8 @@ strata_err strata_worker_create(const strata_worker_config *cfg,
 
 strata_err strata_worker_init(strata_worker *w)
 {
+    strata_err err;
+
     if (!w)
         return base_fail_null("strata_worker_init", "w");
     if (w->state != WORKER_CREATED)
@@ -185,7 +239,13 @@ strata_err strata_worker_init(strata_worker *w)
     if (w->owned)
         return base_fail(STRATA_ESTATE,
                          "worker belongs to a parent, which starts it");
-    return worker_spawn(w, base_deadline_after(w->startup_timeout_s));
+    err = trace_begin(w);
+    if (err)
+        return err;
+    err = worker_spawn(w, base_deadline_after(w->startup_timeout_s));
+    if (err)
+        trace_end(w);
+    return err;
 }
 
 strata_err strata_worker_add_worker(strata_worker *parent, strata_worker *child,
@@ -321,6 +381,7 @@ void worker_free(strata_worker *w)
     worker_mem_fini(&w->mem);
     base_free(w->chip_ids);
     base_free(w->device_ordinals);
+    base_free(w->trace_path);
     base_free(w);
 }
 
@@ -345,6 +406,7 @@ strata_err strata_worker_destroy(strata_worker *w)
     remote_stop(w);
     worker_teardown_children(w);
     orch_sched_destroy(w->sched);
+    trace_end(w);
     worker_free(w);
     return STRATA_OK;
 }

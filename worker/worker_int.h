@@ -72,6 +72,10 @@ struct strata_worker {
     strata_buffer **bufs;
     size_t num_bufs;
     size_t cap_bufs;
+    /* timeline trace: the JSON file (config or STRATA_TRACE), or NULL;
+     * traced once strata_worker_init started the session */
+    char *trace_path;
+    bool traced;
 };
 
 /* Window ids of global domains (gnode.c) never meet a local domain's. */

@@ -61,6 +61,10 @@ struct path_result {
 
 struct results {
     double spin_rtt_us, futex_rtt_us;
+    /* Per-task time of k = TRACE_K kernel tasks with the timeline trace
+     * off and on (docs/tracing.md): the best of alternating rounds (the
+     * machine's noise only ever adds time). */
+    double trace_off_us, trace_on_us;
     struct path_result kernel, sub;
     double idle_children_pct;    /* from utime + stime in /proc/<pid>/stat */
     double idle_children_ns_pct; /* from /proc/<pid>/schedstat, ns precise */
@@ -76,6 +80,14 @@ struct dispatch {
 };
 
 static const size_t ks[NUM_K] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+
+/* The tracing comparison: runs of TRACE_K tasks, rounds (5 quick, 11
+ * full) of a worker without and one with a trace file, alternating so that
+ * a slow phase of the machine hits both. */
+#define TRACE_K 256
+#define TRACE_ROUNDS_MAX 11
+
+static strata_callable noop_kernel_callable;
 
 static void report(const char *what, strata_err err)
 {
@@ -200,6 +212,7 @@ static int bench_dispatch(const struct options *opt, struct results *res)
         report("worker create/init", err);
         goto out;
     }
+    noop_kernel_callable = kernel;
     d.callable = kernel;
     d.sub = false;
     err = measure_path(w, &d, opt, &res->kernel);
@@ -221,6 +234,82 @@ out:
         report("worker destroy", err);
         rc = 1;
     }
+    strata_args_destroy(d.empty);
+    return rc;
+}
+
+/* Per-task time of runs of TRACE_K no-op kernel tasks on a fresh worker
+ * (one chip) that traces into path, or not (path NULL). */
+static strata_err trace_round(const char *path, const struct options *opt,
+                              struct dispatch *d, double *per_task_us)
+{
+    static const int chip_ids[1] = {0};
+    size_t runs = opt->quick ? 8 : 24;
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+    strata_err err, derr;
+    double t0 = 0;
+
+    strata_worker_config_init(&cfg, 3);
+    cfg.chip_ids = chip_ids;
+    cfg.num_chips = 1;
+    cfg.trace_path = path;
+    err = strata_worker_create(&cfg, &w);
+    if (err == STRATA_OK)
+        err = strata_worker_init(w);
+    for (size_t i = 0; i < 3 + runs && err == STRATA_OK; i++) {
+        if (i == 3) /* after the warm-up */
+            t0 = bench_now_us();
+        err = strata_worker_run(w, dispatch_orch, NULL, d);
+    }
+    if (err == STRATA_OK)
+        *per_task_us = (bench_now_us() - t0) / (double)(runs * TRACE_K);
+    derr = strata_worker_destroy(w);
+    return err != STRATA_OK ? err : derr;
+}
+
+/* Tracing on against off (res->trace_*); the trace goes to a temporary
+ * file, removed after each round. STRATA_TRACE is ignored here: "off"
+ * must be off. */
+static int bench_trace(const struct options *opt, struct results *res)
+{
+    size_t rounds = opt->quick ? 5 : TRACE_ROUNDS_MAX;
+    double best_on = 0, best_off = 0, on, off;
+    char dir[] = "/tmp/strata-bench-trace-XXXXXX", path[64];
+    struct dispatch d = {.callable = noop_kernel_callable, .k = TRACE_K};
+    strata_err err = strata_args_create(&d.empty);
+    int rc = 1;
+
+    unsetenv("STRATA_TRACE");
+    if (err != STRATA_OK || !mkdtemp(dir)) {
+        report("trace setup", err);
+        strata_args_destroy(d.empty);
+        return 1;
+    }
+    snprintf(path, sizeof(path), "%s/trace.json", dir);
+    for (size_t r = 0; r < rounds; r++) {
+        /* Each goes first every other round: the first of a pair meets
+         * the machine as the previous round's teardown left it. */
+        bool on_first = r % 2;
+
+        err =
+            trace_round(on_first ? path : NULL, opt, &d, on_first ? &on : &off);
+        if (err == STRATA_OK)
+            err = trace_round(on_first ? NULL : path, opt, &d,
+                              on_first ? &off : &on);
+        unlink(path);
+        if (err != STRATA_OK) {
+            report("trace rounds", err);
+            goto out;
+        }
+        best_off = r == 0 || off < best_off ? off : best_off;
+        best_on = r == 0 || on < best_on ? on : best_on;
+    }
+    res->trace_off_us = best_off;
+    res->trace_on_us = best_on;
+    rc = 0;
+out:
+    rmdir(dir);
     strata_args_destroy(d.empty);
     return rc;
 }
@@ -392,6 +481,14 @@ static void print_fit(const char *name, const struct path_result *p)
            p->ols.slope, p->ols.r2);
 }
 
+/* Tracing's cost on the per-task time, percent of the time without. */
+static double trace_pct(const struct results *r)
+{
+    return r->trace_off_us > 0
+               ? 100.0 * (r->trace_on_us - r->trace_off_us) / r->trace_off_us
+               : 0;
+}
+
 static void print_summary(const struct options *opt, const struct results *r)
 {
     printf("bench_dispatch (%s)\n", opt->quick ? "quick" : "full");
@@ -411,6 +508,9 @@ static void print_summary(const struct options *opt, const struct results *r)
            "(competitor: %.1f us, %.2f us)\n",
            TARGET_PER_RUN_FIXED_US, TARGET_PER_TASK_US,
            COMPETITOR_PER_RUN_FIXED_US, COMPETITOR_PER_TASK_US);
+    printf("timeline trace, runs of %d kernel tasks, per task (best round): "
+           "off %.3f us, on %.3f us (%+.1f %%)\n",
+           TRACE_K, r->trace_off_us, r->trace_on_us, trace_pct(r));
     printf("idle worker (2 chips + 1 sub) over 1 s:\n");
     printf("  children CPU %.2f %% (ticks), %.3f %% (schedstat); parent "
            "CPU %.2f %%\n",
@@ -456,6 +556,9 @@ static void print_json(const struct options *opt, const struct results *r,
            TARGET_PER_TASK_US, TARGET_PER_RUN_FIXED_US, TARGET_IDLE_CPU_PCT);
     printf("\"competitor\":{\"per_task_us\":%.2f,\"per_run_fixed_us\":%.1f},",
            COMPETITOR_PER_TASK_US, COMPETITOR_PER_RUN_FIXED_US);
+    printf("\"trace_off_per_task_us\":%.4f,\"trace_on_per_task_us\":%.4f,"
+           "\"trace_overhead_pct\":%.2f,",
+           r->trace_off_us, r->trace_on_us, trace_pct(r));
     printf("\"quick\":%s", opt->quick ? "true" : "false");
     if (error != NULL)
         printf(",\"error\":\"%s\"", error);
@@ -500,6 +603,10 @@ int main(int argc, char **argv)
     }
     if (bench_dispatch(&opt, &res) != 0) {
         print_json(&opt, &res, "dispatch measurement failed");
+        return 1;
+    }
+    if (bench_trace(&opt, &res) != 0) {
+        print_json(&opt, &res, "trace measurement failed");
         return 1;
     }
     if (bench_idle(&res) != 0) {

@@ -3,7 +3,8 @@
  * command, its exit status and output checked. gfg commands run on stores
  * the graph module writes (strata_gfg_save) and their results are read
  * back with strata_gfg_open; node ping talks TLS to a real strata-node on
- * 127.0.0.1; the man pages are checked against --help.
+ * 127.0.0.1; the man pages are checked against --help; trace validate and
+ * summary read small trace files, sound and not.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -402,12 +403,77 @@ static void test_cli_help_matches_man_pages_ok(void **state)
     strncat(help, out, sizeof(help) - strlen(help) - 1);
     assert_int_equal(RUN("node", "--help"), 0);
     strncat(help, out, sizeof(help) - strlen(help) - 1);
+    assert_int_equal(RUN("trace", "--help"), 0);
+    assert_non_null(strstr(out, "trace summary"));
+    strncat(help, out, sizeof(help) - strlen(help) - 1);
     expect_options_in(help, MAN_DIR "/strata.1");
     assert_int_equal(run((const char *const[]){NODE_PATH, "--help", NULL}), 0);
     expect_options_in(out, MAN_DIR "/strata-node.8");
     assert_int_equal(RUN("frobnicate"), 2);
     assert_int_equal(RUN("--version"), 0);
     assert_non_null(strstr(out, "strata 0.1.0"));
+}
+
+/* Two chips' tasks a -> b (a flow), a dispatch slice with its wait. */
+static const char good_trace[] =
+    "{\"traceEvents\":["
+    "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\","
+    "\"args\":{\"name\":\"node 0 / chip 0\"}},"
+    "{\"ph\":\"M\",\"pid\":2,\"tid\":0,\"name\":\"process_name\","
+    "\"args\":{\"name\":\"node 0 / chip 1\"}},"
+    "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"k.a\",\"pid\":1,"
+    "\"tid\":0,\"ts\":10,\"dur\":40},"
+    "{\"ph\":\"X\",\"cat\":\"halo\",\"name\":\"inner\",\"pid\":1,"
+    "\"tid\":0,\"ts\":20,\"dur\":5},"
+    "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"k.b\",\"pid\":2,"
+    "\"tid\":0,\"ts\":60,\"dur\":40},"
+    "{\"ph\":\"s\",\"cat\":\"dep\",\"name\":\"dep\",\"id\":1,"
+    "\"pid\":1,\"tid\":0,\"ts\":49.999},"
+    "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"dep\",\"name\":\"dep\","
+    "\"id\":1,\"pid\":2,\"tid\":0,\"ts\":60},"
+    "{\"ph\":\"b\",\"cat\":\"dispatch\",\"name\":\"k.b\",\"id\":\"0x2\","
+    "\"pid\":3,\"tid\":0,\"ts\":5,\"args\":{\"queue_wait_us\":55}},"
+    "{\"ph\":\"e\",\"cat\":\"dispatch\",\"name\":\"k.b\",\"id\":\"0x2\","
+    "\"pid\":3,\"tid\":0,\"ts\":101}"
+    "]}";
+
+static void test_cli_trace_validate_summary_ok_and_refused(void **state)
+{
+    char good[128], bad[128];
+
+    (void)state;
+    path_in(good, sizeof(good), "good.json");
+    path_in(bad, sizeof(bad), "bad.json");
+    write_text(good, good_trace);
+    assert_int_equal(RUN("trace", "validate", good), 0);
+    assert_non_null(strstr(out, "sound (9 events)"));
+    assert_int_equal(RUN("trace", "summary", good), 0);
+    assert_non_null(strstr(out, "dependency edges: 1"));
+    assert_non_null(strstr(out, "critical path: 0.080 ms"));
+    assert_non_null(strstr(out, "ends with: k.b <- k.a"));
+    assert_non_null(strstr(out, "node 0 / chip 1"));
+    assert_non_null(strstr(out, "55.000")); /* k.b's median queue wait */
+    /* Slices of one thread that overlap without nesting. */
+    write_text(bad, "{\"traceEvents\":["
+                    "{\"ph\":\"X\",\"name\":\"a\",\"pid\":1,\"tid\":0,"
+                    "\"ts\":1,\"dur\":5},"
+                    "{\"ph\":\"X\",\"name\":\"b\",\"pid\":1,\"tid\":0,"
+                    "\"ts\":3,\"dur\":5}]}");
+    assert_int_equal(RUN("trace", "validate", bad), 1);
+    assert_non_null(strstr(err, "without nesting"));
+    /* A flow end without its start. */
+    write_text(bad, "[{\"ph\":\"f\",\"id\":7,\"pid\":1,\"tid\":0,"
+                    "\"ts\":1}]");
+    assert_int_equal(RUN("trace", "summary", bad), 1);
+    assert_non_null(strstr(err, "id 7"));
+    write_text(bad, "{\"traceEvents\": [");
+    assert_int_equal(RUN("trace", "validate", bad), 1);
+    assert_non_null(strstr(err, "not JSON"));
+    assert_int_equal(RUN("trace", "validate", "/nonexistent/x.json"), 1);
+    assert_int_equal(RUN("trace", "validate"), 2);
+    assert_int_equal(RUN("trace", "frobnicate", good), 2);
+    unlink(good);
+    unlink(bad);
 }
 
 int main(void)
@@ -421,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_cli_node_ping_ok_and_wrong_secret),
         cmocka_unit_test(test_cli_node_ping_insecure_loopback_ok),
         cmocka_unit_test(test_cli_help_matches_man_pages_ok),
+        cmocka_unit_test(test_cli_trace_validate_summary_ok_and_refused),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

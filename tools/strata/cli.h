@@ -6,7 +6,7 @@
 
 /* Exit codes (strata(1), EXIT STATUS). */
 enum {
-    CLI_OK = 0,     /* done; check: the store is sound; ping: it answered */
+    CLI_OK = 0,     /* done; check, validate: sound; ping: it answered */
     CLI_FAIL = 1,   /* the work failed: I/O, a damaged store, no answer */
     CLI_USAGE = 2,  /* a wrong command line */
     CLI_AUTH = 3,   /* ping: the node refused our key (or we its) */
@@ -22,8 +22,10 @@ int cli_is_help(const char *arg);
 
 int cli_gfg(int argc, char **argv);
 int cli_node(int argc, char **argv);
+int cli_trace(int argc, char **argv);
 
 void cli_gfg_usage(FILE *f);
 void cli_node_usage(FILE *f);
+void cli_trace_usage(FILE *f);
 
 #endif

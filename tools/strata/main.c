@@ -1,6 +1,7 @@
 /* strata: the command-line tool. One binary, subcommands:
  *   strata gfg info|check|convert   .gfg graph stores
  *   strata node ping|keygen         strata-node health checks and keys
+ *   strata trace validate|summary   timeline traces (STRATA_TRACE)
  * The exit codes are in cli.h and strata(1). */
 #include "cli.h"
 
@@ -25,6 +26,10 @@ static void usage(FILE *f)
             "  node ping ENDPOINT      authenticated health check of a "
             "strata-node\n"
             "  node keygen FILE        write a new cluster secret (mode 600)\n"
+            "  trace validate FILE     check a trace-event JSON file opens as "
+            "one timeline\n"
+            "  trace summary FILE      per-callable times, critical path, idle "
+            "share per chip\n"
             "\n"
             "strata COMMAND --help shows a command's options.\n"
             "Exit status: 0 done, 1 the work failed, 2 usage error, 3 "
@@ -68,6 +73,8 @@ int main(int argc, char **argv)
         return cli_gfg(argc - 1, argv + 1);
     if (strcmp(argv[1], "node") == 0)
         return cli_node(argc - 1, argv + 1);
+    if (strcmp(argv[1], "trace") == 0)
+        return cli_trace(argc - 1, argv + 1);
     fprintf(stderr, "strata: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return CLI_USAGE;

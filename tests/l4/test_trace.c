@@ -1,0 +1,266 @@
+/*
+ * Timeline traces of a forked tree (docs/tracing.md): an L4 with two L3
+ * nodes of two chips each runs dependent work with a trace file set; the
+ * file must parse (jansson) and hold a process per L4, node and chip,
+ * task slices on the nodes and chips, the L4's dispatch slices with their
+ * queue wait, and flow arrows along the L4's dependencies. A tiny buffer
+ * drops records and counts them, never blocking. No trace buffer stays in
+ * /dev/shm.
+ */
+#include "l4_kit.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define N 64
+
+static char trace_path[256];
+
+static void path_init(void)
+{
+    snprintf(trace_path, sizeof(trace_path), "/tmp/strata-trace-test-%d.json",
+             (int)getpid());
+    unlink(trace_path);
+}
+
+/* An L4 of nodes x (2 chips + 1 sub worker), not started, tracing into path
+ * (NULL: the environment decides). */
+static strata_worker *create_l4(size_t nodes, const char *path)
+{
+    static const int chips[] = {0, 1};
+    strata_worker_config cfg;
+    strata_worker *w = NULL, *n = NULL;
+    int id;
+
+    strata_worker_config_init(&cfg, 4);
+    cfg.startup_timeout_s = 60;
+    cfg.trace_path = path;
+    it_ok(it_worker_create(&cfg, &w));
+    for (size_t i = 0; i < nodes; i++) {
+        strata_worker_config_init(&cfg, 3);
+        cfg.chip_ids = chips;
+        cfg.num_chips = 2;
+        cfg.num_sub_workers = 1;
+        it_ok(strata_worker_create(&cfg, &n));
+        it_ok(strata_worker_add_worker(w, n, &id));
+    }
+    return w;
+}
+
+struct dep_ctx {
+    strata_buffer *a, *b, *c;
+};
+
+/* fill on node 0, then scale of its output on node 1, then scale of that
+ * on node 0: two dependency edges between the nodes. */
+static strata_err dep_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    (void)args;
+    struct dep_ctx *d = user;
+    it_try(l4_fill(o, 0, d->a, 0, N, 1000, 2000));
+    it_try(l4_scale(o, 1, d->a, 0, d->b, 0, N, 3, 1));
+    return l4_scale(o, 0, d->b, 0, d->c, 0, N, 2, 0);
+}
+
+static json_t *load_trace(void)
+{
+    json_error_t err;
+    json_t *root = json_load_file(trace_path, 0, &err);
+
+    if (!root)
+        fail_msg("%s does not parse: line %d: %s", trace_path, err.line,
+                 err.text);
+    assert_true(json_is_array(json_object_get(root, "traceEvents")));
+    return root;
+}
+
+static const char *str(const json_t *e, const char *key)
+{
+    const char *s = json_string_value(json_object_get(e, key));
+    return s ? s : "";
+}
+
+static json_int_t pid_of_process(const json_t *events, const char *name)
+{
+    size_t i;
+    const json_t *e;
+
+    json_array_foreach(events, i, e)
+    {
+        if (strcmp(str(e, "ph"), "M") == 0 &&
+            strcmp(str(e, "name"), "process_name") == 0 &&
+            strcmp(str(json_object_get(e, "args"), "name"), name) == 0)
+            return json_integer_value(json_object_get(e, "pid"));
+    }
+    fail_msg("no process named '%s' in the trace", name);
+    return -1;
+}
+
+/* Events of phase ph (and category cat, name name unless NULL) in pid
+ * (any when < 0). */
+static size_t count(const json_t *events, const char *ph, const char *cat,
+                    const char *name, json_int_t pid)
+{
+    size_t i, n = 0;
+    const json_t *e;
+
+    json_array_foreach(events, i, e)
+    {
+        if (strcmp(str(e, "ph"), ph) != 0 ||
+            (cat && strcmp(str(e, "cat"), cat) != 0) ||
+            (name && strcmp(str(e, "name"), name) != 0) ||
+            (pid >= 0 && json_integer_value(json_object_get(e, "pid")) != pid))
+            continue;
+        n++;
+    }
+    return n;
+}
+
+/* Every flow end has a start with its id, no earlier than it. */
+static size_t check_flows(const json_t *events)
+{
+    size_t i, j, ends = 0;
+    const json_t *e, *s;
+
+    json_array_foreach(events, i, e)
+    {
+        bool found = false;
+        if (strcmp(str(e, "ph"), "f") != 0)
+            continue;
+        ends++;
+        json_array_foreach(events, j, s)
+        {
+            if (strcmp(str(s, "ph"), "s") != 0 ||
+                !json_equal(json_object_get(s, "id"), json_object_get(e, "id")))
+                continue;
+            found = true;
+            assert_true(json_number_value(json_object_get(s, "ts")) <=
+                        json_number_value(json_object_get(e, "ts")));
+        }
+        assert_true(found);
+    }
+    return ends;
+}
+
+static void test_trace_forked_tree_spans_lanes_flows(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    struct dep_ctx d;
+    strata_worker *w;
+    json_t *root, *ev;
+    json_int_t l4, node[2], chip[2][2];
+    char name[64];
+
+    path_init();
+    testutil_snapshot_take(&before);
+    w = create_l4(2, trace_path);
+    it_ok(strata_worker_init(w));
+    it_ok(strata_worker_create_buffer(w, N * 4, &d.a));
+    it_ok(strata_worker_create_buffer(w, N * 4, &d.b));
+    it_ok(strata_worker_create_buffer(w, N * 4, &d.c));
+    for (int round = 0; round < 2; round++)
+        it_ok(strata_worker_run(w, dep_orch, NULL, &d));
+    assert_int_equal(it_u32(d.c)[5], ((1000 + 5) * 3 + 1) * 2);
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before); /* no trace buffer left in /dev/shm */
+
+    root = load_trace();
+    ev = json_object_get(root, "traceEvents");
+    l4 = pid_of_process(ev, "L4");
+    for (int n = 0; n < 2; n++) {
+        snprintf(name, sizeof(name), "node %d (L3)", n);
+        node[n] = pid_of_process(ev, name);
+        for (int c = 0; c < 2; c++) {
+            snprintf(name, sizeof(name), "node %d (L3) / chip %d", n, c);
+            chip[n][c] = pid_of_process(ev, name);
+        }
+    }
+    /* Sub workers are processes of their own too. */
+    assert_true(pid_of_process(ev, "node 1 (L3) / sub 0") > 0);
+    /* Each node ran its orch tasks; each chip its kernels. */
+    assert_int_equal(count(ev, "X", "task", "l4.fill", node[0]), 2);
+    assert_int_equal(count(ev, "X", "task", "l4.scale", node[1]), 2);
+    assert_int_equal(count(ev, "X", "task", "l4.scale", node[0]), 2);
+    for (int c = 0; c < 2; c++) {
+        assert_true(count(ev, "X", "task", "it.fill", chip[0][c]) >= 1);
+        assert_true(count(ev, "X", "task", "it.scale", chip[1][c]) >= 1);
+    }
+    /* The L4 saw six tasks through (async begin and end). */
+    assert_int_equal(count(ev, "b", "dispatch", NULL, l4), 6);
+    assert_int_equal(count(ev, "e", "dispatch", NULL, l4), 6);
+    /* Each node saw its kernels through. */
+    assert_true(count(ev, "b", "dispatch", "it.fill", node[0]) >= 2);
+    /* Two runs at the L4, each from its orch fn to its fence; two on each
+     * node per round (one per node task). */
+    assert_int_equal(count(ev, "b", "run", "run", l4), 2);
+    assert_int_equal(count(ev, "e", "run", "run", l4), 2);
+    assert_int_equal(count(ev, "b", "run", "run", node[1]), 2);
+    /* Lanes are named. */
+    assert_true(count(ev, "M", NULL, "thread_name", chip[0][0]) >= 2);
+    /* fill -> scale -> scale per round at the L4 (and none lost). */
+    assert_true(check_flows(ev) >= 4);
+    assert_int_equal(count(ev, "s", "dep", NULL, node[0]), 2);
+    assert_int_equal(count(ev, "f", "dep", NULL, node[1]), 2);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(root, "otherData"), "edges_unlinked")),
+                     0);
+    json_decref(root);
+    assert_int_equal(unlink(trace_path), 0);
+}
+
+static strata_err fill_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    (void)args;
+    struct dep_ctx *d = user;
+    for (uint32_t i = 0; i < 40; i++)
+        it_try(l4_fill(o, 0, d->a, 0, N, i, 0));
+    return STRATA_OK;
+}
+
+static void test_trace_env_small_buffer_drops_counted(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    struct dep_ctx d;
+    strata_worker *w;
+    json_t *root, *dropped, *v;
+    json_int_t total = 0;
+    const char *key;
+
+    path_init();
+    testutil_snapshot_take(&before);
+    setenv("STRATA_TRACE", trace_path, 1);
+    setenv("STRATA_TRACE_EVENTS", "16", 1);
+    w = create_l4(1, NULL);
+    unsetenv("STRATA_TRACE");
+    it_ok(strata_worker_init(w));
+    unsetenv("STRATA_TRACE_EVENTS");
+    it_ok(strata_worker_create_buffer(w, N * 4, &d.a));
+    it_ok(strata_worker_run(w, fill_orch, NULL, &d));
+    assert_int_equal(it_u32(d.a)[3], 39 + 3);
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+
+    root = load_trace();
+    /* 40 tasks and 39 edges in the L4 alone: more than 16 records. */
+    dropped = json_object_get(json_object_get(root, "otherData"), "dropped");
+    json_object_foreach(dropped, key, v) total += json_integer_value(v);
+    assert_true(total >= 40 + 39 - 16);
+    assert_true(count(json_object_get(root, "traceEvents"), "b", "dispatch",
+                      NULL, -1) <= 16 * 3);
+    json_decref(root);
+    assert_int_equal(unlink(trace_path), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_trace_forked_tree_spans_lanes_flows,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_trace_env_small_buffer_drops_counted,
+                                  it_teardown),
+    };
+    return cmocka_run_group_tests(tests, l4_setup, NULL);
+}

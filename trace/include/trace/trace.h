@@ -1,0 +1,115 @@
+/* Timeline traces: what the modules record (docs/tracing.md).
+ *
+ * A traced tree has one session, started by its top-level worker: each
+ * process of the tree gets its own bounded buffer in /dev/shm, and at the
+ * end the session's process merges every buffer into one trace-event JSON
+ * file. Recording is a relaxed atomic add and a few stores into shared
+ * memory: no system call, no lock; a full buffer drops the record and
+ * counts it. With no session, every record site is one predictable branch
+ * (trace_enabled()). */
+#ifndef TRACE_TRACE_H
+#define TRACE_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <strata/strata.h>
+#include <sys/types.h>
+
+/* What a record is; the fields each kind fills are in the comments. */
+enum trace_kind {
+    TRACE_K_NONE = 0, /* not (yet) written */
+    /* A task run by this process (chip, sub worker, node): t0..t1, a = run
+     * id, b = bytes of its tensor arguments, d = TRACE_SLOT_KEY of the
+     * frame (its orchestrator is this process's parent), name = callable. */
+    TRACE_K_RUN = 1,
+    /* A task seen by its orchestrator: t0 = submitted, c = posted to the
+     * target, t1 = completed; a = run id, b = task number, d =
+     * TRACE_SLOT_KEY; cat = enum trace_target, lane = target id. */
+    TRACE_K_TASK = 2,
+    /* A dependency edge between two tasks of this orchestrator: a = the
+     * producer's TRACE_SLOT_KEY, b = the consumer's; t0 = when recorded. */
+    TRACE_K_EDGE = 3,
+    /* A child parked on its mailbox from t0 until woken at t1. */
+    TRACE_K_WAKE = 4,
+    /* A phase: t0..t1, cat = enum trace_cat, lane = enum trace_lane, name,
+     * a and b per cat. */
+    TRACE_K_SPAN = 5,
+    /* A remote frame at t0: a = bytes, b = 1 sent / 0 received, c = the
+     * frame type. */
+    TRACE_K_FRAME = 6,
+};
+
+/* TRACE_K_TASK's cat: the kind of target. */
+enum trace_target { TRACE_TGT_CHIP = 0, TRACE_TGT_NODE, TRACE_TGT_SUB };
+
+/* Lanes (threads in the JSON) of TRACE_K_SPAN records. */
+enum trace_lane {
+    TRACE_LANE_TASKS = 0, /* nested inside the task that runs them */
+    TRACE_LANE_MAILBOX = 1,
+    TRACE_LANE_DOMAIN = 2,
+    TRACE_LANE_WIRE = 3,
+    TRACE_LANE_ORCH = 4,
+    TRACE_LANE_HALO_XCHG = 5,
+    TRACE_LANE_HALO_COMPUTE = 6,
+    TRACE_LANES = 7,
+};
+
+/* TRACE_K_SPAN's cat. */
+enum trace_cat {
+    TRACE_CAT_HALO = 0, /* a = rank; b = pack ns (exchange), edges */
+    TRACE_CAT_DOMAIN,   /* a = domain id, b = members */
+    TRACE_CAT_RUN,      /* a = run id; t0 = its orch fn began, c = the fn
+                           returned, t1 = the run's fence passed */
+};
+
+/* A task's frame identity, unique per orchestrator for its life. */
+#define TRACE_SLOT_KEY(slot, gen) (((uint64_t)(slot) << 32) | (uint32_t)(gen))
+
+/* This process's buffer, or NULL when it records nothing. */
+extern struct trace_hdr *trace_self;
+
+static inline bool trace_enabled(void)
+{
+    return __builtin_expect(trace_self != NULL, 0);
+}
+
+/* CLOCK_MONOTONIC in ns: the clock every process of a host shares. */
+uint64_t trace_now(void);
+
+/* Appends a record to this process's buffer, or counts it dropped when
+ * the buffer is full; nothing when tracing is off. Any thread; never
+ * blocks. name is cut to fit (NULL: none). */
+void trace_record(enum trace_kind kind, uint16_t cat, uint16_t lane,
+                  uint64_t t0, uint64_t t1, uint64_t a, uint64_t b, uint64_t c,
+                  uint64_t d, const char *name);
+
+/* A remote frame (or a batch of them, type 0) of bytes sent or received
+ * by this process: one branch when tracing is off. */
+static inline void trace_frame(uint64_t bytes, bool sent, uint32_t type)
+{
+    if (trace_enabled())
+        trace_record(TRACE_K_FRAME, 0, TRACE_LANE_WIRE, trace_now(), 0, bytes,
+                     sent, type, 0, NULL);
+}
+
+/* Starts (or joins: counted) the session of this process: its own buffer,
+ * named role, and the JSON file written at the last trace_session_finish.
+ * STRATA_EINVAL for an empty path, STRATA_ENOMEM / STRATA_ESYS when the
+ * buffer cannot be made. Call before the tree forks. */
+STRATA_MUST_CHECK strata_err trace_session_start(const char *path,
+                                                 const char *role);
+
+/* In a child just forked from a traced process: gives it a buffer of its
+ * own, named by the printf-style role. Nothing without a session; a
+ * failure is logged and leaves the child unrecorded. */
+void trace_proc_open(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* Leaves the session; the last leave, in the process that started it,
+ * merges every buffer of the session into the JSON file and removes them
+ * all from /dev/shm. Call after the tree's processes are gone. Errors
+ * (the file cannot be written) come back with the buffers removed all the
+ * same. */
+STRATA_MUST_CHECK strata_err trace_session_finish(void);
+
+#endif

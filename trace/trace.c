@@ -1,0 +1,230 @@
+/* Recording: the session, each process's buffer and the record path. */
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "base/shm.h"
+#include "trace_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct trace_hdr *trace_self;
+
+/* The session, inherited by every forked child. */
+static struct {
+    char *path;   /* the JSON file */
+    pid_t root;   /* the process that merges; 0 = no session */
+    uint32_t cap; /* records per buffer */
+    int refs;     /* trace_session_start calls not yet finished */
+} sess;
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+uint64_t trace_now(void)
+{
+    return base_now_ns();
+}
+
+void trace_shm_name(char *out, size_t cap, pid_t root, pid_t pid)
+{
+    snprintf(out, cap, "/strata-%u-%d-trace-%d", (unsigned)getuid(), (int)root,
+             (int)pid);
+}
+
+void trace_record(enum trace_kind kind, uint16_t cat, uint16_t lane,
+                  uint64_t t0, uint64_t t1, uint64_t a, uint64_t b, uint64_t c,
+                  uint64_t d, const char *name)
+{
+    struct trace_hdr *h = trace_self;
+    struct trace_rec *r;
+    uint64_t i;
+
+    if (!h)
+        return;
+    i = __atomic_fetch_add(&h->head, 1, __ATOMIC_RELAXED);
+    if (i >= h->cap) {
+        __atomic_fetch_add(&h->dropped, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    r = &h->recs[i];
+    r->cat = cat;
+    r->lane = lane;
+    r->t0 = t0;
+    r->t1 = t1;
+    r->a = a;
+    r->b = b;
+    r->c = c;
+    r->d = d;
+    if (name) {
+        size_t len = strnlen(name, TRACE_NAME_MAX - 1);
+
+        memcpy(r->name, name, len);
+        r->name[len] = '\0';
+    }
+    __atomic_store_n(&r->kind, (uint32_t)kind, __ATOMIC_RELEASE);
+}
+
+/* A forked child records nothing into its parent's buffer: it opens its
+ * own (trace_proc_open) or stays silent. */
+static void forget_in_child(void)
+{
+    trace_self = NULL;
+}
+
+static void register_atfork(void)
+{
+    if (pthread_atfork(NULL, NULL, forget_in_child) != 0)
+        LOG_WARN("trace: pthread_atfork failed; children share a buffer");
+}
+
+static uint32_t events_wanted(void)
+{
+    const char *v = getenv("STRATA_TRACE_EVENTS");
+    char *end;
+    unsigned long n;
+
+    if (!v || !*v)
+        return TRACE_DEFAULT_EVENTS;
+    errno = 0;
+    n = strtoul(v, &end, 10);
+    if (errno || *end || n < 16 || n > TRACE_MAX_EVENTS) {
+        LOG_WARN("trace: STRATA_TRACE_EVENTS=%s is not 16..%u; using %u", v,
+                 TRACE_MAX_EVENTS, TRACE_DEFAULT_EVENTS);
+        return TRACE_DEFAULT_EVENTS;
+    }
+    return (uint32_t)n;
+}
+
+static size_t buf_size(uint32_t cap)
+{
+    return sizeof(struct trace_hdr) + (size_t)cap * sizeof(struct trace_rec);
+}
+
+/* Writes every page of the new buffer once (they read as zeros; writing
+ * zeros keeps them so). MAP_POPULATE maps a shared mapping's pages for
+ * reading only: without this, a record's first store to each page would
+ * take a write fault on the task's path, about 30 us on a loaded VM. */
+static void prefault(void *p, size_t size)
+{
+    volatile char *c = p;
+    long page = sysconf(_SC_PAGESIZE);
+
+    for (size_t off = 0; off<size; off += page> 0 ? (size_t)page : 4096)
+        c[off] = 0;
+}
+
+/* Makes this process's buffer and points trace_self at it. */
+static strata_err open_buf(const char *role)
+{
+    char name[96];
+    size_t size = buf_size(sess.cap);
+    pid_t me = getpid();
+    struct trace_hdr *h;
+    strata_err err;
+    int fd;
+
+    trace_shm_name(name, sizeof(name), sess.root, me);
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return base_fail_errno(errno, "trace: shm_open %s", name);
+    err = base_shm_reserve(fd, size, "trace buffer");
+    if (err)
+        goto err_unlink;
+    /* Populated now: no page fault on a record's first touch later. */
+    h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd,
+             0);
+    if (h == MAP_FAILED) {
+        err = base_fail_errno(errno, "trace: mmap of %zu bytes", size);
+        goto err_unlink;
+    }
+    close(fd);
+    prefault(h, size);
+    h->version = TRACE_VERSION;
+    h->cap = sess.cap;
+    h->rec_size = sizeof(struct trace_rec);
+    h->pid = (int32_t)me;
+    h->ppid = (int32_t)getppid();
+    snprintf(h->role, sizeof(h->role), "%s", role);
+    __atomic_store_n(&h->magic, TRACE_MAGIC, __ATOMIC_RELEASE);
+    trace_self = h;
+    return STRATA_OK;
+
+err_unlink:
+    close(fd);
+    shm_unlink(name);
+    return err;
+}
+
+strata_err trace_session_start(const char *path, const char *role)
+{
+    strata_err err;
+
+    if (!path || !*path)
+        return base_fail(STRATA_EINVAL, "trace: empty trace path");
+    if (sess.root == getpid()) {
+        if (strcmp(path, sess.path) != 0)
+            LOG_WARN("trace: a session to %s is open; %s is not written",
+                     sess.path, path);
+        sess.refs++;
+        return STRATA_OK;
+    }
+    pthread_once(&atfork_once, register_atfork);
+    /* A session inherited from the parent is not this process's. */
+    base_free(sess.path);
+    sess.path = base_strdup(path);
+    if (!sess.path)
+        return base_fail(STRATA_ENOMEM, "trace: path");
+    sess.root = getpid();
+    sess.cap = events_wanted();
+    err = open_buf(role);
+    if (err) {
+        base_free(sess.path);
+        sess.path = NULL;
+        sess.root = 0;
+        return err;
+    }
+    sess.refs = 1;
+    return STRATA_OK;
+}
+
+void trace_proc_open(const char *fmt, ...)
+{
+    char role[TRACE_ROLE_MAX];
+    va_list ap;
+
+    trace_self = NULL;
+    if (!sess.root)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(role, sizeof(role), fmt, ap);
+    va_end(ap);
+    if (open_buf(role) != STRATA_OK)
+        LOG_WARN("trace: %s records nothing: %s", role, strata_errmsg());
+}
+
+strata_err trace_session_finish(void)
+{
+    strata_err err;
+
+    if (!sess.root || sess.root != getpid() || --sess.refs > 0)
+        return STRATA_OK;
+    if (trace_self) {
+        struct trace_hdr *h = trace_self;
+
+        /* Off first: the merge reads this buffer from /dev/shm. */
+        trace_self = NULL;
+        munmap(h, buf_size(h->cap));
+    }
+    err = trace_merge_session(sess.path, sess.root);
+    base_free(sess.path);
+    sess.path = NULL;
+    sess.root = 0;
+    return err;
+}
