@@ -134,8 +134,13 @@ static void join(struct mpi_pending *p)
      * boot id and host name, not the address it dialed from. */
     r->host_id = id.host;
     base_host_id(&me);
-    if (base_host_id_same(&id.host, &me))
+    if (base_host_id_same(&id.host, &me)) {
         g->local_pids[r->rank] = (pid_t)id.pid;
+        /* The rank is the node's process, as a session is a strata-node's:
+         * strata_worker_node_pid reports it, and a dead rank's exchange
+         * windows (named after it) are found by it. */
+        r->session_pid = id.pid;
+    }
     if (p->ev)
         event_free(p->ev);
     p->ev = NULL;

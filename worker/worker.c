@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "base/proc.h"
 #include "chip/chip.h"
+#include "remote.h"
 #include "sim/sim.h"
 #include "trace/trace.h"
 #include "worker_int.h"
@@ -448,5 +449,7 @@ int strata_worker_node_pid(const strata_worker *w, int node_id)
     if (!w || !w->eps || w->level < 4 || node_id < 0 ||
         (size_t)node_id >= w->num_nodes)
         return -1;
+    if (w->nodes && w->nodes[node_id].remote)
+        return (int)w->nodes[node_id].remote->session_pid;
     return (int)w->eps[node_id].pid;
 }

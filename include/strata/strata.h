@@ -459,7 +459,10 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_worker_create_remote_buffer(
 STRATA_API int strata_buffer_node(const strata_buffer *b);
 /* Nodes added with strata_worker_add_worker. */
 STRATA_API size_t strata_worker_num_nodes(const strata_worker *w);
-/* Process id of node node_id (or -1). */
+/* Process id of node node_id: a forked node's own, a remote node's
+ * session process on its host (as its strata-node reported it), an MPI
+ * rank's when it runs on this host (0 on another host, or before the node
+ * connected); -1 for NULL, before init or an id out of range. */
 STRATA_API int strata_worker_node_pid(const strata_worker *w, int node_id);
 
 /* Chip ids, as configured. Accessors for tools and tests. */

@@ -305,6 +305,9 @@ static void run_group(size_t ranks, size_t nchips)
     for (size_t i = 0; i < ranks; i++)
         assert_int_equal(ids[i], (int)i);
     assert_int_equal(rank_pids(pids), ranks);
+    /* Each rank runs on this host: its node pid is the rank's process. */
+    for (size_t i = 0; i < ranks; i++)
+        assert_int_equal(strata_worker_node_pid(w, ids[i]), pids[i]);
     /* The key has done its work once every rank is in. */
     assert_false(key_dir_left());
     for (uint32_t r = 0; r < 3; r++)
