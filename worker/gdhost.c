@@ -40,8 +40,10 @@ uint64_t gdhost_request_id(void)
     return worker_request_id();
 }
 
-void gdhost_poison(strata_worker *w)
+void gdhost_poison(strata_worker *w, const char *phase)
 {
+    if (!w->poisoned)
+        w->poisoned_by = phase;
     w->poisoned = true;
 }
 

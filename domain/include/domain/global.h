@@ -32,10 +32,13 @@ struct wire_domain_cmd;
 /* ---- what global domains offer worker/ -------------------------------- */
 
 /* Their state in one worker (strata_worker embeds it): set up with
- * gdomain_state_init, freed by gnode_free_all and gdomain_free_all. */
+ * gdomain_state_init; gnode_free_all and gdomain_free_all free what it
+ * holds, then gdomain_state_fini its locks. */
 struct gdomain_state {
-    /* node side: views by domain id (gv_mu) */
+    /* node side: views by domain id (gv_mu); gv_cv tells lookups that
+     * a view's COMMIT or ABORT came (CLOCK_MONOTONIC) */
     pthread_mutex_t gv_mu;
+    pthread_cond_t gv_cv;
     struct strata_global_view *gviews;
     int node_id; /* this node's id in its L4, from COMM_INIT; -1 before */
     /* L4 pid << 32 | its random token, from COMM_INIT: what every node
@@ -48,6 +51,7 @@ struct gdomain_state {
 };
 
 void gdomain_state_init(struct gdomain_state *s);
+void gdomain_state_fini(struct gdomain_state *s);
 
 /* gnode.c: a node's side of the global domain transaction. Decodes one
  * packed DOMAIN_CMD or COMM_INIT frame and packs the reply (errors
@@ -79,8 +83,9 @@ int gdhost_level(const strata_worker *w);
 pid_t gdhost_creator(const strata_worker *w);
 /* A request id no other command of this process has. */
 uint64_t gdhost_request_id(void);
-/* A COMMIT or ABORT failed on a node: w refuses runs from now on. */
-void gdhost_poison(strata_worker *w);
+/* A COMMIT or ABORT (phase, a static string) failed on a node: w
+ * refuses runs from now on, naming the first such phase. */
+void gdhost_poison(strata_worker *w, const char *phase);
 
 /* What the L4 knows of node id (0 <= id < gdhost_num_nodes). */
 struct gdhost_node {
