@@ -43,6 +43,7 @@ struct strata_global_domain {
     uint32_t num_nodes; /* distinct member nodes */
     int *nodes;
     bool *prepared;
+    bool *remote; /* node i is remote: its COMMIT is waited for */
     struct orch_ctl *ctls;
     struct orch_ctl **ptrs;
     struct wire_buf *cmds;
@@ -83,6 +84,7 @@ static void gd_free(struct strata_global_domain *g)
     base_free(g->entries);
     base_free(g->nodes);
     base_free(g->prepared);
+    base_free(g->remote);
     base_free(g->ctls);
     base_free(g->ptrs);
     base_free(g->cmds);
@@ -203,6 +205,7 @@ static strata_err create(strata_worker *w, const strata_global_domain_spec *s,
         g->buffers[i].nbytes = s->buffers[i].nbytes;
     }
     g->prepared = base_calloc(g->num_nodes, sizeof(*g->prepared));
+    g->remote = base_calloc(g->num_nodes, sizeof(*g->remote));
     g->ctls = base_calloc(g->num_nodes, sizeof(*g->ctls));
     g->ptrs = base_calloc(g->num_nodes, sizeof(*g->ptrs));
     g->cmds = base_calloc(g->num_nodes, sizeof(*g->cmds));
@@ -212,9 +215,15 @@ static strata_err create(strata_worker *w, const strata_global_domain_spec *s,
     g->release_req = base_calloc(g->num_nodes, sizeof(*g->release_req));
     g->rows = base_calloc(g->num_nodes, sizeof(*g->rows));
     g->entries = base_calloc((size_t)g->num_nodes * n, sizeof(*g->entries));
-    if (!g->prepared || !g->ctls || !g->ptrs || !g->cmds || !g->rcmds ||
-        !g->replies || !g->rows || !g->entries || !g->release_req)
+    if (!g->prepared || !g->remote || !g->ctls || !g->ptrs || !g->cmds ||
+        !g->rcmds || !g->replies || !g->rows || !g->entries || !g->release_req)
         goto nomem;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        struct gdhost_node ni;
+
+        gdhost_node_info(w, g->nodes[i], &ni);
+        g->remote[i] = ni.remote;
+    }
     fill_attachments(g, s);
     *out = g;
     return STRATA_OK;
@@ -583,13 +592,27 @@ static void commit_done(struct orch_ctl *c, void *arg)
     settle_posted(arg, c, WIRE_PHASE_COMMIT);
 }
 
-/* COMMIT to every node, not waited for: nothing the L4 decides depends
- * on the answer. Each node's connection or mailbox is FIFO, so it has
- * COMMIT before any task that names the domain (a node's lookup of a
- * view still IMPORTED waits for it, gnode.c), and the run's fence comes
- * after every answer, so g->ctls are free again by the release. A post
- * that fails leaves the rest to be waited for, and the allocation
- * fails. */
+/* COMMIT to the remote nodes, waited for as the other phases: a
+ * session runs commands and tasks on more than one thread, so a task
+ * that follows COMMIT on the connection could look the view up before
+ * COMMIT made it visible. */
+static strata_err commit_remote(struct strata_global_domain *g, strata_orch *o)
+{
+    uint32_t sent;
+    strata_err err = fan_out(g, o, WIRE_PHASE_COMMIT, g->remote, &sent);
+
+    for (uint32_t k = 0; k < sent && !err; k++)
+        err =
+            check_reply(g, (uint32_t)(g->ptrs[k] - g->ctls), WIRE_PHASE_COMMIT);
+    return err;
+}
+
+/* COMMIT to every forked node, not waited for: nothing the L4 decides
+ * depends on the answer. A forked node runs its mailbox's frames one
+ * after another, so it has made the view visible before it takes any
+ * task posted after COMMIT; the run's fence comes after every answer,
+ * so g->ctls are free again by the release. A post that fails leaves
+ * the rest to be waited for, and the allocation fails. */
 static strata_err post_commit(struct strata_global_domain *g, strata_orch *o)
 {
     struct orch_sched *s = gdhost_sched(g->w);
@@ -598,6 +621,8 @@ static strata_err post_commit(struct strata_global_domain *g, strata_orch *o)
     uint32_t posted = 0;
 
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
+        if (g->remote[i])
+            continue;
         cmd_init(g, &c, WIRE_PHASE_COMMIT);
         wire_buf_reset(&g->cmds[i]);
         err = wire_domain_cmd_pack(&c, &g->cmds[i]);
@@ -751,6 +776,8 @@ strata_orch_allocate_global_domain(strata_orch *o,
         err = pack_release(g);
     if (!err)
         err = watch_nodes(g);
+    if (!err && !g->gather)
+        err = commit_remote(g, o);
     if (!err && !g->gather)
         err = post_commit(g, o);
     if (err) {

@@ -14,12 +14,10 @@
 #include "gview.h"
 #include "orch/control.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <strata/domain.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 static void view_free(struct strata_global_view *v)
 {
@@ -74,50 +72,15 @@ static void sweep_gone(strata_worker *w)
 
 void gdomain_state_init(struct gdomain_state *s)
 {
-    pthread_condattr_t a;
-
     memset(s, 0, sizeof(*s));
     pthread_mutex_init(&s->gv_mu, NULL);
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->gv_cv, &a);
-    pthread_condattr_destroy(&a);
     s->node_id = -1;
     s->gjournal_fd = -1;
 }
 
 void gdomain_state_fini(struct gdomain_state *s)
 {
-    pthread_cond_destroy(&s->gv_cv);
     pthread_mutex_destroy(&s->gv_mu);
-}
-
-/* How long a lookup waits for the COMMIT of a view it finds imported. */
-#define SETTLE_WAIT_S 30
-
-/* Under gv_mu: the view of id once COMMIT or ABORT has settled it, or
- * NULL. The L4 posts COMMIT without waiting for the answer and names
- * the domain to tasks only after that, so a view still IMPORTED has its
- * COMMIT (or ABORT) on the way: a session runs commands and tasks on
- * more than one thread, and the task that looks may overtake the COMMIT
- * before it took gv_mu. The wait is bounded all the same (an L4 that
- * died between IMPORT and COMMIT): the view is then not found. */
-static struct strata_global_view *find_settled(strata_worker *w, uint64_t id)
-{
-    struct gdomain_state *gs = gdhost_state(w);
-    struct strata_global_view *v = find(w, id);
-    struct timespec dl;
-
-    if (!v || v->state != VIEW_IMPORTED || v->commit_failed)
-        return v;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_sec += SETTLE_WAIT_S;
-    while (v && v->state == VIEW_IMPORTED && !v->commit_failed) {
-        if (pthread_cond_timedwait(&gs->gv_cv, &gs->gv_mu, &dl) == ETIMEDOUT)
-            return NULL;
-        v = find(w, id); /* an ABORT may have freed it meanwhile */
-    }
-    return v;
 }
 
 void gnode_free_all(strata_worker *w)
@@ -419,7 +382,6 @@ static strata_err abort_view(strata_worker *w, uint64_t id)
     /* Freed now, or once the chips pass its withdrawn frames and no
      * lookup holds it. */
     v->state = VIEW_GONE;
-    pthread_cond_broadcast(&gdhost_state(w)->gv_cv);
     sweep_gone(w);
     return err;
 }
@@ -434,15 +396,9 @@ static strata_err commit(strata_worker *w, uint64_t id, bool unlink)
     if (!v || v->state != VIEW_IMPORTED)
         return base_fail(STRATA_ESTATE, "COMMIT of domain %llu before IMPORT",
                          (unsigned long long)id);
-    if (BASE_FAULT("gnode.commit")) {
-        /* The view stays imported until the release's ABORT: a lookup
-         * waiting for it finds it not committed. */
-        v->commit_failed = true;
-        pthread_cond_broadcast(&gdhost_state(w)->gv_cv);
+    if (BASE_FAULT("gnode.commit")) /* stays imported until ABORT */
         return base_fail(STRATA_EIO, "fault point gnode.commit");
-    }
     v->state = VIEW_COMMITTED;
-    pthread_cond_broadcast(&gdhost_state(w)->gv_cv);
     if (!v->lazy && unlink) /* every member has mapped */
         unlink_names(v);
     return STRATA_OK;
@@ -632,7 +588,7 @@ strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
     uint32_t i = 0;
 
     pthread_mutex_lock(&gdhost_state(w)->gv_mu);
-    v = find_settled(w, domain_id);
+    v = find(w, domain_id);
     err = v && v->state == VIEW_COMMITTED
               ? locate(v, rank, &i)
               : base_fail(STRATA_ENOENT, "no committed domain %llu here",
@@ -678,7 +634,7 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
                          "level-%d worker holds the strata_global_domain)",
                          gdhost_level(w));
     pthread_mutex_lock(&gdhost_state(w)->gv_mu);
-    v = find_settled(w, domain_id);
+    v = find(w, domain_id);
     if (v && v->state != VIEW_COMMITTED)
         v = NULL;
     if (v)

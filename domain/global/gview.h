@@ -37,7 +37,6 @@ struct strata_global_view {
     struct wire_attach_entry *attach;        /* this node's row, or NULL */
     char (*handles)[CHIP_WINDOW_HANDLE_MAX]; /* local members' names */
     int state;
-    bool commit_failed; /* IMPORTED for good: lookups need not wait */
     struct orch_ctl *ctls;
     struct orch_ctl **ptrs;
     /* Members map lazily (gnode_lazy.c): */

@@ -35,10 +35,8 @@ struct wire_domain_cmd;
  * gdomain_state_init; gnode_free_all and gdomain_free_all free what it
  * holds, then gdomain_state_fini its locks. */
 struct gdomain_state {
-    /* node side: views by domain id (gv_mu); gv_cv tells lookups that
-     * a view's COMMIT or ABORT came (CLOCK_MONOTONIC) */
+    /* node side: views by domain id (gv_mu) */
     pthread_mutex_t gv_mu;
-    pthread_cond_t gv_cv;
     struct strata_global_view *gviews;
     int node_id; /* this node's id in its L4, from COMM_INIT; -1 before */
     /* L4 pid << 32 | its random token, from COMM_INIT: what every node
