@@ -202,7 +202,7 @@ static strata_err staged_copy(strata_chip *chip, struct mbx_frame *f,
  * at [base, + rank_count x map) and watches it. The page is created by
  * whichever member maps first, as the windows are, and goes with them: a
  * local domain's worker unlinks it (domain/adopt.c), a global domain's
- * nodes at ABORT or teardown (worker/gnode_lazy.c). On failure the
+ * nodes at ABORT or teardown (domain/global/gnode_lazy.c). On failure the
  * windows are released again. */
 static strata_err watch_adopted(strata_chip *chip,
                                 const struct chip_window_req *req,

@@ -58,7 +58,7 @@ size_t worker_reclaim_names(const pid_t *pids, size_t n)
         return 0;
     /* Before the journals go with the other names. */
     for (size_t i = 0; i < n; i++)
-        removed += worker_reclaim_global(pids[i]);
+        removed += gjournal_reclaim(pids[i]);
     while ((e = readdir(d)) != NULL) {
         if (!named_for(e->d_name, pids, n))
             continue;

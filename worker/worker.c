@@ -219,10 +219,8 @@ strata_err strata_worker_create(const strata_worker_config *cfg,
     w->creator = getpid();
     w->ops = chip_backend_find(platform);
     w->doorbell_fd = -1;
-    w->gjournal_fd = -1;
     pthread_mutex_init(&w->buf_mu, NULL);
-    pthread_mutex_init(&w->gv_mu, NULL);
-    w->node_id = -1;
+    gdomain_state_init(&w->gd);
     *out = w;
     return STRATA_OK;
 }
@@ -328,8 +326,9 @@ static strata_err check_ready(const strata_worker *w, bool have_fn,
                                         "strata_worker_init)");
     if (w->poisoned)
         return base_fail(STRATA_ESTATE,
-                         "worker is poisoned: a global domain's ABORT "
-                         "failed; destroy it");
+                         "worker is poisoned: a global domain's %s failed "
+                         "on a node; destroy it",
+                         w->poisoned_by ? w->poisoned_by : "ABORT");
     return STRATA_OK;
 }
 
@@ -377,7 +376,7 @@ void worker_free(strata_worker *w)
     worker_buffers_free_all(w);
     if (w->va_base)
         munmap(w->va_base, w->va_size);
-    pthread_mutex_destroy(&w->gv_mu);
+    gdomain_state_fini(&w->gd);
     pthread_mutex_destroy(&w->buf_mu);
     worker_mem_fini(&w->mem);
     base_free(w->chip_ids);

@@ -2,6 +2,7 @@
 #ifndef WORKER_INT_H
 #define WORKER_INT_H
 
+#include "domain/global.h"
 #include "membudget.h"
 #include "orch/orch.h"
 #include "wire/chip_backend.h"
@@ -47,18 +48,10 @@ struct strata_worker {
     size_t cap_nodes;
     bool owned;      /* added to a parent, which destroys it */
     struct net *net; /* the connection thread of remote nodes */
-    /* global domains, node side: views by domain id (gv_mu) */
-    pthread_mutex_t gv_mu;
-    struct strata_global_view *gviews;
-    int node_id; /* this node's id in its L4, from COMM_INIT; -1 before */
-    /* L4 pid << 32 | its random token, from COMM_INIT: what every node
-     * names a global domain's windows after (gnode.c) */
-    uint64_t cluster_id;
-    int gjournal_fd; /* gjournal.c: the windows this node may make; -1 */
-    /* global domains, L4 side */
-    struct strata_global_domain *gdomains;
-    bool poisoned;          /* a failed ABORT: runs are refused */
-    uint32_t cluster_token; /* random, nonzero once drawn (gdomain.c) */
+    /* global domains, node and L4 sides (domain/global/) */
+    struct gdomain_state gd;
+    bool poisoned;           /* a failed COMMIT or ABORT: runs are refused */
+    const char *poisoned_by; /* its phase: "COMMIT" or "ABORT" */
     /* node side: runs of tasks with deadlines (deadline.c) */
     uint32_t bounded_running; /* futex word */
     bool bounded_late;        /* one passed its deadline */
@@ -78,9 +71,6 @@ struct strata_worker {
     bool traced;
 };
 
-/* Window ids of global domains (gnode.c) never meet a local domain's. */
-#define GLOBAL_ALLOC_TAG (1ull << 62)
-
 /* Children the scheduler targets directly: chips (L3) or nodes (L4+). */
 static inline size_t worker_num_directed(const strata_worker *w)
 {
@@ -99,20 +89,6 @@ strata_err worker_check_process(const strata_worker *w, const char *fn);
 void worker_free(strata_worker *w);
 /* Grows w->nodes by one slot; *slot_out is zeroed. */
 strata_err worker_node_slot(strata_worker *w, struct worker_node **slot_out);
-
-/* gnode.c: a node's side of the global domain transaction. Decodes one
- * packed DOMAIN_CMD or COMM_INIT frame and packs the reply (errors
- * included) into reply; fails only when no reply can be built. */
-strata_err gnode_handle(strata_worker *w, const void *frame, size_t len,
-                        struct wire_buf *reply);
-/* Frees every view (at worker destroy). */
-void gnode_free_all(strata_worker *w);
-/* A window copy on behalf of the L4 (staged data, at most 1 MiB). */
-strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
-                             uint32_t rank, uint64_t offset, void *data,
-                             size_t n, bool write);
-/* gdomain.c: the L4 side; frees every domain at destroy. */
-void gdomain_free_all(strata_worker *w);
 
 /* deadline.c: runs fn as a run of w. deadline_ms 0: strata_worker_run.
  * Otherwise fn runs on a thread of its own; past the deadline this returns

@@ -1,5 +1,5 @@
 /* libFuzzer target: a node's side of global domain commands (gnode_handle
- * in worker/gnode.c): COMM_INIT, DOMAIN_CMD PREPARE_EXPORT / IMPORT /
+ * in domain/global/gnode.c): COMM_INIT, DOMAIN_CMD PREPARE_EXPORT / IMPORT /
  * COMMIT / ABORT and the WINDOW_WRITE / WINDOW_READ controls, as a
  * session hands them over, on one L3 sim worker with two chips started
  * once for the whole run.
@@ -128,7 +128,7 @@ static bool rewrite(struct wire_msg *m, struct wire_descriptor *descs, bool *ok)
         } else if (d->domain_rank < 16) {
             /* Another node's member: the name its node would make. */
             struct chip_window_req q =
-                gwin_req(w->cluster_id, m->u.domain_cmd.domain_id,
+                gwin_req(w->gd.cluster_id, m->u.domain_cmd.domain_id,
                          d->domain_rank, (uint32_t)m->u.domain_cmd.num_members,
                          m->u.domain_cmd.window_size);
 
@@ -227,22 +227,23 @@ out:
 
 static void abort_all(void)
 {
-    struct wire_domain_member one = {(uint32_t)w->node_id, 0, 0, 0};
+    struct wire_domain_member one = {(uint32_t)w->gd.node_id, 0, 0, 0};
     struct wire_msg m = {.type = WIRE_MSG_DOMAIN_CMD};
     struct wire_domain_cmd *c = &m.u.domain_cmd;
     uint64_t ids[64], gens[64];
     size_t n = 0;
 
-    if (w->node_id < 0)
+    if (w->gd.node_id < 0)
         one.node_worker_id = 0;
-    pthread_mutex_lock(&w->gv_mu);
-    for (struct strata_global_view *v = w->gviews; v && n < 64; v = v->next) {
+    pthread_mutex_lock(&w->gd.gv_mu);
+    for (struct strata_global_view *v = w->gd.gviews; v && n < 64;
+         v = v->next) {
         if (v->state == VIEW_GONE)
             continue;
         ids[n] = v->domain_id;
         gens[n++] = v->generation;
     }
-    pthread_mutex_unlock(&w->gv_mu);
+    pthread_mutex_unlock(&w->gd.gv_mu);
     c->version = WIRE_DOMAIN_CMD_VERSION;
     c->phase = WIRE_PHASE_ABORT;
     c->window_size = 1;
@@ -300,11 +301,11 @@ static void check_clean(void)
     for (int i = 0; i < NCHIPS; i++)
         if (orch_chip_check(w->sched, i) != STRATA_OK)
             die("a chip died: %s", strata_errmsg());
-    pthread_mutex_lock(&w->gv_mu);
-    for (struct strata_global_view *v = w->gviews; v; v = v->next)
+    pthread_mutex_lock(&w->gd.gv_mu);
+    for (struct strata_global_view *v = w->gd.gviews; v; v = v->next)
         if (v->state != VIEW_GONE)
             die("%s", "a domain is still here after ABORT");
-    pthread_mutex_unlock(&w->gv_mu);
+    pthread_mutex_unlock(&w->gd.gv_mu);
     snprintf(prefix, sizeof(prefix), "strata-%u-%d-", (unsigned)getuid(),
              (int)getpid());
     d = opendir("/dev/shm");
@@ -381,8 +382,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct wire_buf frame;
 
     /* Each input starts as a node before its COMM_INIT. */
-    w->node_id = -1;
-    w->cluster_id = 0;
+    w->gd.node_id = -1;
+    w->gd.cluster_id = 0;
     num_exports = 0;
     wire_buf_init(&frame);
     while (fuzz_record_next(&data, &size, &r)) {

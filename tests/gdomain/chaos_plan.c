@@ -60,7 +60,7 @@ static const struct known_result {
     /* Sanitizer builds only: the session's exit() runs LeakSanitizer. */
     {CHAOS_KILL_CHIP, "processes", STRATA_OK,
      "ASan build: a session whose chip was killed during destroy spins in "
-     "LeakSanitizer's StopTheWorld at its exit() (worker/daemon/"
+     "LeakSanitizer's StopTheWorld at its exit() (daemon/"
      "strata_node.c run_session) and never ends; its dead chip stays a "
      "zombie"},
 #endif

@@ -12,7 +12,7 @@
  * left.
  *
  * The binary runs twice (CMakeLists.txt). By default the nodes answer
- * the phases themselves and members map lazily (worker/gnode.c): the
+ * the phases themselves and members map lazily (domain/global/gnode.c): the
  * points are in the node process (window.prepare where it names windows,
  * gnode.import, gnode.release), armed by a node task there, and a member
  * that cannot map (window.import in its ADOPT) fails the node's view
@@ -73,13 +73,20 @@ static strata_err arm_kernel(strata_chip *chip, const strata_args *a)
 }
 
 /* Node side: s0 chip, s1 point, s2 action, s3 nth, s4 1: in the chip
- * even where the phases do not reach it (its ADOPT). */
+ * even where the phases do not reach it (its ADOPT); 2: gnode.import_any,
+ * 3: gnode.commit, in the node process. */
 static strata_err arm_orch(strata_orch *o, const strata_args *args, void *user)
 {
     strata_args *a = NULL;
     strata_err e;
 
     (void)user;
+    if (strata_args_scalar(args, 4) == 3) {
+        /* In the node process, in either mode: it fails COMMIT. */
+        base_fault_arm("gnode.commit", (long)strata_args_scalar(args, 3),
+                       (int)strata_args_scalar(args, 2));
+        return STRATA_OK;
+    }
     if (strata_args_scalar(args, 4) == 2) {
         /* In the node process, in either mode: it dies inside IMPORT,
          * after its members made their windows. */
@@ -145,6 +152,9 @@ struct fault {
     strata_buffer *out, *q;
     pid_t node_pids[GD_MAX_NODES + 4];
     size_t num_node_pids;
+    /* The processes that die with the victim: its own descendants, orphans
+     * of ours once it dies, then the victim. */
+    testutil_pids dead;
 };
 
 /* Whether pid has exited, as its parent's pidfd will say: every thread
@@ -164,6 +174,20 @@ static bool victim_dead(void *arg)
     dead = poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP));
     close(fd);
     return dead;
+}
+
+/* Whether every process that dies with the victim has exited (a zombie
+ * maps nothing): an orphaned chip of a dead node goes on mapping its
+ * windows until it sees its parent gone, which on a busy machine can be
+ * after the allocation returns. */
+static bool dead_exited(void *arg)
+{
+    struct fault *f = arg;
+
+    for (size_t i = 0; i < f->dead.n; i++)
+        if (!victim_dead(&f->dead.pid[i]))
+            return false;
+    return true;
 }
 
 static strata_err fault_orch(strata_orch *o, const strata_args *args,
@@ -197,6 +221,13 @@ static strata_err fault_orch(strata_orch *o, const strata_args *args,
     f->alloc = strata_orch_allocate_global_domain(o, &f->doomed.spec, &f->g);
     f->took = testutil_now() - t0;
     snprintf(f->msg, sizeof(f->msg), "%s", strata_errmsg());
+    /* A death's orphans are not the allocation's to wait for: the count
+     * below is of what the survivors map, once the dead are gone. */
+    if (f->alloc == STRATA_EPEER && f->dead.n &&
+        !testutil_wait_until(dead_exited, f, 10.0)) {
+        strata_errmsg_set("the victim's processes still run 10 s on");
+        return STRATA_ETIMEDOUT;
+    }
     /* ABORT is over when the allocation returns: nothing may be left. */
     f->maps_after = gd_window_maps_below() - gd_domain_maps_below(f->before_id);
     /* A member's death marks the control page of the domain before it,
@@ -259,7 +290,6 @@ static void fault_case(struct fault *f, size_t forked, size_t chips,
     testutil_snapshot before;
     const struct gd_daemon *ds[1] = {d};
     strata_worker *w = NULL;
-    testutil_pids dead = {.n = 0};
     char leak[256] = "";
     size_t n;
 
@@ -272,8 +302,8 @@ static void fault_case(struct fault *f, size_t forked, size_t chips,
     if (f->how == KILL_NODE || (f->how == ARM && f->action == BASE_FAULT_KILL &&
                                 (!exchange || f->in_node))) {
         f->victim = strata_worker_node_pid(w, f->node);
-        dead.n = gd_descendants(f->victim, dead.pid, 63);
-        dead.pid[dead.n++] = f->victim;
+        f->dead.n = gd_descendants(f->victim, f->dead.pid, 63);
+        f->dead.pid[f->dead.n++] = f->victim;
     } else if (f->how == KILL_CHIP) {
         pid_t kids[32];
 
@@ -284,8 +314,8 @@ static void fault_case(struct fault *f, size_t forked, size_t chips,
     } else if (f->how == KILL_SESSION || f->session_dies) {
         assert_int_equal(gd_daemon_sessions(d, &f->victim, 1), 1);
         /* Its chips are orphans of ours once it dies. */
-        dead.n = gd_descendants(f->victim, dead.pid, 63);
-        dead.pid[dead.n++] = f->victim;
+        f->dead.n = gd_descendants(f->victim, f->dead.pid, 63);
+        f->dead.pid[f->dead.n++] = f->victim;
     }
     gd_ok(strata_worker_run(w, fault_orch, NULL, f));
     print_message("%s: %s after %.3f s: %s\n", f->doomed.spec.name,
@@ -302,8 +332,8 @@ static void fault_case(struct fault *f, size_t forked, size_t chips,
                  "after the failed allocation's ABORT: %zu window mappings "
                  "and %zu window segments left",
                  f->maps_after, f->shm_after);
-    if (dead.n)
-        assert_true(testutil_wait_until(testutil_pids_gone, &dead, 5.0));
+    if (f->dead.n)
+        assert_true(testutil_wait_until(testutil_pids_gone, &f->dead, 10.0));
     gd_ok(strata_worker_run(w, next_orch, NULL, f));
     assert_int_equal(gd_check_allreduce(f->out, n, COUNT, 31), 0);
     assert_true(strata_global_domain_freed(f->next_g));
@@ -503,6 +533,47 @@ static void test_gd_faults_failed_abort_poisons_worker(void **state)
     assert_int_equal(strata_worker_run(w, nothing_orch, NULL, NULL),
                      STRATA_ESTATE);
     gd_assert_contains(strata_errmsg(), "poisoned");
+    gd_destroy(w, STRATA_OK);
+    testutil_assert_clean(&before);
+}
+
+/* ---- a failed COMMIT poisons the worker, at the next run ---------------- */
+
+static strata_err commit_fail_orch(strata_orch *o, const strata_args *args,
+                                   void *user)
+{
+    struct gd_spec *s = user;
+    strata_global_domain *g = NULL;
+    uint64_t com[5] = {0, 0, BASE_FAULT_FAIL, 1, 3};
+
+    (void)args;
+    gd_try(strata_orch_scope_begin(o));
+    gd_try(gd_node_task(o, 0, o_arm, NULL, 0, 0, STRATA_IN, com, 5));
+    gd_try(strata_orch_scope_end(o));
+    /* COMMIT is posted, not waited for: the allocation succeeds. */
+    return strata_orch_allocate_global_domain(o, &s->spec, &g);
+}
+
+static void test_gd_faults_failed_commit_poisons_worker(void **state)
+{
+    testutil_snapshot before;
+    strata_worker *w = NULL;
+    static struct gd_spec s;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    gd_ok(gd_l4_start(2, 2, NULL, 0, 0, &w));
+    gd_spec_init(&s, "commit-fails", WINDOW);
+    gd_spec_grid(&s, 0, 2, 2);
+    gd_ok(strata_worker_run(w, commit_fail_orch, NULL, &s));
+    /* Node 0's answer came before the run's fence: the next run is
+     * refused, naming the phase, and the worker still closes cleanly
+     * (the fence's ABORT released the domain on both nodes). */
+    assert_int_equal(strata_worker_run(w, nothing_orch, NULL, NULL),
+                     STRATA_ESTATE);
+    gd_assert_contains(strata_errmsg(), "poisoned");
+    gd_assert_contains(strata_errmsg(), "COMMIT");
+    assert_int_equal(gd_window_maps_below(), 0);
     gd_destroy(w, STRATA_OK);
     testutil_assert_clean(&before);
 }
@@ -834,6 +905,7 @@ int main(void)
         gd_test(test_gd_faults_kill_chip_before_alloc_epeer),
         gd_test(test_gd_faults_dead_non_member_chip_blocks_nothing),
         gd_test(test_gd_faults_failed_abort_poisons_worker),
+        gd_test(test_gd_faults_failed_commit_poisons_worker),
         gd_test(test_gd_faults_prepare_fail_node0_eio),
         gd_test(test_gd_faults_prepare_fail_node1_eio),
         gd_test(test_gd_faults_import_fail_node0_eio),

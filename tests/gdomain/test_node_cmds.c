@@ -10,8 +10,8 @@
  */
 #include "gd_kit.h"
 
+#include "domain/global.h"
 #include "wire/msg.h"
-#include "worker/worker_int.h"
 
 #include <string.h>
 #include <unistd.h>

@@ -14,7 +14,7 @@ struct chip_backend_ops;
 bool domain_exchange_forced(void);
 
 /* The mapping size of each of n ranks' windows of window_size bytes when
- * members can adopt them (domain/adopt.c, worker/gnode_lazy.c), else 0:
+ * members can adopt them (domain/adopt.c, domain/global/gnode_lazy.c), else 0:
  * the backend has no host windows, or an ADOPT frame cannot say it (rank
  * and rank count travel in 16 bits each, the mapping size below the
  * creator's pid), or n windows overflow the range arithmetic. */

@@ -9,13 +9,10 @@
 
 /* Unlinks every strata name in /dev/shm that one of pids[0..n) created:
  * buffers and domain windows, strata-<uid>-<pid>-..., and the windows of
- * the global domains a dead node's journal lists (worker_reclaim_global:
- * those carry their L4's pid). The pids must be dead and reaped, so that
- * none can be some new process's. Returns how many names were removed
- * (a journal's domains count one each). Any thread. */
+ * the global domains a dead node's journal lists (gjournal_reclaim in
+ * domain/global.h: those carry their L4's pid). The pids must be dead and
+ * reaped, so that none can be some new process's. Returns how many names were
+ * removed (a journal's domains count one each). Any thread. */
 size_t worker_reclaim_names(const pid_t *pids, size_t n);
-/* Unlinks the windows of every live global domain in the journal of dead
- * node pid (worker/gjournal.c), not the journal; how many domains. */
-size_t worker_reclaim_global(pid_t pid);
 
 #endif

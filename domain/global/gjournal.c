@@ -13,7 +13,6 @@
 #include "chip/chip.h"
 #include "gview.h"
 #include "sim/sim.h"
-#include "worker/reclaim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +37,7 @@ static void journal_name(pid_t pid, char *out, size_t cap)
 static int free_slot(const strata_worker *w)
 {
     for (int k = 0;; k++) {
-        const struct strata_global_view *v = w->gviews;
+        const struct strata_global_view *v = gdhost_state(w)->gviews;
 
         while (v && v->jslot != k)
             v = v->next;
@@ -49,21 +48,21 @@ static int free_slot(const strata_worker *w)
 
 static void put(strata_worker *w, int slot, const struct gj_rec *r)
 {
-    if (pwrite(w->gjournal_fd, r, sizeof(*r),
+    if (pwrite(gdhost_state(w)->gjournal_fd, r, sizeof(*r),
                (off_t)slot * (off_t)sizeof(*r)) != (ssize_t)sizeof(*r))
         LOG_WARN("global domain journal: write: %s", strerror(errno));
 }
 
 void gjournal_add(strata_worker *w, struct strata_global_view *v)
 {
-    struct gj_rec r = {w->cluster_id, v->domain_id, v->n, 1};
+    struct gj_rec r = {gdhost_state(w)->cluster_id, v->domain_id, v->n, 1};
     char name[64];
 
-    if (w->gjournal_fd < 0) {
+    if (gdhost_state(w)->gjournal_fd < 0) {
         journal_name(getpid(), name, sizeof(name));
-        w->gjournal_fd =
+        gdhost_state(w)->gjournal_fd =
             shm_open(name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (w->gjournal_fd < 0) {
+        if (gdhost_state(w)->gjournal_fd < 0) {
             LOG_WARN("global domain journal %s: %s", name, strerror(errno));
             return;
         }
@@ -76,7 +75,7 @@ void gjournal_remove(strata_worker *w, struct strata_global_view *v)
 {
     struct gj_rec r;
 
-    if (v->jslot < 0 || w->gjournal_fd < 0)
+    if (v->jslot < 0 || gdhost_state(w)->gjournal_fd < 0)
         return;
     memset(&r, 0, sizeof(r));
     put(w, v->jslot, &r);
@@ -87,15 +86,15 @@ void gjournal_close(strata_worker *w)
 {
     char name[64];
 
-    if (w->gjournal_fd < 0)
+    if (gdhost_state(w)->gjournal_fd < 0)
         return;
-    close(w->gjournal_fd);
-    w->gjournal_fd = -1;
+    close(gdhost_state(w)->gjournal_fd);
+    gdhost_state(w)->gjournal_fd = -1;
     journal_name(getpid(), name, sizeof(name));
     shm_unlink(name);
 }
 
-size_t worker_reclaim_global(pid_t pid)
+size_t gjournal_reclaim(pid_t pid)
 {
     /* Lazily made windows are host windows: sim's. The reaper (the
      * daemon) may have registered no backend. */

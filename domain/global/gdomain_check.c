@@ -1,42 +1,14 @@
-/* Global domains, the L4 side: what the L4 knows of its nodes, and the
- * checks a spec passes before any message goes out (gdomain.c sends). */
+/* Global domains, the L4 side: the checks a spec passes, against what
+ * the L4 knows of its nodes, before any message goes out (gdomain.c
+ * sends). */
 #include "base/err.h"
 #include "domain/buffers.h"
 #include "gdomain_int.h"
-#include "remote.h"
 #include "wire/tls.h"
 
 #include <string.h>
 
-void gdomain_node_info(const strata_worker *w, int id, struct node_info *ni)
-{
-    const struct worker_node *nd = &w->nodes[id];
-
-    memset(ni, 0, sizeof(*ni));
-    if (nd->local) {
-        ni->chips = nd->local->chip_ids;
-        ni->num_chips = nd->local->num_chips;
-        ni->profile = nd->local->comm_profile;
-    } else {
-        ni->chips = (const int *)nd->remote->chip_ids;
-        ni->num_chips = nd->remote->num_chips;
-        ni->profile = nd->remote->comm_profile;
-        ni->remote = true;
-        ni->host = nd->remote->host;
-        ni->host_id = &nd->remote->host_id;
-    }
-}
-
-int gdomain_node_pid(const strata_worker *w, int id)
-{
-    const struct worker_node *nd = &w->nodes[id];
-
-    if (nd->remote)
-        return (int)nd->remote->session_pid;
-    return w->eps ? (int)w->eps[id].pid : 0;
-}
-
-static bool has_chip(const struct node_info *ni, int chip)
+static bool has_chip(const struct gdhost_node *ni, int chip)
 {
     for (size_t i = 0; i < ni->num_chips; i++)
         if (ni->chips[i] == chip)
@@ -49,7 +21,7 @@ static bool has_chip(const struct node_info *ni, int chip)
  * and host name the node reported; a node that reported none (an older
  * strata-node) by the address the L4 reaches it at. */
 static strata_err check_host(const strata_global_domain_spec *s, int id,
-                             const struct node_info *ni)
+                             const struct gdhost_node *ni)
 {
     struct base_host_id me;
 
@@ -76,14 +48,15 @@ static strata_err check_member(const strata_worker *w,
                                const strata_global_domain_spec *s, size_t i)
 {
     const strata_global_member *m = &s->members[i];
-    struct node_info ni;
+    struct gdhost_node ni;
 
-    if (m->node_worker_id < 0 || (size_t)m->node_worker_id >= w->num_nodes)
+    if (m->node_worker_id < 0 ||
+        (size_t)m->node_worker_id >= gdhost_num_nodes(w))
         return base_fail(STRATA_EINVAL,
                          "global domain '%s': members[%zu] names node %d, "
                          "which does not exist",
                          s->name, i, m->node_worker_id);
-    gdomain_node_info(w, m->node_worker_id, &ni);
+    gdhost_node_info(w, m->node_worker_id, &ni);
     if (!has_chip(&ni, m->local_chip))
         return base_fail(STRATA_EINVAL,
                          "global domain '%s': members[%zu]: node %d has no "
@@ -119,7 +92,7 @@ static strata_err check_attachments(const strata_worker *w,
         for (size_t m = 0; m < s->num_members; m++)
             owner |= s->members[m].node_worker_id == a->receiving_node;
         if (a->receiving_node < 0 ||
-            (size_t)a->receiving_node >= w->num_nodes || !owner)
+            (size_t)a->receiving_node >= gdhost_num_nodes(w) || !owner)
             return base_fail(STRATA_EINVAL,
                              "attachments[%zu]: receiving_node %d owns no "
                              "member",

@@ -10,9 +10,7 @@
 #include "chip/chip.h"
 #include "gdomain_int.h"
 #include "gview.h"
-#include "mpidomain.h"
 #include "orch/control.h"
-#include "remote.h"
 #include "wire/msg.h"
 
 #include <stdio.h>
@@ -45,10 +43,12 @@ struct strata_global_domain {
     uint32_t num_nodes; /* distinct member nodes */
     int *nodes;
     bool *prepared;
+    bool *remote; /* node i is remote: its COMMIT is waited for */
     struct orch_ctl *ctls;
     struct orch_ctl **ptrs;
     struct wire_buf *cmds;
-    uint8_t *replies; /* num_nodes x reply_cap */
+    struct wire_buf *rcmds; /* the release's ABORTs, packed at allocation */
+    uint8_t *replies;       /* num_nodes x reply_cap */
     uint32_t reply_cap;
     struct wire_descriptor *table;
     char (*handles)[WIRE_NAME_MAX + 1];
@@ -75,6 +75,8 @@ static void gd_free(struct strata_global_domain *g)
         return;
     for (uint32_t i = 0; g->cmds && i < g->num_nodes; i++)
         wire_buf_fini(&g->cmds[i]);
+    for (uint32_t i = 0; g->rcmds && i < g->num_nodes; i++)
+        wire_buf_fini(&g->rcmds[i]);
     base_free(g->members);
     base_free(g->buffers);
     base_free(g->names);
@@ -82,9 +84,11 @@ static void gd_free(struct strata_global_domain *g)
     base_free(g->entries);
     base_free(g->nodes);
     base_free(g->prepared);
+    base_free(g->remote);
     base_free(g->ctls);
     base_free(g->ptrs);
     base_free(g->cmds);
+    base_free(g->rcmds);
     base_free(g->replies);
     base_free(g->table);
     base_free(g->handles);
@@ -94,10 +98,10 @@ static void gd_free(struct strata_global_domain *g)
 
 void gdomain_free_all(strata_worker *w)
 {
-    while (w->gdomains) {
-        struct strata_global_domain *g = w->gdomains;
+    while (gdhost_state(w)->gdomains) {
+        struct strata_global_domain *g = gdhost_state(w)->gdomains;
 
-        w->gdomains = g->next;
+        gdhost_state(w)->gdomains = g->next;
         /* Never released (retained past close): the nodes are gone, and
          * the L4 may have made the control page at a node's death. */
         if (g->committed && !g->freed)
@@ -201,17 +205,25 @@ static strata_err create(strata_worker *w, const strata_global_domain_spec *s,
         g->buffers[i].nbytes = s->buffers[i].nbytes;
     }
     g->prepared = base_calloc(g->num_nodes, sizeof(*g->prepared));
+    g->remote = base_calloc(g->num_nodes, sizeof(*g->remote));
     g->ctls = base_calloc(g->num_nodes, sizeof(*g->ctls));
     g->ptrs = base_calloc(g->num_nodes, sizeof(*g->ptrs));
     g->cmds = base_calloc(g->num_nodes, sizeof(*g->cmds));
+    g->rcmds = base_calloc(g->num_nodes, sizeof(*g->rcmds));
     g->reply_cap = REPLY_BASE + REPLY_PER_MEMBER * max_on_a_node(g);
     g->replies = base_malloc((size_t)g->num_nodes * g->reply_cap);
     g->release_req = base_calloc(g->num_nodes, sizeof(*g->release_req));
     g->rows = base_calloc(g->num_nodes, sizeof(*g->rows));
     g->entries = base_calloc((size_t)g->num_nodes * n, sizeof(*g->entries));
-    if (!g->prepared || !g->ctls || !g->ptrs || !g->cmds || !g->replies ||
-        !g->rows || !g->entries || !g->release_req)
+    if (!g->prepared || !g->remote || !g->ctls || !g->ptrs || !g->cmds ||
+        !g->rcmds || !g->replies || !g->rows || !g->entries || !g->release_req)
         goto nomem;
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        struct gdhost_node ni;
+
+        gdhost_node_info(w, g->nodes[i], &ni);
+        g->remote[i] = ni.remote;
+    }
     fill_attachments(g, s);
     *out = g;
     return STRATA_OK;
@@ -226,7 +238,7 @@ static void cmd_init(const struct strata_global_domain *g,
                      struct wire_domain_cmd *c, uint8_t phase)
 {
     memset(c, 0, sizeof(*c));
-    c->request_id = worker_request_id();
+    c->request_id = gdhost_request_id();
     c->version = WIRE_DOMAIN_CMD_VERSION;
     c->phase = phase;
     c->domain_id = g->id;
@@ -266,7 +278,7 @@ static void ctl_for(struct orch_ctl *c, const struct wire_buf *cmd,
 static strata_err fan_out(struct strata_global_domain *g, strata_orch *o,
                           uint8_t phase, const bool *mask, uint32_t *sent)
 {
-    struct orch_sched *s = g->w->sched;
+    struct orch_sched *s = gdhost_sched(g->w);
     struct wire_domain_cmd c;
     strata_err err = STRATA_OK;
     uint32_t posted = 0;
@@ -358,48 +370,50 @@ static strata_err phase(struct strata_global_domain *g, strata_orch *o,
  * some earlier L4 with the same pid left behind is never opened. */
 static uint64_t cluster_id(strata_worker *w)
 {
-    uint32_t t = __atomic_load_n(&w->cluster_token, __ATOMIC_ACQUIRE);
+    uint32_t t =
+        __atomic_load_n(&gdhost_state(w)->cluster_token, __ATOMIC_ACQUIRE);
     uint32_t none = 0;
 
     if (!t) {
         t = base_random_token();
         /* A racing run may have drawn one first: keep that. */
-        if (!__atomic_compare_exchange_n(&w->cluster_token, &none, t, false,
-                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        if (!__atomic_compare_exchange_n(&gdhost_state(w)->cluster_token, &none,
+                                         t, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
             t = none;
     }
-    return (uint64_t)w->creator << 32 | t;
+    return (uint64_t)gdhost_creator(w) << 32 | t;
 }
 
 /* COMM_INIT once per node for the worker's life. */
 static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
 {
     strata_worker *w = g->w;
-    struct orch_sched *s = w->sched;
+    struct orch_sched *s = gdhost_sched(w);
     struct wire_comm_init ci;
     uint32_t ranks[WIRE_MAX_CHIPS];
     strata_err err = STRATA_OK;
     uint32_t posted = 0;
 
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
-        struct node_info ni;
+        struct gdhost_node ni;
         int id = g->nodes[i];
         uint32_t base = 0;
 
-        if (w->nodes[id].comm_inited)
+        if (gdhost_node_comm_inited(w, id))
             continue;
         /* Device ranks are numbered across every node of the worker. */
         for (int k = 0; k < id; k++) {
-            gdomain_node_info(w, k, &ni);
+            gdhost_node_info(w, k, &ni);
             base += (uint32_t)ni.num_chips;
         }
-        gdomain_node_info(w, id, &ni);
+        gdhost_node_info(w, id, &ni);
         memset(&ci, 0, sizeof(ci));
-        ci.request_id = worker_request_id();
+        ci.request_id = gdhost_request_id();
         ci.version = WIRE_COMM_INIT_VERSION;
         ci.cluster_id = cluster_id(w);
         ci.node_rank = (uint32_t)id;
-        ci.node_count = (uint32_t)w->num_nodes;
+        ci.node_count = (uint32_t)gdhost_num_nodes(w);
         for (size_t k = 0; k < ni.num_chips && k < WIRE_MAX_CHIPS; k++)
             ranks[k] = base + (uint32_t)k;
         ci.global_device_ranks = ranks;
@@ -437,7 +451,7 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
                 m.type == WIRE_MSG_CONTROL_REPLY ? m.u.control_reply.message
                                                  : "unexpected reply");
         else
-            w->nodes[g->nodes[i]].comm_inited = true;
+            gdhost_node_set_comm_inited(w, g->nodes[i]);
         wire_msg_free(&m);
     }
     return err;
@@ -467,7 +481,7 @@ static void unlink_after_death(struct strata_global_domain *g)
 static void unlink_dead_exchange(struct strata_global_domain *g, uint32_t node)
 {
     const struct chip_backend_ops *ops = chip_backend_find("sim");
-    int pid = gdomain_node_pid(g->w, (int)node);
+    int pid = gdhost_node_pid(g->w, (int)node);
 
     if (!ops || !ops->host_window_unlink || pid <= 0)
         return;
@@ -523,14 +537,14 @@ static void abort_all(struct strata_global_domain *g, strata_orch *o)
         LOG_ERROR("global domain '%s': ABORT failed, the worker is "
                   "poisoned: %s",
                   g->name, strata_errmsg());
-        g->w->poisoned = true;
+        gdhost_poison(g->w, "ABORT");
     }
 }
 
 /* ---- lifetime --------------------------------------------------------- */
 
 /* A node that dies with the domain committed cannot mark its members'
- * control page (worker/gnode_lazy.c marks it for one member's death):
+ * control page (gnode_lazy.c marks it for one member's death):
  * the L4 does, for each member node, with that node's first rank. */
 static strata_err watch_nodes(struct strata_global_domain *g)
 {
@@ -542,8 +556,94 @@ static strata_err watch_nodes(struct strata_global_domain *g)
 
         while (g->members[r].node_worker_id != (uint32_t)g->nodes[i])
             r++;
-        err = gwin_watch(g->w->sched, ops, cluster_id(g->w), g->id, g->n,
+        err = gwin_watch(gdhost_sched(g->w), ops, cluster_id(g->w), g->id, g->n,
                          g->name, g->nodes[i], r);
+    }
+    return err;
+}
+
+/* A node's answer to a command posted without waiting for it (COMMIT,
+ * the release's ABORT), under the scheduler lock: a node that died is
+ * the release's to clean up after (node_died); any other failure
+ * poisons the worker, as a failed ABORT of an allocation does, and the
+ * next run says so. The completing thread's own message is kept. */
+static void settle_posted(struct strata_global_domain *g, struct orch_ctl *c,
+                          uint8_t ph)
+{
+    char saved[STRATA_ERRMSG_MAX];
+    strata_err err;
+
+    if (c->err == STRATA_EPEER) {
+        g->node_died = true;
+        return;
+    }
+    snprintf(saved, sizeof(saved), "%s", strata_errmsg());
+    err = check_reply(g, (uint32_t)(c - g->ctls), ph);
+    if (err && err != STRATA_EPEER) {
+        LOG_ERROR("global domain '%s': %s failed, the worker is poisoned: %s",
+                  g->name, wire_phase_name(ph), strata_errmsg());
+        gdhost_poison(g->w, wire_phase_name(ph));
+    }
+    strata_errmsg_set("%s", saved);
+}
+
+static void commit_done(struct orch_ctl *c, void *arg)
+{
+    settle_posted(arg, c, WIRE_PHASE_COMMIT);
+}
+
+/* COMMIT to the remote nodes, waited for as the other phases: a
+ * session runs commands and tasks on more than one thread, so a task
+ * that follows COMMIT on the connection could look the view up before
+ * COMMIT made it visible. */
+static strata_err commit_remote(struct strata_global_domain *g, strata_orch *o)
+{
+    uint32_t sent;
+    strata_err err = fan_out(g, o, WIRE_PHASE_COMMIT, g->remote, &sent);
+
+    for (uint32_t k = 0; k < sent && !err; k++)
+        err =
+            check_reply(g, (uint32_t)(g->ptrs[k] - g->ctls), WIRE_PHASE_COMMIT);
+    return err;
+}
+
+/* COMMIT to every forked node, not waited for: nothing the L4 decides
+ * depends on the answer. A forked node runs its mailbox's frames one
+ * after another, so it has made the view visible before it takes any
+ * task posted after COMMIT; the run's fence comes after every answer,
+ * so g->ctls are free again by the release. A post that fails leaves
+ * the rest to be waited for, and the allocation fails. */
+static strata_err post_commit(struct strata_global_domain *g, strata_orch *o)
+{
+    struct orch_sched *s = gdhost_sched(g->w);
+    struct wire_domain_cmd c;
+    strata_err err = STRATA_OK;
+    uint32_t posted = 0;
+
+    for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
+        if (g->remote[i])
+            continue;
+        cmd_init(g, &c, WIRE_PHASE_COMMIT);
+        wire_buf_reset(&g->cmds[i]);
+        err = wire_domain_cmd_pack(&c, &g->cmds[i]);
+        if (err)
+            break;
+        ctl_for(&g->ctls[i], &g->cmds[i], c.request_id,
+                g->replies + (size_t)i * g->reply_cap, g->reply_cap);
+        g->ctls[i].on_done = commit_done;
+        g->ctls[i].on_done_arg = g;
+        err = orch_control_post(s, o, g->nodes[i], &g->ctls[i], NULL);
+        if (!err)
+            g->ptrs[posted++] = &g->ctls[i];
+    }
+    if (err) {
+        char msg[STRATA_ERRMSG_MAX];
+
+        snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+        orch_control_wait(s, g->ptrs, posted);
+        for (uint32_t i = 0; i < g->num_nodes; i++)
+            g->ctls[i].on_done = NULL;
+        strata_errmsg_set("%s", msg);
     }
     return err;
 }
@@ -552,7 +652,8 @@ static void release_done(struct orch_ctl *c, void *arg)
 {
     struct strata_global_domain *g = arg;
 
-    g->node_died |= c && c->err == STRATA_EPEER;
+    if (c)
+        settle_posted(g, c, WIRE_PHASE_ABORT);
     if (--g->pending > 0)
         return;
     if (g->node_died)
@@ -563,7 +664,7 @@ static void release_done(struct orch_ctl *c, void *arg)
 /* Under the scheduler lock: post the pre-packed ABORTs; no waiting. */
 static void release_locked(struct strata_global_domain *g)
 {
-    struct orch_sched *s = g->w->sched;
+    struct orch_sched *s = gdhost_sched(g->w);
 
     if (g->freed || g->pending || !g->committed)
         return;
@@ -572,7 +673,7 @@ static void release_locked(struct strata_global_domain *g)
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         struct orch_ctl *c = &g->ctls[i];
 
-        ctl_for(c, &g->cmds[i], g->release_req[i],
+        ctl_for(c, &g->rcmds[i], g->release_req[i],
                 g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         c->on_done = release_done;
         c->on_done_arg = g;
@@ -610,8 +711,8 @@ static strata_err pack_release(struct strata_global_domain *g)
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
         cmd_init(g, &c, WIRE_PHASE_ABORT);
         g->release_req[i] = c.request_id;
-        wire_buf_reset(&g->cmds[i]);
-        err = wire_domain_cmd_pack(&c, &g->cmds[i]);
+        wire_buf_reset(&g->rcmds[i]);
+        err = wire_domain_cmd_pack(&c, &g->rcmds[i]);
     }
     return err;
 }
@@ -635,7 +736,7 @@ strata_orch_allocate_global_domain(strata_orch *o,
     err = orch_usable(o, "strata_orch_allocate_global_domain");
     if (err)
         return err;
-    if (w->level < 4)
+    if (gdhost_level(w) < 4)
         return base_fail(STRATA_EINVAL,
                          "global domains span nodes: allocate them from a "
                          "level-4 worker's orch fn");
@@ -653,42 +754,44 @@ strata_orch_allocate_global_domain(strata_orch *o,
         return err;
     }
     /* The hook holds g now: it lives until the worker is destroyed. */
-    g->next = w->gdomains;
-    w->gdomains = g;
+    g->next = gdhost_state(w)->gdomains;
+    gdhost_state(w)->gdomains = g;
     err = comm_init(g, o);
     /* Over a whole MPI group the ranks gather, import and commit among
      * themselves in the one PREPARE_EXPORT round (mpidomain.c). */
-    g->gather = mpidomain_whole_group(w, g->nodes, g->num_nodes);
+    g->gather = gdhost_whole_group(w, g->nodes, g->num_nodes);
     if (!err) {
         if (g->gather)
-            mpidomain_lock();
+            gdhost_group_lock();
         err = phase(g, o, WIRE_PHASE_PREPARE_EXPORT);
         if (g->gather)
-            mpidomain_unlock();
+            gdhost_group_unlock();
     }
     if (!err)
         err =
             wire_descriptor_table_check(g->table, g->n, "sim", g->window_size);
     if (!err && !g->gather)
         err = phase(g, o, WIRE_PHASE_IMPORT);
-    if (!err && !g->gather)
-        err = phase(g, o, WIRE_PHASE_COMMIT);
     if (!err)
         err = pack_release(g);
     if (!err)
         err = watch_nodes(g);
+    if (!err && !g->gather)
+        err = commit_remote(g, o);
+    if (!err && !g->gather)
+        err = post_commit(g, o);
     if (err) {
         char msg[STRATA_ERRMSG_MAX];
 
         snprintf(msg, sizeof(msg), "%s", strata_errmsg());
-        orch_mark_forget(w->sched, GLOBAL_ALLOC_TAG | g->id);
+        orch_mark_forget(gdhost_sched(w), GLOBAL_ALLOC_TAG | g->id);
         abort_all(g, o);
         g->released = true;
         return base_fail(err, "global domain '%s': %s", g->name, msg);
     }
-    orch_lock(w->sched);
+    orch_lock(gdhost_sched(w));
     g->committed = true;
-    orch_unlock(w->sched);
+    orch_unlock(gdhost_sched(w));
     *out = g;
     return STRATA_OK;
 }
@@ -696,13 +799,13 @@ strata_orch_allocate_global_domain(strata_orch *o,
 /* Past its run's fence: ABORT on every node now, and wait for them. */
 static strata_err release_now(struct strata_global_domain *g)
 {
-    struct orch_sched *s = g->w->sched;
+    struct orch_sched *s = gdhost_sched(g->w);
     strata_err err = STRATA_OK;
     uint32_t posted = 0;
 
     orch_mark_forget(s, GLOBAL_ALLOC_TAG | g->id);
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
-        ctl_for(&g->ctls[i], &g->cmds[i], g->release_req[i],
+        ctl_for(&g->ctls[i], &g->rcmds[i], g->release_req[i],
                 g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         err = orch_control_post(s, NULL, g->nodes[i], &g->ctls[i], NULL);
         if (!err)
@@ -724,7 +827,7 @@ strata_err strata_global_domain_release(strata_global_domain *g)
 
     if (!g)
         return STRATA_OK;
-    orch_lock(g->w->sched);
+    orch_lock(gdhost_sched(g->w));
     if (!g->released) {
         g->released = true;
         /* Past its run's fence no fence will free it: do it here. Before
@@ -733,15 +836,15 @@ strata_err strata_global_domain_release(strata_global_domain *g)
         if (now)
             g->pending = 1;
     }
-    orch_unlock(g->w->sched);
+    orch_unlock(gdhost_sched(g->w));
     if (!now)
         return STRATA_OK;
     {
         strata_err err = release_now(g);
 
-        orch_lock(g->w->sched);
+        orch_lock(gdhost_sched(g->w));
         g->pending = 0;
-        orch_unlock(g->w->sched);
+        orch_unlock(gdhost_sched(g->w));
         if (err)
             return base_fail(err, "global domain '%s': release: %s", g->name,
                              strata_errmsg());
@@ -780,7 +883,7 @@ static strata_err remote_copy(strata_orch *o, strata_global_domain *g,
     c.operands.domain_id = g->id;
     c.operands.rank = rank;
     c.operands.offset = offset;
-    return worker_remote_copy(g->w, o, (int)g->members[rank].node_worker_id, &c,
+    return gdhost_remote_copy(g->w, o, (int)g->members[rank].node_worker_id, &c,
                               data, n, write);
 }
 
@@ -791,6 +894,7 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
     const char *fn = write ? "strata_orch_copy_to_global_domain"
                            : "strata_orch_copy_from_global_domain";
     const struct wire_domain_member *m;
+    struct gdhost_node ni;
     size_t base = 0;
     size_t limit;
     strata_err err;
@@ -834,13 +938,14 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
                          g->name, offset, offset + n, limit,
                          buffer ? "buffer" : "window");
     m = &g->members[rank];
-    if (g->w->nodes[m->node_worker_id].remote)
+    gdhost_node_info(g->w, (int)m->node_worker_id, &ni);
+    if (ni.remote)
         return remote_copy(o, g, rank, base + offset, data, n, write);
     {
         uint64_t arg[4] = {g->id, base + offset, n, rank};
 
-        return orch_control_staged_copy(g->w->sched, o, (int)m->node_worker_id,
-                                        arg, data, n, write);
+        return orch_control_staged_copy(
+            gdhost_sched(g->w), o, (int)m->node_worker_id, arg, data, n, write);
     }
 }
 

@@ -1,11 +1,11 @@
 /* The node-side view of a global domain, shared by gnode.c and
  * gnode_lazy.c. */
-#ifndef WORKER_GVIEW_H
-#define WORKER_GVIEW_H
+#ifndef DOMAIN_GVIEW_H
+#define DOMAIN_GVIEW_H
 
+#include "domain/global.h"
 #include "wire/chip_backend.h"
 #include "wire/msg.h"
-#include "worker_int.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -12,7 +12,6 @@
 #include "base/err.h"
 #include "base/fault.h"
 #include "gview.h"
-#include "mpidomain.h"
 #include "orch/control.h"
 
 #include <stdio.h>
@@ -41,7 +40,7 @@ static void view_free(struct strata_global_view *v)
 
 static struct strata_global_view *find(strata_worker *w, uint64_t id)
 {
-    for (struct strata_global_view *v = w->gviews; v; v = v->next)
+    for (struct strata_global_view *v = gdhost_state(w)->gviews; v; v = v->next)
         if (v->domain_id == id)
             return v;
     return NULL;
@@ -51,9 +50,9 @@ static struct strata_global_view *find(strata_worker *w, uint64_t id)
  * the chips have passed (under gv_mu). */
 static void sweep_gone(strata_worker *w)
 {
-    struct strata_global_view **pp = &w->gviews;
+    struct strata_global_view **pp = &gdhost_state(w)->gviews;
 
-    orch_lock(w->sched);
+    orch_lock(gdhost_sched(w));
     while (*pp) {
         struct strata_global_view *v = *pp;
         bool passed = v->state == VIEW_GONE &&
@@ -68,16 +67,29 @@ static void sweep_gone(strata_worker *w)
             pp = &v->next;
         }
     }
-    orch_unlock(w->sched);
+    orch_unlock(gdhost_sched(w));
+}
+
+void gdomain_state_init(struct gdomain_state *s)
+{
+    memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->gv_mu, NULL);
+    s->node_id = -1;
+    s->gjournal_fd = -1;
+}
+
+void gdomain_state_fini(struct gdomain_state *s)
+{
+    pthread_mutex_destroy(&s->gv_mu);
 }
 
 void gnode_free_all(strata_worker *w)
 {
     /* The chips are gone: nothing of theirs will map a name again. */
-    while (w->gviews) {
-        struct strata_global_view *v = w->gviews;
+    while (gdhost_state(w)->gviews) {
+        struct strata_global_view *v = gdhost_state(w)->gviews;
 
-        w->gviews = v->next;
+        gdhost_state(w)->gviews = v->next;
         if (v->lazy && v->state != VIEW_GONE &&
             (gnode_lazy_touched(v) || v->watched))
             gnode_lazy_unlink(w, v);
@@ -105,12 +117,12 @@ static strata_err fan_out(strata_worker *w, struct strata_global_view *v,
         c->arg[3] = v->window_size;
         c->staged = staged;
         c->staged_len = len;
-        err = orch_control_post(w->sched, NULL, v->eps[i], c, NULL);
+        err = orch_control_post(gdhost_sched(w), NULL, v->eps[i], c, NULL);
         if (!err)
             v->ptrs[posted++] = c;
     }
     {
-        strata_err werr = orch_control_wait(w->sched, v->ptrs, posted);
+        strata_err werr = orch_control_wait(gdhost_sched(w), v->ptrs, posted);
 
         return err ? err : werr;
     }
@@ -118,7 +130,7 @@ static strata_err fan_out(strata_worker *w, struct strata_global_view *v,
 
 static strata_err comm_init(strata_worker *w, const struct wire_comm_init *c)
 {
-    size_t n = orch_num_chips(w->sched), live = 0;
+    size_t n = orch_num_chips(gdhost_sched(w)), live = 0;
     int *eps;
     strata_err err;
 
@@ -132,12 +144,12 @@ static strata_err comm_init(strata_worker *w, const struct wire_comm_init *c)
     /* A dead chip can be no member: it must not fail every domain of the
      * node (its own PREPARE says it died, if it is named). */
     for (size_t i = 0; i < n; i++)
-        if (orch_chip_check(w->sched, (int)i) == STRATA_OK)
+        if (orch_chip_check(gdhost_sched(w), (int)i) == STRATA_OK)
             eps[live++] = (int)i;
     base_errmsg_clear();
-    w->node_id = (int)c->node_rank;
-    w->cluster_id = c->cluster_id;
-    err = orch_comm_init_chips(w->sched, NULL, eps, live);
+    gdhost_state(w)->node_id = (int)c->node_rank;
+    gdhost_state(w)->cluster_id = c->cluster_id;
+    err = orch_comm_init_chips(gdhost_sched(w), NULL, eps, live);
     base_free(eps);
     return err;
 }
@@ -153,7 +165,7 @@ static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
     if (!v)
         return base_fail(STRATA_ENOMEM, "out of memory for a view");
     for (size_t i = 0; i < c->num_members; i++)
-        k += c->members[i].node_worker_id == (uint32_t)w->node_id;
+        k += c->members[i].node_worker_id == (uint32_t)gdhost_state(w)->node_id;
     /* The L4 sends PREPARE only to nodes with members; a reply must name
      * at least one descriptor, so a PREPARE for none cannot be answered
      * with OK. */
@@ -162,7 +174,8 @@ static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
         return base_fail(STRATA_EINVAL,
                          "PREPARE_EXPORT of domain %llu names no member on "
                          "node %d",
-                         (unsigned long long)c->domain_id, w->node_id);
+                         (unsigned long long)c->domain_id,
+                         gdhost_state(w)->node_id);
     }
     v->chips = base_calloc(k + 1, sizeof(*v->chips));
     v->ranks = base_calloc(k + 1, sizeof(*v->ranks));
@@ -188,13 +201,14 @@ static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
     for (size_t i = 0; i < c->num_members; i++) {
         const struct wire_domain_member *m = &c->members[i];
 
-        if (m->node_worker_id != (uint32_t)w->node_id)
+        if (m->node_worker_id != (uint32_t)gdhost_state(w)->node_id)
             continue;
-        v->eps[v->nlocal] = orch_chip_index(w->sched, (int)m->local_worker_id);
+        v->eps[v->nlocal] =
+            orch_chip_index(gdhost_sched(w), (int)m->local_worker_id);
         if (v->eps[v->nlocal] < 0) {
             view_free(v);
             return base_fail(STRATA_EINVAL, "node %d has no chip %u",
-                             w->node_id, m->local_worker_id);
+                             gdhost_state(w)->node_id, m->local_worker_id);
         }
         v->chips[v->nlocal] = (int)m->local_worker_id;
         v->ranks[v->nlocal++] = m->domain_rank;
@@ -211,7 +225,8 @@ static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
     }
     /* Keep this node's row of the attachment matrix. */
     for (size_t r = 0; r < c->num_attach_rows; r++) {
-        if (c->attach_rows[r].node_worker_id != (uint32_t)w->node_id)
+        if (c->attach_rows[r].node_worker_id !=
+            (uint32_t)gdhost_state(w)->node_id)
             continue;
         v->attach = base_calloc(c->num_members, sizeof(*v->attach));
         if (!v->attach) {
@@ -273,7 +288,7 @@ static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
     struct strata_global_view *v = NULL;
     strata_err err;
 
-    if (w->node_id < 0)
+    if (gdhost_state(w)->node_id < 0)
         return base_fail(STRATA_ESTATE, "PREPARE_EXPORT before COMM_INIT");
     if (find(w, c->domain_id))
         return base_fail(STRATA_EEXIST, "domain %llu is already here",
@@ -291,8 +306,8 @@ static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
     }
     /* Kept even when a member failed: ABORT releases what was made. */
     v->state = VIEW_PREPARED;
-    v->next = w->gviews;
-    w->gviews = v;
+    v->next = gdhost_state(w)->gviews;
+    gdhost_state(w)->gviews = v;
     *ndesc = err ? 0 : v->nlocal;
     return err;
 }
@@ -381,6 +396,8 @@ static strata_err commit(strata_worker *w, uint64_t id, bool unlink)
     if (!v || v->state != VIEW_IMPORTED)
         return base_fail(STRATA_ESTATE, "COMMIT of domain %llu before IMPORT",
                          (unsigned long long)id);
+    if (BASE_FAULT("gnode.commit")) /* stays imported until ABORT */
+        return base_fail(STRATA_EIO, "fault point gnode.commit");
     v->state = VIEW_COMMITTED;
     if (!v->lazy && unlink) /* every member has mapped */
         unlink_names(v);
@@ -399,7 +416,7 @@ static strata_err gather_commit(strata_worker *w,
 {
     struct wire_domain_cmd ic = *c;
     struct wire_descriptor *table = NULL;
-    strata_err err = mpidomain_gather(c, prep_err, descs, ndesc, &table);
+    strata_err err = gdhost_group_gather(c, prep_err, descs, ndesc, &table);
 
     if (!err) {
         ic.phase = WIRE_PHASE_IMPORT;
@@ -409,7 +426,7 @@ static strata_err gather_commit(strata_worker *w,
     }
     if (!err)
         err = commit(w, c->domain_id, false);
-    mpidomain_table_free(table);
+    gdhost_group_table_free(table);
     return err;
 }
 
@@ -421,7 +438,7 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
     struct strata_global_view *v;
     strata_err err = STRATA_OK;
 
-    pthread_mutex_lock(&w->gv_mu);
+    pthread_mutex_lock(&gdhost_state(w)->gv_mu);
     sweep_gone(w);
     v = c->phase == WIRE_PHASE_PREPARE_EXPORT ? NULL : find(w, c->domain_id);
     if (v && v->generation != c->generation) {
@@ -432,7 +449,7 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
                         (unsigned long long)c->domain_id,
                         (unsigned long long)c->generation,
                         (unsigned long long)v->generation);
-        pthread_mutex_unlock(&w->gv_mu);
+        pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
         return err;
     }
     switch (c->phase) {
@@ -452,7 +469,7 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
         err = abort_view(w, c->domain_id);
         break;
     }
-    pthread_mutex_unlock(&w->gv_mu);
+    pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
     return err;
 }
 
@@ -570,7 +587,7 @@ strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
     strata_err err;
     uint32_t i = 0;
 
-    pthread_mutex_lock(&w->gv_mu);
+    pthread_mutex_lock(&gdhost_state(w)->gv_mu);
     v = find(w, domain_id);
     err = v && v->state == VIEW_COMMITTED
               ? locate(v, rank, &i)
@@ -579,10 +596,10 @@ strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
     if (!err) {
         uint64_t arg[4] = {GLOBAL_ALLOC_TAG | domain_id, offset, n, 0};
 
-        err = orch_control_staged_copy(w->sched, NULL, v->eps[i], arg, data, n,
-                                       write);
+        err = orch_control_staged_copy(gdhost_sched(w), NULL, v->eps[i], arg,
+                                       data, n, write);
     }
-    pthread_mutex_unlock(&w->gv_mu);
+    pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
     return err;
 }
 
@@ -610,19 +627,19 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
     err = orch_usable(o, "strata_orch_get_global_domain");
     if (err)
         return err;
-    if (w->level != 3)
+    if (gdhost_level(w) != 3)
         return base_fail(STRATA_EINVAL,
                          "strata_orch_get_global_domain: views live on the "
                          "nodes; call it from a level-3 worker's orch fn (the "
                          "level-%d worker holds the strata_global_domain)",
-                         w->level);
-    pthread_mutex_lock(&w->gv_mu);
+                         gdhost_level(w));
+    pthread_mutex_lock(&gdhost_state(w)->gv_mu);
     v = find(w, domain_id);
     if (v && v->state != VIEW_COMMITTED)
         v = NULL;
     if (v)
         __atomic_add_fetch(&v->users, 1, __ATOMIC_ACQ_REL);
-    pthread_mutex_unlock(&w->gv_mu);
+    pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
     if (!v)
         return base_fail(STRATA_ENOENT,
                          "no committed global domain %llu on this node",
@@ -630,12 +647,12 @@ strata_err strata_orch_get_global_domain(strata_orch *o, uint64_t domain_id,
     /* Without gv_mu: an ADOPT may queue behind a long kernel, and the
      * node's other domain commands need not wait for it. */
     err = gnode_lazy_mapped(w, v);
-    pthread_mutex_lock(&w->gv_mu);
+    pthread_mutex_lock(&gdhost_state(w)->gv_mu);
     if (v->state != VIEW_COMMITTED) /* aborted meanwhile: that first */
         err = base_fail(STRATA_ENOENT,
                         "global domain %llu was released on this node",
                         (unsigned long long)domain_id);
-    pthread_mutex_unlock(&w->gv_mu);
+    pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
     /* The caller uses v until its run ends: pinned until that fence. */
     if (!err)
         err = orch_run_on_fence(o, unpin, v);

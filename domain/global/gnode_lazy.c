@@ -33,7 +33,8 @@
 static struct chip_window_req
 lazy_req(const strata_worker *w, const struct strata_global_view *v, uint32_t r)
 {
-    return gwin_req(w->cluster_id, v->domain_id, r, v->n, v->window_size);
+    return gwin_req(gdhost_state(w)->cluster_id, v->domain_id, r, v->n,
+                    v->window_size);
 }
 
 /* Whether some member of lazy view v may have created a window: it began
@@ -83,30 +84,33 @@ strata_err gwin_watch(struct orch_sched *s, const struct chip_backend_ops *ops,
 void gnode_lazy_unlink(const strata_worker *w,
                        const struct strata_global_view *v)
 {
-    gwin_unlink_all(w->ops, w->cluster_id, v->domain_id, v->n, v->window_size);
+    gwin_unlink_all(gdhost_ops(w), gdhost_state(w)->cluster_id, v->domain_id,
+                    v->n, v->window_size);
 }
 
 /* Makes v lazy when it can be: the backend has host windows, the exchange
  * is not forced, the ADOPT frame can say it all, and the range has room. */
 void gnode_lazy_begin(strata_worker *w, struct strata_global_view *v)
 {
-    int64_t l4 = (int64_t)(w->cluster_id >> 32);
+    int64_t l4 = (int64_t)(gdhost_state(w)->cluster_id >> 32);
     uint64_t map, base = 0;
     bool have;
 
     /* The ADOPT frame names the L4's pid as the windows' creator. */
-    if (domain_exchange_forced() || (uint32_t)w->cluster_id == 0 || l4 <= 0 ||
+    if (domain_exchange_forced() ||
+        (uint32_t)gdhost_state(w)->cluster_id == 0 || l4 <= 0 ||
         l4 >= (int64_t)1 << (64 - MBX_ADOPT_CREATOR_SHIFT))
         return;
-    map = domain_adopt_mapping(w->ops, v->window_size, v->n);
+    map = domain_adopt_mapping(gdhost_ops(w), v->window_size, v->n);
     if (map == 0)
         return;
     v->adopt_ctls = base_calloc(v->nlocal + 1, sizeof(*v->adopt_ctls));
     if (!v->adopt_ctls)
         return; /* the exchange needs less */
-    orch_lock(w->sched);
-    have = orch_va_alloc_locked(w->sched, ORCH_VA_GLOBAL, map * v->n, &base);
-    orch_unlock(w->sched);
+    orch_lock(gdhost_sched(w));
+    have = orch_va_alloc_locked(gdhost_sched(w), ORCH_VA_GLOBAL, map * v->n,
+                                &base);
+    orch_unlock(gdhost_sched(w));
     if (!have)
         return;
     v->lazy = true;
@@ -125,12 +129,12 @@ strata_err gnode_lazy_prepare(strata_worker *w, struct strata_global_view *v,
     for (uint32_t i = 0; i < v->nlocal && !err; i++) {
         struct chip_window_req req = lazy_req(w, v, v->ranks[i]);
 
-        err = orch_chip_check(w->sched, v->eps[i]);
+        err = orch_chip_check(gdhost_sched(w), v->eps[i]);
         if (!err)
-            err = w->ops->host_window_create(&req, &v->device_ctx[i]);
+            err = gdhost_ops(w)->host_window_create(&req, &v->device_ctx[i]);
         if (err)
             break;
-        w->ops->host_window_name(&req, handles[i], sizeof(handles[i]));
+        gdhost_ops(w)->host_window_name(&req, handles[i], sizeof(handles[i]));
         v->local_base[i] =
             v->va_start + (uint64_t)v->ranks[i] * v->mapping_size;
     }
@@ -151,7 +155,7 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
         const struct wire_descriptor *d = &c->descriptors[r];
         struct chip_window_req req = lazy_req(w, v, r);
 
-        w->ops->host_window_name(&req, want, sizeof(want));
+        gdhost_ops(w)->host_window_name(&req, want, sizeof(want));
         if (d->mapping_size != v->mapping_size || strcmp(d->handle, want) != 0)
             return base_fail(
                 STRATA_EPROTO,
@@ -165,7 +169,8 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
      * the others watch (the L4 marks it for a whole node's). */
     v->watched = true;
     for (uint32_t i = 0; i < v->nlocal && !err; i++)
-        err = gwin_watch(w->sched, w->ops, w->cluster_id, v->domain_id, v->n,
+        err = gwin_watch(gdhost_sched(w), gdhost_ops(w),
+                         gdhost_state(w)->cluster_id, v->domain_id, v->n,
                          v->name, v->eps[i], v->ranks[i]);
     if (err)
         return err;
@@ -181,12 +186,14 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
         memset(a, 0, sizeof(*a));
         a->op = MBX_CTL_WINDOW_ADOPT;
         a->arg[0] = GLOBAL_ALLOC_TAG | v->domain_id;
-        a->arg[1] = mbx_adopt_arg1(v->ranks[i], v->n, (uint32_t)w->cluster_id);
-        a->arg[2] = mbx_adopt_arg2(v->mapping_size, w->cluster_id >> 32);
+        a->arg[1] = mbx_adopt_arg1(v->ranks[i], v->n,
+                                   (uint32_t)gdhost_state(w)->cluster_id);
+        a->arg[2] =
+            mbx_adopt_arg2(v->mapping_size, gdhost_state(w)->cluster_id >> 32);
         a->arg[3] = v->va_start;
         /* Nothing waits for it but the member's next task (same FIFO). */
         a->quiet = true;
-        err = orch_control_post(w->sched, NULL, v->eps[i], a, NULL);
+        err = orch_control_post(gdhost_sched(w), NULL, v->eps[i], a, NULL);
         if (err)
             a->withdrawn = a->done = true;
     }
@@ -209,12 +216,12 @@ strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v)
     if (!ptrs)
         return base_fail(STRATA_ENOMEM, "out of memory looking up '%s'",
                          v->name);
-    orch_lock(w->sched); /* ABORT may withdraw meanwhile */
+    orch_lock(gdhost_sched(w)); /* ABORT may withdraw meanwhile */
     for (uint32_t i = 0; i < v->nlocal; i++)
         if (!v->adopt_ctls[i].withdrawn)
             ptrs[k++] = &v->adopt_ctls[i];
-    orch_unlock(w->sched);
-    err = orch_control_wait(w->sched, ptrs, k);
+    orch_unlock(gdhost_sched(w));
+    err = orch_control_wait(gdhost_sched(w), ptrs, k);
     /* Done frames are settled: their err and msg no longer change. */
     for (uint32_t j = 0; err && j < k; j++) {
         if (ptrs[j]->err && !ptrs[j]->withdrawn) {
@@ -245,38 +252,39 @@ strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v)
 
     if (BASE_FAULT("gnode.release"))
         err = base_fail(STRATA_EIO, "fault point gnode.release");
-    orch_lock(w->sched);
+    orch_lock(gdhost_sched(w));
     /* No death may make the control page again once its name goes. */
-    orch_mark_forget_locked(w->sched, GLOBAL_ALLOC_TAG | v->domain_id);
+    orch_mark_forget_locked(gdhost_sched(w), GLOBAL_ALLOC_TAG | v->domain_id);
     for (uint32_t i = 0; v->adopts_posted && i < v->nlocal; i++) {
         struct orch_ctl *a = &v->adopt_ctls[i];
 
-        if (a->withdrawn ||
-            (!a->done && orch_control_withdraw_locked(w->sched, v->eps[i], a)))
+        if (a->withdrawn || (!a->done && orch_control_withdraw_locked(
+                                             gdhost_sched(w), v->eps[i], a)))
             continue;
         memset(&v->ctls[i], 0, sizeof(v->ctls[i]));
         v->ctls[i].op = MBX_CTL_WINDOW_RELEASE;
         v->ctls[i].arg[0] = GLOBAL_ALLOC_TAG | v->domain_id;
         v->ptrs[posted++] = &v->ctls[i];
     }
-    orch_unlock(w->sched);
+    orch_unlock(gdhost_sched(w));
     for (sent = 0; sent < posted && !perr; sent++) {
         struct orch_ctl *c = v->ptrs[sent];
 
-        perr = orch_control_post(w->sched, NULL, v->eps[c - v->ctls], c, NULL);
+        perr = orch_control_post(gdhost_sched(w), NULL, v->eps[c - v->ctls], c,
+                                 NULL);
     }
     sent -= perr != STRATA_OK; /* the one that failed is not posted */
     {
-        strata_err werr = orch_control_wait(w->sched, v->ptrs, sent);
+        strata_err werr = orch_control_wait(gdhost_sched(w), v->ptrs, sent);
 
         if (!err)
             err = perr ? perr : werr;
     }
-    orch_lock(w->sched);
+    orch_lock(gdhost_sched(w));
     touched = gnode_lazy_touched(v) || v->watched;
     if (!err && v->va_len)
-        orch_va_free_locked(w->sched, v->va_start, v->va_len);
-    orch_unlock(w->sched);
+        orch_va_free_locked(gdhost_sched(w), v->va_start, v->va_len);
+    orch_unlock(gdhost_sched(w));
     /* A member that could not release may still map the addresses: the
      * piece is never handed out again. */
     if (touched)
