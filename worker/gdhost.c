@@ -40,10 +40,8 @@ uint64_t gdhost_request_id(void)
     return worker_request_id();
 }
 
-void gdhost_poison(strata_worker *w, const char *phase)
+void gdhost_poison(strata_worker *w)
 {
-    if (!w->poisoned)
-        w->poisoned_by = phase;
     w->poisoned = true;
 }
 

@@ -326,9 +326,8 @@ static strata_err check_ready(const strata_worker *w, bool have_fn,
                                         "strata_worker_init)");
     if (w->poisoned)
         return base_fail(STRATA_ESTATE,
-                         "worker is poisoned: a global domain's %s failed "
-                         "on a node; destroy it",
-                         w->poisoned_by ? w->poisoned_by : "ABORT");
+                         "worker is poisoned: a global domain's ABORT "
+                         "failed; destroy it");
     return STRATA_OK;
 }
 
@@ -376,7 +375,7 @@ void worker_free(strata_worker *w)
     worker_buffers_free_all(w);
     if (w->va_base)
         munmap(w->va_base, w->va_size);
-    gdomain_state_fini(&w->gd);
+    pthread_mutex_destroy(&w->gd.gv_mu);
     pthread_mutex_destroy(&w->buf_mu);
     worker_mem_fini(&w->mem);
     base_free(w->chip_ids);

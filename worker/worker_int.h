@@ -50,8 +50,7 @@ struct strata_worker {
     struct net *net; /* the connection thread of remote nodes */
     /* global domains, node and L4 sides (domain/global/) */
     struct gdomain_state gd;
-    bool poisoned;           /* a failed COMMIT or ABORT: runs are refused */
-    const char *poisoned_by; /* its phase: "COMMIT" or "ABORT" */
+    bool poisoned; /* a failed COMMIT or ABORT: runs are refused */
     /* node side: runs of tasks with deadlines (deadline.c) */
     uint32_t bounded_running; /* futex word */
     bool bounded_late;        /* one passed its deadline */

@@ -9,9 +9,9 @@
  * are every chip of every node; 4 KiB windows, no buffers.
  *
  * A cycle is one strata_worker_run of an orch fn that allocates the domain
- * (PREPARE_EXPORT, IMPORT and, to remote nodes, COMMIT fanned out to
- * every node in parallel; COMMIT posted to forked nodes without waiting;
- * COMM_INIT only on the worker's first domain) and releases it;
+ * (PREPARE_EXPORT and IMPORT fanned out to every node in parallel, then
+ * COMMIT posted without waiting; COMM_INIT only on the worker's first
+ * domain) and releases it;
  * the release (ABORT to every node, which unmaps and frees every window)
  * runs at the run's fence. The whole run is the cycle time; the
  * allocation alone is timed inside the orch fn; free = from the orch fn's

@@ -43,12 +43,10 @@ struct strata_global_domain {
     uint32_t num_nodes; /* distinct member nodes */
     int *nodes;
     bool *prepared;
-    bool *remote; /* node i is remote: its COMMIT is waited for */
     struct orch_ctl *ctls;
     struct orch_ctl **ptrs;
     struct wire_buf *cmds;
-    struct wire_buf *rcmds; /* the release's ABORTs, packed at allocation */
-    uint8_t *replies;       /* num_nodes x reply_cap */
+    uint8_t *replies; /* num_nodes x reply_cap */
     uint32_t reply_cap;
     struct wire_descriptor *table;
     char (*handles)[WIRE_NAME_MAX + 1];
@@ -75,8 +73,6 @@ static void gd_free(struct strata_global_domain *g)
         return;
     for (uint32_t i = 0; g->cmds && i < g->num_nodes; i++)
         wire_buf_fini(&g->cmds[i]);
-    for (uint32_t i = 0; g->rcmds && i < g->num_nodes; i++)
-        wire_buf_fini(&g->rcmds[i]);
     base_free(g->members);
     base_free(g->buffers);
     base_free(g->names);
@@ -84,11 +80,9 @@ static void gd_free(struct strata_global_domain *g)
     base_free(g->entries);
     base_free(g->nodes);
     base_free(g->prepared);
-    base_free(g->remote);
     base_free(g->ctls);
     base_free(g->ptrs);
     base_free(g->cmds);
-    base_free(g->rcmds);
     base_free(g->replies);
     base_free(g->table);
     base_free(g->handles);
@@ -205,25 +199,17 @@ static strata_err create(strata_worker *w, const strata_global_domain_spec *s,
         g->buffers[i].nbytes = s->buffers[i].nbytes;
     }
     g->prepared = base_calloc(g->num_nodes, sizeof(*g->prepared));
-    g->remote = base_calloc(g->num_nodes, sizeof(*g->remote));
     g->ctls = base_calloc(g->num_nodes, sizeof(*g->ctls));
     g->ptrs = base_calloc(g->num_nodes, sizeof(*g->ptrs));
     g->cmds = base_calloc(g->num_nodes, sizeof(*g->cmds));
-    g->rcmds = base_calloc(g->num_nodes, sizeof(*g->rcmds));
     g->reply_cap = REPLY_BASE + REPLY_PER_MEMBER * max_on_a_node(g);
     g->replies = base_malloc((size_t)g->num_nodes * g->reply_cap);
     g->release_req = base_calloc(g->num_nodes, sizeof(*g->release_req));
     g->rows = base_calloc(g->num_nodes, sizeof(*g->rows));
     g->entries = base_calloc((size_t)g->num_nodes * n, sizeof(*g->entries));
-    if (!g->prepared || !g->remote || !g->ctls || !g->ptrs || !g->cmds ||
-        !g->rcmds || !g->replies || !g->rows || !g->entries || !g->release_req)
+    if (!g->prepared || !g->ctls || !g->ptrs || !g->cmds || !g->replies ||
+        !g->rows || !g->entries || !g->release_req)
         goto nomem;
-    for (uint32_t i = 0; i < g->num_nodes; i++) {
-        struct gdhost_node ni;
-
-        gdhost_node_info(w, g->nodes[i], &ni);
-        g->remote[i] = ni.remote;
-    }
     fill_attachments(g, s);
     *out = g;
     return STRATA_OK;
@@ -537,7 +523,7 @@ static void abort_all(struct strata_global_domain *g, strata_orch *o)
         LOG_ERROR("global domain '%s': ABORT failed, the worker is "
                   "poisoned: %s",
                   g->name, strata_errmsg());
-        gdhost_poison(g->w, "ABORT");
+        gdhost_poison(g->w);
     }
 }
 
@@ -562,98 +548,11 @@ static strata_err watch_nodes(struct strata_global_domain *g)
     return err;
 }
 
-/* A node's answer to a command posted without waiting for it (COMMIT,
- * the release's ABORT), under the scheduler lock: a node that died is
- * the release's to clean up after (node_died); any other failure
- * poisons the worker, as a failed ABORT of an allocation does, and the
- * next run says so. The completing thread's own message is kept. */
-static void settle_posted(struct strata_global_domain *g, struct orch_ctl *c,
-                          uint8_t ph)
-{
-    char saved[STRATA_ERRMSG_MAX];
-    strata_err err;
-
-    if (c->err == STRATA_EPEER) {
-        g->node_died = true;
-        return;
-    }
-    snprintf(saved, sizeof(saved), "%s", strata_errmsg());
-    err = check_reply(g, (uint32_t)(c - g->ctls), ph);
-    if (err && err != STRATA_EPEER) {
-        LOG_ERROR("global domain '%s': %s failed, the worker is poisoned: %s",
-                  g->name, wire_phase_name(ph), strata_errmsg());
-        gdhost_poison(g->w, wire_phase_name(ph));
-    }
-    strata_errmsg_set("%s", saved);
-}
-
-static void commit_done(struct orch_ctl *c, void *arg)
-{
-    settle_posted(arg, c, WIRE_PHASE_COMMIT);
-}
-
-/* COMMIT to the remote nodes, waited for as the other phases: a
- * session runs commands and tasks on more than one thread, so a task
- * that follows COMMIT on the connection could look the view up before
- * COMMIT made it visible. */
-static strata_err commit_remote(struct strata_global_domain *g, strata_orch *o)
-{
-    uint32_t sent;
-    strata_err err = fan_out(g, o, WIRE_PHASE_COMMIT, g->remote, &sent);
-
-    for (uint32_t k = 0; k < sent && !err; k++)
-        err =
-            check_reply(g, (uint32_t)(g->ptrs[k] - g->ctls), WIRE_PHASE_COMMIT);
-    return err;
-}
-
-/* COMMIT to every forked node, not waited for: nothing the L4 decides
- * depends on the answer. A forked node runs its mailbox's frames one
- * after another, so it has made the view visible before it takes any
- * task posted after COMMIT; the run's fence comes after every answer,
- * so g->ctls are free again by the release. A post that fails leaves
- * the rest to be waited for, and the allocation fails. */
-static strata_err post_commit(struct strata_global_domain *g, strata_orch *o)
-{
-    struct orch_sched *s = gdhost_sched(g->w);
-    struct wire_domain_cmd c;
-    strata_err err = STRATA_OK;
-    uint32_t posted = 0;
-
-    for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
-        if (g->remote[i])
-            continue;
-        cmd_init(g, &c, WIRE_PHASE_COMMIT);
-        wire_buf_reset(&g->cmds[i]);
-        err = wire_domain_cmd_pack(&c, &g->cmds[i]);
-        if (err)
-            break;
-        ctl_for(&g->ctls[i], &g->cmds[i], c.request_id,
-                g->replies + (size_t)i * g->reply_cap, g->reply_cap);
-        g->ctls[i].on_done = commit_done;
-        g->ctls[i].on_done_arg = g;
-        err = orch_control_post(s, o, g->nodes[i], &g->ctls[i], NULL);
-        if (!err)
-            g->ptrs[posted++] = &g->ctls[i];
-    }
-    if (err) {
-        char msg[STRATA_ERRMSG_MAX];
-
-        snprintf(msg, sizeof(msg), "%s", strata_errmsg());
-        orch_control_wait(s, g->ptrs, posted);
-        for (uint32_t i = 0; i < g->num_nodes; i++)
-            g->ctls[i].on_done = NULL;
-        strata_errmsg_set("%s", msg);
-    }
-    return err;
-}
-
 static void release_done(struct orch_ctl *c, void *arg)
 {
     struct strata_global_domain *g = arg;
 
-    if (c)
-        settle_posted(g, c, WIRE_PHASE_ABORT);
+    g->node_died |= c && c->err == STRATA_EPEER;
     if (--g->pending > 0)
         return;
     if (g->node_died)
@@ -673,7 +572,7 @@ static void release_locked(struct strata_global_domain *g)
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         struct orch_ctl *c = &g->ctls[i];
 
-        ctl_for(c, &g->rcmds[i], g->release_req[i],
+        ctl_for(c, &g->cmds[i], g->release_req[i],
                 g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         c->on_done = release_done;
         c->on_done_arg = g;
@@ -711,8 +610,8 @@ static strata_err pack_release(struct strata_global_domain *g)
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
         cmd_init(g, &c, WIRE_PHASE_ABORT);
         g->release_req[i] = c.request_id;
-        wire_buf_reset(&g->rcmds[i]);
-        err = wire_domain_cmd_pack(&c, &g->rcmds[i]);
+        wire_buf_reset(&g->cmds[i]);
+        err = wire_domain_cmd_pack(&c, &g->cmds[i]);
     }
     return err;
 }
@@ -772,14 +671,12 @@ strata_orch_allocate_global_domain(strata_orch *o,
             wire_descriptor_table_check(g->table, g->n, "sim", g->window_size);
     if (!err && !g->gather)
         err = phase(g, o, WIRE_PHASE_IMPORT);
+    if (!err && !g->gather)
+        err = phase(g, o, WIRE_PHASE_COMMIT);
     if (!err)
         err = pack_release(g);
     if (!err)
         err = watch_nodes(g);
-    if (!err && !g->gather)
-        err = commit_remote(g, o);
-    if (!err && !g->gather)
-        err = post_commit(g, o);
     if (err) {
         char msg[STRATA_ERRMSG_MAX];
 
@@ -805,7 +702,7 @@ static strata_err release_now(struct strata_global_domain *g)
 
     orch_mark_forget(s, GLOBAL_ALLOC_TAG | g->id);
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
-        ctl_for(&g->ctls[i], &g->rcmds[i], g->release_req[i],
+        ctl_for(&g->ctls[i], &g->cmds[i], g->release_req[i],
                 g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         err = orch_control_post(s, NULL, g->nodes[i], &g->ctls[i], NULL);
         if (!err)

@@ -78,11 +78,6 @@ void gdomain_state_init(struct gdomain_state *s)
     s->gjournal_fd = -1;
 }
 
-void gdomain_state_fini(struct gdomain_state *s)
-{
-    pthread_mutex_destroy(&s->gv_mu);
-}
-
 void gnode_free_all(strata_worker *w)
 {
     /* The chips are gone: nothing of theirs will map a name again. */
@@ -396,8 +391,6 @@ static strata_err commit(strata_worker *w, uint64_t id, bool unlink)
     if (!v || v->state != VIEW_IMPORTED)
         return base_fail(STRATA_ESTATE, "COMMIT of domain %llu before IMPORT",
                          (unsigned long long)id);
-    if (BASE_FAULT("gnode.commit")) /* stays imported until ABORT */
-        return base_fail(STRATA_EIO, "fault point gnode.commit");
     v->state = VIEW_COMMITTED;
     if (!v->lazy && unlink) /* every member has mapped */
         unlink_names(v);

@@ -73,20 +73,13 @@ static strata_err arm_kernel(strata_chip *chip, const strata_args *a)
 }
 
 /* Node side: s0 chip, s1 point, s2 action, s3 nth, s4 1: in the chip
- * even where the phases do not reach it (its ADOPT); 2: gnode.import_any,
- * 3: gnode.commit, in the node process. */
+ * even where the phases do not reach it (its ADOPT). */
 static strata_err arm_orch(strata_orch *o, const strata_args *args, void *user)
 {
     strata_args *a = NULL;
     strata_err e;
 
     (void)user;
-    if (strata_args_scalar(args, 4) == 3) {
-        /* In the node process, in either mode: it fails COMMIT. */
-        base_fault_arm("gnode.commit", (long)strata_args_scalar(args, 3),
-                       (int)strata_args_scalar(args, 2));
-        return STRATA_OK;
-    }
     if (strata_args_scalar(args, 4) == 2) {
         /* In the node process, in either mode: it dies inside IMPORT,
          * after its members made their windows. */
@@ -537,47 +530,6 @@ static void test_gd_faults_failed_abort_poisons_worker(void **state)
     testutil_assert_clean(&before);
 }
 
-/* ---- a failed COMMIT poisons the worker, at the next run ---------------- */
-
-static strata_err commit_fail_orch(strata_orch *o, const strata_args *args,
-                                   void *user)
-{
-    struct gd_spec *s = user;
-    strata_global_domain *g = NULL;
-    uint64_t com[5] = {0, 0, BASE_FAULT_FAIL, 1, 3};
-
-    (void)args;
-    gd_try(strata_orch_scope_begin(o));
-    gd_try(gd_node_task(o, 0, o_arm, NULL, 0, 0, STRATA_IN, com, 5));
-    gd_try(strata_orch_scope_end(o));
-    /* COMMIT is posted, not waited for: the allocation succeeds. */
-    return strata_orch_allocate_global_domain(o, &s->spec, &g);
-}
-
-static void test_gd_faults_failed_commit_poisons_worker(void **state)
-{
-    testutil_snapshot before;
-    strata_worker *w = NULL;
-    static struct gd_spec s;
-
-    (void)state;
-    testutil_snapshot_take(&before);
-    gd_ok(gd_l4_start(2, 2, NULL, 0, 0, &w));
-    gd_spec_init(&s, "commit-fails", WINDOW);
-    gd_spec_grid(&s, 0, 2, 2);
-    gd_ok(strata_worker_run(w, commit_fail_orch, NULL, &s));
-    /* Node 0's answer came before the run's fence: the next run is
-     * refused, naming the phase, and the worker still closes cleanly
-     * (the fence's ABORT released the domain on both nodes). */
-    assert_int_equal(strata_worker_run(w, nothing_orch, NULL, NULL),
-                     STRATA_ESTATE);
-    gd_assert_contains(strata_errmsg(), "poisoned");
-    gd_assert_contains(strata_errmsg(), "COMMIT");
-    assert_int_equal(gd_window_maps_below(), 0);
-    gd_destroy(w, STRATA_OK);
-    testutil_assert_clean(&before);
-}
-
 static void test_gd_faults_prepare_fail_node0_eio(void **state)
 {
     (void)state;
@@ -905,7 +857,6 @@ int main(void)
         gd_test(test_gd_faults_kill_chip_before_alloc_epeer),
         gd_test(test_gd_faults_dead_non_member_chip_blocks_nothing),
         gd_test(test_gd_faults_failed_abort_poisons_worker),
-        gd_test(test_gd_faults_failed_commit_poisons_worker),
         gd_test(test_gd_faults_prepare_fail_node0_eio),
         gd_test(test_gd_faults_prepare_fail_node1_eio),
         gd_test(test_gd_faults_import_fail_node0_eio),

@@ -32,8 +32,7 @@ struct wire_domain_cmd;
 /* ---- what global domains offer worker/ -------------------------------- */
 
 /* Their state in one worker (strata_worker embeds it): set up with
- * gdomain_state_init; gnode_free_all and gdomain_free_all free what it
- * holds, then gdomain_state_fini its locks. */
+ * gdomain_state_init, freed by gnode_free_all and gdomain_free_all. */
 struct gdomain_state {
     /* node side: views by domain id (gv_mu) */
     pthread_mutex_t gv_mu;
@@ -49,7 +48,6 @@ struct gdomain_state {
 };
 
 void gdomain_state_init(struct gdomain_state *s);
-void gdomain_state_fini(struct gdomain_state *s);
 
 /* gnode.c: a node's side of the global domain transaction. Decodes one
  * packed DOMAIN_CMD or COMM_INIT frame and packs the reply (errors
@@ -81,9 +79,8 @@ int gdhost_level(const strata_worker *w);
 pid_t gdhost_creator(const strata_worker *w);
 /* A request id no other command of this process has. */
 uint64_t gdhost_request_id(void);
-/* A COMMIT or ABORT (phase, a static string) failed on a node: w
- * refuses runs from now on, naming the first such phase. */
-void gdhost_poison(strata_worker *w, const char *phase);
+/* A COMMIT or ABORT failed on a node: w refuses runs from now on. */
+void gdhost_poison(strata_worker *w);
 
 /* What the L4 knows of node id (0 <= id < gdhost_num_nodes). */
 struct gdhost_node {
