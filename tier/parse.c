@@ -220,6 +220,11 @@ static strata_err parse_item(const char *item, size_t len,
         base_errmsg_prefix("budgets");
         return err;
     }
+    if (budgets[tier] != TIER_NO_BUDGET)
+        return base_fail(STRATA_EINVAL,
+                         "budgets: tier '%s' is given twice (aliases name "
+                         "the same tier)",
+                         tier_start);
     budgets[tier] = bytes;
     return STRATA_OK;
 }

@@ -59,8 +59,9 @@ typedef struct strata_tier_config {
      * are refused. */
     const char *nvme_dir;
     /* Budgets "tier=size,tier=size" ("ram=16GiB, nvme=1TiB"); sizes as
-     * strata_parse_bytes reads them; tiers as strata_tier_parse. NULL or
-     * "": every tier unlimited. */
+     * strata_parse_bytes reads them; tiers as strata_tier_parse, each at
+     * most once (an alias counts as its tier); one trailing comma is
+     * allowed. NULL or "": every tier unlimited. */
     const char *budgets;
     /* Threads of the I/O pool that moves bytes, 1..64; 0 = 2. */
     unsigned io_threads;

@@ -289,9 +289,9 @@ static void test_tier_config_budgets_string(void **state)
     strata_tier_config cfg;
     strata_tier_runtime *rt = NULL;
     strata_tier_report r;
-    static const char *const bad[] = {"ram",     "ram=",   "ram=1GB",
-                                      "ram=-1",  "disk=1", "ram=1,,nvme=2",
-                                      "ram=true"};
+    static const char *const bad[] = {
+        "ram",           "ram=",     "ram=1GB",       "ram=-1",      "disk=1",
+        "ram=1,,nvme=2", "ram=true", "ram=16,ram=32", "host=1,ram=2"};
 
     (void)state;
     strata_tier_config_init(&cfg);
