@@ -238,7 +238,6 @@ static const struct bad_doc bad_docs[] = {
     {"{\"schema\":\"tiga.executable-bundle-plan.v2\"}", "$.schema", NULL},
     {HEAD "\"invocations\":{}," TAIL, "$.invocations", "array"},
     {HEAD "\"invocations\":[]," TAIL, "$.invocations", "at least one"},
-    {HEAD "\"invocations\":[" INV("") "]}", "$.terminals", "missing"},
     {HEAD "\"invocations\":[" INV("") "],\"terminals\":[]}", "$.terminals",
      "at least one"},
     {HEAD "\"invocations\":[" INV("") "],\"terminals\":[3]}", "$.terminals[0]",
@@ -337,6 +336,16 @@ static void test_plan_json_not_terminated_text(void **state)
     /* One byte short: not JSON any more. */
     assert_int_equal(strata_plan_from_json(exact, n - 1, &p), STRATA_EINVAL);
     free(exact);
+    /* No "terminals": derived, as for a strata_plan_spec without them. */
+    {
+        static const char bare[] = HEAD "\"invocations\":[" INV("") "]}";
+
+        assert_int_equal(strata_plan_from_json(bare, sizeof(bare) - 1, &p),
+                         STRATA_OK);
+        assert_int_equal(strata_plan_num_terminals(p), 1);
+        assert_string_equal(strata_plan_terminal_at(p, 0), "a");
+        strata_plan_destroy(p);
+    }
     assert_int_equal(strata_plan_from_json(NULL, 1, &p), STRATA_EINVAL);
     assert_non_null(strstr(strata_errmsg(), "json"));
     assert_int_equal(strata_plan_from_json(doc, n, NULL), STRATA_EINVAL);

@@ -361,12 +361,13 @@ static strata_err parse_document(struct plan_arena *ar, json_t *doc,
                          &res)) ||
         (err = get_array(doc, "$", "invocations", false,
                          STRATA_PLAN_MAX_INVOCATIONS, &invs)) ||
-        (err = get_array(doc, "$", "terminals", false,
+        (err = get_array(doc, "$", "terminals", true,
                          STRATA_PLAN_MAX_INVOCATIONS, &terms)))
         return err;
     if (json_array_size(invs) == 0)
         return bad("$.invocations", "expected at least one invocation");
-    if (json_array_size(terms) == 0)
+    /* Optional, as in strata_plan_spec: absent means derived. */
+    if (terms && json_array_size(terms) == 0)
         return bad("$.terminals", "expected at least one terminal");
     s->num_resources = res ? json_array_size(res) : 0;
     s->num_invocations = json_array_size(invs);
@@ -382,7 +383,7 @@ static strata_err parse_document(struct plan_arena *ar, json_t *doc,
         item(p, "$.invocations", i);
         err = parse_invocation(ar, json_array_get(invs, i), p, &v[i]);
     }
-    if (!err)
+    if (!err && terms)
         err = parse_strings(ar, terms, "$.terminals", &t, &s->num_terminals);
     s->resources = r;
     s->invocations = v;
