@@ -1045,7 +1045,9 @@ int worker_session_main(int fd, SSL *ssl, const char *peer,
         worker_session_limits_default(&s.lim);
     s.start_ns = base_now_ns();
     pthread_mutex_init(&s.mu, NULL);
-    spool_init(&s.pool);
+    /* Jobs stop at max_threads (jobs_full); the loop, when it moves off
+     * a thread running a job, and the start-up job take one each. */
+    spool_init(&s.pool, s.lim.max_threads + 2);
     base_log_set_role("session");
     evthread_use_pthreads();
     s.base = event_base_new();
