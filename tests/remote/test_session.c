@@ -617,6 +617,66 @@ static void test_session_procs_bounded(void **state)
     idle_after(&plain, &before);
 }
 
+/* Lines of n's log from session pid (its role prefix and pid) that hold
+ * needle. */
+static size_t log_lines(const struct rk_node *n, pid_t pid, const char *needle)
+{
+    char line[1024], tag[32];
+    size_t k = 0;
+    FILE *f = fopen(n->log, "r");
+
+    assert_non_null(f);
+    snprintf(tag, sizeof(tag), "[%d]", (int)pid);
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, needle) && strstr(line, tag))
+            k++;
+    fclose(f);
+    return k;
+}
+
+/* The parent vanishes (no GOODBYE) with 40 tasks queued on its chip: the
+ * session ends with one line saying why, kills the runs, and does not
+ * log each completion it can no longer send. */
+static void test_session_parent_gone_quietly(void **state)
+{
+    enum { N = 40 };
+    static const uint64_t id[1] = {7}, size[1] = {4096};
+    static const uint64_t nb[1] = {sizeof(struct rt_span)};
+    static const uint8_t tag[1] = {STRATA_OUT};
+    static const uint64_t sc[2] = {50, 0}; /* 50 ms on chip 0 */
+    testutil_snapshot before;
+    struct wire_msg m;
+    struct targs a;
+    struct peer p;
+    pid_t sess;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    sess = only_session(&plain);
+    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, 4096);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    targs_make(&a, 1, id, size, nb, tag, 2, sc);
+    for (uint64_t r = 0; r < N; r++)
+        send_task(&p, 100 + r, &rk_o_span, &a, NULL, 0);
+    /* One has run: the others are in flight or queued. */
+    assert_true(peer_recv(&p, &m));
+    assert_int_equal(m.type, WIRE_MSG_COMPLETION);
+    wire_msg_free(&m);
+    close(p.fd);
+    free(p.buf);
+    assert_true(rk_node_wait_sessions(&plain, 0, RK_WAIT_S));
+    /* Why it ended, and the chip its abandoned runs were killed on. */
+    if (log_lines(&plain, sess, "session ends:") != 1 ||
+        log_lines(&plain, sess, "cannot send") != 0 ||
+        log_lines(&plain, sess, "warn:") > 2) {
+        rk_node_print_log(&plain);
+        fail_msg("session %d: a warning per task, or no reason", (int)sess);
+    }
+    idle_after(&plain, &before);
+}
+
 /* ---- start-up ------------------------------------------------------------ */
 
 struct resume {
@@ -806,6 +866,7 @@ int main(void)
         cmocka_unit_test(test_session_tasks_bounded),
         cmocka_unit_test(test_session_replies_bounded),
         cmocka_unit_test(test_session_procs_bounded),
+        cmocka_unit_test(test_session_parent_gone_quietly),
         cmocka_unit_test(test_session_no_frame_before_hello),
         cmocka_unit_test(test_session_slow_start_not_dead),
         cmocka_unit_test(test_session_nothing_after_its_end),
