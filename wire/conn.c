@@ -27,13 +27,14 @@ struct wire_conn {
     char peer[96];
     bool up;
     bool failed;
-    bool goodbye_seen; /* the peer closed in order */
-    bool got_frame;    /* a whole frame arrived: the peer authenticated */
-    bool authed;       /* opened after its handshake (wire_conn_open) */
-    bool tls;          /* TLS, not plaintext */
-    bool connecting;   /* ours (wire_conn_connect), not accepted */
-    bool closing;      /* we sent GOODBYE: close once flushed */
-    uint64_t last_rx_ns;
+    bool goodbye_seen;   /* the peer closed in order */
+    bool got_frame;      /* a whole frame arrived: the peer authenticated */
+    bool authed;         /* opened after its handshake (wire_conn_open) */
+    bool tls;            /* TLS, not plaintext */
+    bool connecting;     /* ours (wire_conn_connect), not accepted */
+    bool closing;        /* we sent GOODBYE: close once flushed */
+    uint64_t last_rx_ns; /* (atomic) a byte arrived, or the peer took
+                            some of ours: it is alive */
     /* Back-pressure (wire_conn_set_flow): reads stop while held(arg) or
      * while more than high_water bytes wait to go out. */
     bool (*held)(void *arg);
@@ -46,12 +47,37 @@ const char *wire_conn_peer(const struct wire_conn *c)
     return c->peer;
 }
 
+static void alive_now(struct wire_conn *c)
+{
+    __atomic_store_n(&c->last_rx_ns, base_now_ns(), __ATOMIC_RELAXED);
+}
+
 double wire_conn_idle_s(const struct wire_conn *c)
 {
+    uint64_t now = base_now_ns();
+    uint64_t last = __atomic_load_n(&c->last_rx_ns, __ATOMIC_RELAXED);
+
     /* Not reading, we cannot tell a silent peer from a waiting one. */
     if (__atomic_load_n(&c->paused, __ATOMIC_RELAXED))
         return 0.0;
-    return (double)(base_now_ns() - c->last_rx_ns) / 1e9;
+    return now > last ? (double)(now - last) / 1e9 : 0.0;
+}
+
+/* Queued output past this means the socket's buffer was full: a drain
+ * then needs the peer to take bytes. */
+#define BACKLOG_BYTES (256u << 10)
+
+/* Bytes of a backlog went to the socket: the peer took some of ours, so
+ * it is not silent, however long it takes to drain a large queue without
+ * sending (a raw client reading 300 MiB of BUFFER_READ replies). A small
+ * queue (heartbeats) drains into the kernel's buffer whether or not
+ * anyone is there, and says nothing. */
+static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+                      void *arg)
+{
+    (void)buf;
+    if (info->n_deleted > 0 && info->orig_size > BACKLOG_BYTES)
+        alive_now(arg);
 }
 
 static void fail(struct wire_conn *c, strata_err err, const char *why)
@@ -87,8 +113,10 @@ static void flow_update(struct wire_conn *c)
         bufferevent_disable(c->bev, EV_READ);
     } else if (!blocked && c->paused) {
         __atomic_store_n(&c->paused, false, __ATOMIC_RELAXED);
-        c->last_rx_ns = base_now_ns();
-        bufferevent_enable(c->bev, EV_READ);
+        alive_now(c);
+        /* Both: whatever is still queued must keep going out while the
+         * frames held back are read (and answered). */
+        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
         if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
             bufferevent_trigger(c->bev, EV_READ,
                                 BEV_TRIG_IGNORE_WATERMARKS |
@@ -105,7 +133,7 @@ static void on_read(struct bufferevent *bev, void *arg)
     uint8_t head[WIRE_FRAME_HEADER_SIZE];
     char why[STRATA_ERRMSG_MAX + 64];
 
-    c->last_rx_ns = base_now_ns();
+    alive_now(c);
     while (!c->failed && evbuffer_get_length(in) >= WIRE_FRAME_HEADER_SIZE) {
         flow_update(c);
         if (c->paused)
@@ -234,7 +262,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     (void)bev;
     if (what & BEV_EVENT_CONNECTED) {
         c->up = true;
-        c->last_rx_ns = base_now_ns();
+        alive_now(c);
         if (c->cbs.on_state)
             c->cbs.on_state(c, STRATA_OK, "connected", c->cbs.arg);
         return;
@@ -319,8 +347,9 @@ static strata_err wrap(struct event_base *base, SSL *ssl, int fd,
         evutil_make_socket_nonblocking(fd);
         no_delay(fd);
     }
+    evbuffer_add_cb(bufferevent_get_output(c->bev), on_output, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    c->last_rx_ns = base_now_ns();
+    alive_now(c);
     *out = c;
     return STRATA_OK;
 }

@@ -492,6 +492,24 @@ static long proc_status(pid_t pid, const char *key)
     return v;
 }
 
+/* The state letter of pid (R, S, D, ...), '?' when gone. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    size_t n;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return '?';
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p && p[1] && p[2] ? p[2] : '?';
+}
+
 /* 120 tasks that each hold a run (they queue on one chip): the session
  * stops reading at its job cap (64 by default), so it never has more than
  * about that many threads; every task still completes. */
@@ -596,9 +614,62 @@ static void test_session_replies_bounded(void **state)
      * (its shadow is counted in RSS): 197 MiB were seen for the bounded
      * queue, about 900 would be for the unbounded one. */
     assert_true(rss - rss0 < 160 * 1024 * MEM_COST);
-    for (uint64_t r = 0; r < N; r++)
-        assert_int_equal(expect_reply(&p, 10 + r, NULL, 0), STRATA_OK);
+    for (uint64_t r = 0; r < N; r++) {
+        struct wire_msg m;
+
+        if (!peer_recv(&p, &m)) {
+            /* Say where the session is, and let it end (a session left
+             * behind would fail the tests after this one too). */
+            pid_t sess = only_session(&plain);
+
+            print_error("no reply to request %llu: session %d has state "
+                        "'%c', %ld threads, %ld KiB resident\n",
+                        (unsigned long long)(10 + r), (int)sess,
+                        proc_state(sess), proc_status(sess, "Threads"),
+                        proc_status(sess, "VmRSS"));
+            rk_node_print_log(&plain);
+            close(p.fd);
+            free(p.buf);
+            fail_msg("no reply to request %llu", (unsigned long long)(10 + r));
+        }
+        assert_int_equal(m.type, WIRE_MSG_CONTROL_REPLY);
+        assert_int_equal(m.u.control_reply.request_id, 10 + r);
+        assert_int_equal(m.u.control_reply.error, STRATA_OK);
+        wire_msg_free(&m);
+    }
     peer_close(&p);
+    idle_after(&plain, &before);
+}
+
+/* A peer that reads 48 replies of 1 MiB slowly (one per 250 ms: 12 s, past
+ * the session's 10 s silence limit) and sends nothing meanwhile is not
+ * silent: it takes our bytes. Before, the session dropped it as "went
+ * silent" 10 s after its last request. */
+static void test_session_slow_reader_not_silent(void **state)
+{
+    enum { N = 48 };
+    testutil_snapshot before;
+    struct peer p;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, WIRE_INLINE_MAX);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    for (uint64_t r = 0; r < N; r++)
+        send_control(&p, 10 + r, WIRE_CTRL_BUFFER_READ, 7, 0, WIRE_INLINE_MAX);
+    for (uint64_t r = 0; r < N; r++) {
+        /* The slow reader is what the test is about: a sleep by design. */
+        struct timespec ts = {0, 250 * 1000 * 1000};
+
+        nanosleep(&ts, NULL);
+        assert_int_equal(expect_reply(&p, 10 + r, NULL, 0), STRATA_OK);
+    }
+    send_control(&p, 2, WIRE_CTRL_PING, 0, 0, 0);
+    assert_int_equal(expect_reply(&p, 2, NULL, 0), STRATA_OK);
+    peer_close(&p);
+    assert_false(rk_node_log_has(&plain, "went silent", 0));
     idle_after(&plain, &before);
 }
 
@@ -865,6 +936,7 @@ int main(void)
         cmocka_unit_test(test_session_threads_bounded),
         cmocka_unit_test(test_session_tasks_bounded),
         cmocka_unit_test(test_session_replies_bounded),
+        cmocka_unit_test(test_session_slow_reader_not_silent),
         cmocka_unit_test(test_session_procs_bounded),
         cmocka_unit_test(test_session_parent_gone_quietly),
         cmocka_unit_test(test_session_no_frame_before_hello),
