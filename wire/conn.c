@@ -39,7 +39,8 @@ struct wire_conn {
      * while more than high_water bytes wait to go out. */
     bool (*held)(void *arg);
     size_t high_water;
-    bool paused; /* EV_READ disabled by the flow check */
+    bool paused;             /* EV_READ disabled by the flow check */
+    struct event *next_turn; /* resumes a read turn that yielded */
 };
 
 const char *wire_conn_peer(const struct wire_conn *c)
@@ -124,7 +125,10 @@ static void flow_update(struct wire_conn *c)
     }
 }
 
-/* Delivers every whole frame in the input buffer. */
+/* Replies one read turn may queue before it lets the loop write. */
+#define READ_TURN_BYTES (4u << 20)
+
+/* Delivers the whole frames in the input buffer. */
 static void on_read(struct bufferevent *bev, void *arg)
 {
     struct wire_conn *c = arg;
@@ -133,11 +137,27 @@ static void on_read(struct bufferevent *bev, void *arg)
     uint8_t head[WIRE_FRAME_HEADER_SIZE];
     char why[STRATA_ERRMSG_MAX + 64];
 
+    size_t out0 = evbuffer_get_length(bufferevent_get_output(bev));
+
     alive_now(c);
     while (!c->failed && evbuffer_get_length(in) >= WIRE_FRAME_HEADER_SIZE) {
         flow_update(c);
         if (c->paused)
             return;
+        /* A turn that has queued a lot of replies (1 MiB BUFFER_READs)
+         * yields to the loop, so that they start going out while the
+         * rest is read: the first reply must not wait for the 64th. */
+        if (evbuffer_get_length(bufferevent_get_output(bev)) >
+                out0 + READ_TURN_BYTES &&
+            c->next_turn) {
+            /* A zero timeout runs after the loop's next poll, behind the
+             * socket's write callback (a deferred read would run before
+             * it, in the same pass). */
+            static const struct timeval now = {0, 0};
+
+            event_add(c->next_turn, &now);
+            return;
+        }
         evbuffer_copyout(in, head, sizeof(head));
         if (wire_frame_header_unpack(head, sizeof(head), &h) != STRATA_OK) {
             snprintf(why, sizeof(why), "bad frame from %s: %s", c->peer,
@@ -159,6 +179,22 @@ static void on_read(struct bufferevent *bev, void *arg)
         }
         evbuffer_drain(in, h.body_len);
     }
+}
+
+/* The next read turn (READ_TURN_BYTES). */
+static void on_next_turn(evutil_socket_t fd, short what, void *arg)
+{
+    struct wire_conn *c = arg;
+
+    (void)fd;
+    (void)what;
+    bufferevent_lock(c->bev);
+    if (!c->failed && !c->paused &&
+        evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+        bufferevent_trigger(c->bev, EV_READ,
+                            BEV_TRIG_IGNORE_WATERMARKS |
+                                BEV_TRIG_DEFER_CALLBACKS);
+    bufferevent_unlock(c->bev);
 }
 
 static void on_write(struct bufferevent *bev, void *arg)
@@ -306,6 +342,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         fail(c, c->up ? STRATA_EPEER : STRATA_EAUTH, why);
 }
 
+/* Bytes one loop turn may write to (or read from) the socket. */
+#define WRITE_TURN_BYTES ((size_t)1 << 20)
+
 /* Small frames (completions, heartbeats) must not wait for delayed ACKs. */
 static void no_delay(int fd)
 {
@@ -340,6 +379,10 @@ static strata_err wrap(struct event_base *base, SSL *ssl, int fd,
         return base_fail(STRATA_ENOMEM, "cannot create a bufferevent");
     }
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    /* libevent writes 16 KiB per loop turn by default: a 1 MiB reply
+     * took 64 turns, which a loaded machine makes seconds. */
+    bufferevent_set_max_single_write(c->bev, WRITE_TURN_BYTES);
+    bufferevent_set_max_single_read(c->bev, WRITE_TURN_BYTES);
     /* An accepted socket arrives blocking: a TLS handshake on it would
      * read in the loop's thread until the client speaks, and no timer
      * (the HELLO deadline among them) would run meanwhile. */
@@ -348,6 +391,8 @@ static strata_err wrap(struct event_base *base, SSL *ssl, int fd,
         no_delay(fd);
     }
     evbuffer_add_cb(bufferevent_get_output(c->bev), on_output, c);
+    /* NULL (out of memory): a read turn does not yield. */
+    c->next_turn = evtimer_new(base, on_next_turn, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     alive_now(c);
     *out = c;
@@ -490,6 +535,8 @@ void wire_conn_free(struct wire_conn *c)
 {
     if (!c)
         return;
+    if (c->next_turn)
+        event_free(c->next_turn);
     if (c->bev)
         bufferevent_free(c->bev);
     base_free(c);
