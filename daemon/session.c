@@ -90,17 +90,33 @@ struct session {
     uint64_t hb_seq;
     int status;
     bool abandon; /* the parent is gone or we are told to stop: kill work */
+    bool closed_noted; /* a reply found the connection closed (atomic) */
     struct worker_session_limits lim;
 };
+
+/* A reply that cannot go out. Once the connection has closed (the parent
+ * vanished, or the session is ending), every job still running fails to
+ * send: the session said why it ends already, so the first such reply
+ * is noted (info) and the rest go quietly, not one warning each. */
+static void send_failed(struct session *s, const char *what, strata_err err)
+{
+    if (err != STRATA_EPEER)
+        LOG_WARN("cannot send %s: %s", what, strata_errmsg());
+    else if (!__atomic_exchange_n(&s->closed_noted, true, __ATOMIC_ACQ_REL))
+        LOG_INFO("replies from %s on are dropped: %s", what, strata_errmsg());
+}
 
 static void send_msg(struct session *s, const struct wire_msg *m)
 {
     struct wire_buf b;
+    strata_err err;
 
     wire_buf_init(&b);
-    if (wire_msg_pack(m, &b) != STRATA_OK ||
-        wire_conn_send(s->conn, b.data, b.len) != STRATA_OK)
-        LOG_WARN("cannot send %s: %s", wire_msg_name(m->type), strata_errmsg());
+    err = wire_msg_pack(m, &b);
+    if (!err)
+        err = wire_conn_send(s->conn, b.data, b.len);
+    if (err)
+        send_failed(s, wire_msg_name(m->type), err);
     wire_buf_fini(&b);
 }
 
@@ -661,11 +677,14 @@ static void cmd_job(struct spool_job *job)
     struct scmd *c = (struct scmd *)job;
     struct session *s = c->s;
     struct wire_buf reply;
+    strata_err err;
 
     wire_buf_init(&reply);
-    if (gnode_handle(s->w, c->frame, c->len, &reply) != STRATA_OK ||
-        wire_conn_send(s->conn, reply.data, reply.len) != STRATA_OK)
+    err = gnode_handle(s->w, c->frame, c->len, &reply);
+    if (err)
         LOG_WARN("domain command: %s", strata_errmsg());
+    else if ((err = wire_conn_send(s->conn, reply.data, reply.len)) != 0)
+        send_failed(s, "a domain command's reply", err);
     wire_buf_fini(&reply);
     base_free(c);
     job_done(s);
@@ -1045,7 +1064,9 @@ int worker_session_main(int fd, SSL *ssl, const char *peer,
         worker_session_limits_default(&s.lim);
     s.start_ns = base_now_ns();
     pthread_mutex_init(&s.mu, NULL);
-    spool_init(&s.pool);
+    /* Jobs stop at max_threads (jobs_full); the loop, when it moves off
+     * a thread running a job, and the start-up job take one each. */
+    spool_init(&s.pool, s.lim.max_threads + 2);
     base_log_set_role("session");
     evthread_use_pthreads();
     s.base = event_base_new();

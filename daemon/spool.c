@@ -1,8 +1,10 @@
 /* A session's job threads (spool.h). Threads park on a condition variable
  * between jobs and stay until spool_fini joins them: a thread that exits
  * on its own could still be running its thread-exit handlers (OpenSSL's
- * per-thread state among them) when the process ends. A session has few
- * jobs at once (a node's ring holds 8 frames), so few threads. */
+ * per-thread state among them) when the process ends. Their number is
+ * capped (spool_init): a job that finds every thread busy at the cap waits
+ * in the queue, so a burst of jobs, or jobs that end just as the next is
+ * submitted (their threads not parked yet), never adds threads past it. */
 #include "spool.h"
 #include "base/alloc.h"
 #include "base/err.h"
@@ -15,13 +17,14 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-void spool_init(struct spool *p)
+void spool_init(struct spool *p, uint32_t max_threads)
 {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->idle, NULL);
     p->head = p->tail = NULL;
     p->queued = p->running = p->idle_threads = 0;
+    p->max_threads = max_threads;
     p->stop = false;
     p->tids = NULL;
     p->num_tids = p->cap_tids = 0;
@@ -56,6 +59,27 @@ static void *spool_main(void *arg)
     return NULL;
 }
 
+/* Starts one more thread (mu held). */
+static strata_err grow(struct spool *p)
+{
+    int rc;
+
+    if (p->num_tids == p->cap_tids) {
+        size_t cap = p->cap_tids ? 2 * p->cap_tids : 8;
+        void *t = base_realloc(p->tids, cap * sizeof(*p->tids));
+
+        if (!t)
+            return base_fail(STRATA_ENOMEM, "out of memory for a job thread");
+        p->tids = t;
+        p->cap_tids = cap;
+    }
+    rc = pthread_create(&p->tids[p->num_tids], NULL, spool_main, p);
+    if (rc != 0)
+        return base_fail_errno(rc, "cannot start a job thread");
+    p->num_tids++;
+    return STRATA_OK;
+}
+
 strata_err spool_submit(struct spool *p, struct spool_job *job)
 {
     strata_err err = STRATA_OK;
@@ -64,29 +88,18 @@ strata_err spool_submit(struct spool *p, struct spool_job *job)
     pthread_mutex_lock(&p->mu);
     /* A parked thread that was signalled but has not woken yet still
      * counts as idle: compare with the jobs nobody has taken, so a second
-     * job never waits behind the first. */
-    if (p->queued < p->idle_threads) {
+     * job never waits behind the first. At the cap the job waits for a
+     * thread that is finishing one (a thread takes the next job before it
+     * parks). */
+    if (p->queued < p->idle_threads)
         pthread_cond_signal(&p->work);
-    } else {
-        int rc = 0;
-
-        if (p->num_tids == p->cap_tids) {
-            size_t cap = p->cap_tids ? 2 * p->cap_tids : 8;
-            void *t = base_realloc(p->tids, cap * sizeof(*p->tids));
-
-            if (t) {
-                p->tids = t;
-                p->cap_tids = cap;
-            }
-        }
-        if (p->num_tids == p->cap_tids)
-            err = base_fail(STRATA_ENOMEM, "out of memory for a job thread");
-        else
-            rc = pthread_create(&p->tids[p->num_tids], NULL, spool_main, p);
-        if (rc != 0)
-            err = base_fail_errno(rc, "cannot start a job thread");
-        else if (!err)
-            p->num_tids++;
+    else if (!p->max_threads || p->num_tids < p->max_threads)
+        err = grow(p);
+    /* A thread that cannot be had is no failure while others will come
+     * back for the job. */
+    if (err && p->num_tids > 0) {
+        LOG_WARN("%s: the job waits for a busy thread", strata_errmsg());
+        err = STRATA_OK;
     }
     if (!err) {
         if (p->tail)
@@ -107,6 +120,16 @@ void spool_wait_idle(struct spool *p)
     while (p->running > 0)
         pthread_cond_wait(&p->idle, &p->mu);
     pthread_mutex_unlock(&p->mu);
+}
+
+size_t spool_threads(struct spool *p)
+{
+    size_t n;
+
+    pthread_mutex_lock(&p->mu);
+    n = p->num_tids;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 void spool_fini(struct spool *p)

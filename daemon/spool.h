@@ -1,7 +1,8 @@
 /* A session's pool of job threads: jobs that may wait (tasks, commands
  * that drive chips) run off the event loop on threads that are kept for
- * the next job instead of being created and torn down for each. Private
- * to worker/. */
+ * the next job instead of being created and torn down for each. The pool
+ * never has more than its max_threads threads: past them a job waits in
+ * the queue for the next thread that finishes one. Private to worker/. */
 #ifndef WORKER_SPOOL_H
 #define WORKER_SPOOL_H
 
@@ -25,19 +26,25 @@ struct spool {
     uint32_t queued;       /* jobs no thread has taken yet */
     uint32_t running;      /* jobs queued or running */
     uint32_t idle_threads; /* waiting for work */
+    uint32_t max_threads;  /* 0: no cap */
     bool stop;
     pthread_t *tids; /* every thread, joined by spool_fini */
     size_t num_tids, cap_tids;
 };
 
-void spool_init(struct spool *p);
-/* Queues job; a parked thread takes it, or a new one is started.
- * STRATA_ESYS (job not queued) when no thread can be had. */
+/* max_threads 0: no cap. */
+void spool_init(struct spool *p, uint32_t max_threads);
+/* Queues job; a parked thread takes it, or a new one is started while the
+ * pool has fewer than max_threads, else it waits for a busy thread to
+ * finish its job. STRATA_ESYS or STRATA_ENOMEM (job not queued) when the
+ * pool has no thread at all and none can be had. */
 strata_err spool_submit(struct spool *p, struct spool_job *job);
 /* Waits until no job is queued or running. */
 void spool_wait_idle(struct spool *p);
 /* Ends and joins every thread (call once idle), frees the pool. */
 void spool_fini(struct spool *p);
+/* Threads the pool has started (they stay until spool_fini). */
+size_t spool_threads(struct spool *p);
 
 /* An event loop that runs a job on the thread that read it: a loop
  * callback offers the job (spool_loop_offer); the loop breaks and its

@@ -28,18 +28,20 @@ struct wire_conn {
     char peer[96];
     bool up;
     bool failed;
-    bool goodbye_seen; /* the peer closed in order */
-    bool got_frame;    /* a whole frame arrived: the peer authenticated */
-    bool authed;       /* opened after its handshake (wire_conn_open) */
-    bool tls;          /* TLS, not plaintext */
-    bool connecting;   /* ours (wire_conn_connect), not accepted */
-    bool closing;      /* we sent GOODBYE: close once flushed */
-    uint64_t last_rx_ns;
+    bool goodbye_seen;   /* the peer closed in order */
+    bool got_frame;      /* a whole frame arrived: the peer authenticated */
+    bool authed;         /* opened after its handshake (wire_conn_open) */
+    bool tls;            /* TLS, not plaintext */
+    bool connecting;     /* ours (wire_conn_connect), not accepted */
+    bool closing;        /* we sent GOODBYE: close once flushed */
+    uint64_t last_rx_ns; /* (atomic) a byte arrived, or the peer took
+                            some of ours: it is alive */
     /* Back-pressure (wire_conn_set_flow): reads stop while held(arg) or
      * while more than high_water bytes wait to go out. */
     bool (*held)(void *arg);
     size_t high_water;
-    bool paused; /* EV_READ disabled by the flow check */
+    bool paused;             /* EV_READ disabled by the flow check */
+    struct event *next_turn; /* resumes a read turn that yielded */
 };
 
 const char *wire_conn_peer(const struct wire_conn *c)
@@ -47,12 +49,37 @@ const char *wire_conn_peer(const struct wire_conn *c)
     return c->peer;
 }
 
+static void alive_now(struct wire_conn *c)
+{
+    __atomic_store_n(&c->last_rx_ns, base_now_ns(), __ATOMIC_RELAXED);
+}
+
 double wire_conn_idle_s(const struct wire_conn *c)
 {
+    uint64_t now = base_now_ns();
+    uint64_t last = __atomic_load_n(&c->last_rx_ns, __ATOMIC_RELAXED);
+
     /* Not reading, we cannot tell a silent peer from a waiting one. */
     if (__atomic_load_n(&c->paused, __ATOMIC_RELAXED))
         return 0.0;
-    return (double)(base_now_ns() - c->last_rx_ns) / 1e9;
+    return now > last ? (double)(now - last) / 1e9 : 0.0;
+}
+
+/* Queued output past this means the socket's buffer was full: a drain
+ * then needs the peer to take bytes. */
+#define BACKLOG_BYTES (256u << 10)
+
+/* Bytes of a backlog went to the socket: the peer took some of ours, so
+ * it is not silent, however long it takes to drain a large queue without
+ * sending (a raw client reading 300 MiB of BUFFER_READ replies). A small
+ * queue (heartbeats) drains into the kernel's buffer whether or not
+ * anyone is there, and says nothing. */
+static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+                      void *arg)
+{
+    (void)buf;
+    if (info->n_deleted > 0 && info->orig_size > BACKLOG_BYTES)
+        alive_now(arg);
 }
 
 static void fail(struct wire_conn *c, strata_err err, const char *why)
@@ -88,8 +115,10 @@ static void flow_update(struct wire_conn *c)
         bufferevent_disable(c->bev, EV_READ);
     } else if (!blocked && c->paused) {
         __atomic_store_n(&c->paused, false, __ATOMIC_RELAXED);
-        c->last_rx_ns = base_now_ns();
-        bufferevent_enable(c->bev, EV_READ);
+        alive_now(c);
+        /* Both: whatever is still queued must keep going out while the
+         * frames held back are read (and answered). */
+        bufferevent_enable(c->bev, EV_READ | EV_WRITE);
         if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
             bufferevent_trigger(c->bev, EV_READ,
                                 BEV_TRIG_IGNORE_WATERMARKS |
@@ -97,7 +126,10 @@ static void flow_update(struct wire_conn *c)
     }
 }
 
-/* Delivers every whole frame in the input buffer. */
+/* Replies one read turn may queue before it lets the loop write. */
+#define READ_TURN_BYTES (4u << 20)
+
+/* Delivers the whole frames in the input buffer. */
 static void on_read(struct bufferevent *bev, void *arg)
 {
     struct wire_conn *c = arg;
@@ -106,11 +138,27 @@ static void on_read(struct bufferevent *bev, void *arg)
     uint8_t head[WIRE_FRAME_HEADER_SIZE];
     char why[STRATA_ERRMSG_MAX + 64];
 
-    c->last_rx_ns = base_now_ns();
+    size_t out0 = evbuffer_get_length(bufferevent_get_output(bev));
+
+    alive_now(c);
     while (!c->failed && evbuffer_get_length(in) >= WIRE_FRAME_HEADER_SIZE) {
         flow_update(c);
         if (c->paused)
             return;
+        /* A turn that has queued a lot of replies (1 MiB BUFFER_READs)
+         * yields to the loop, so that they start going out while the
+         * rest is read: the first reply must not wait for the 64th. */
+        if (evbuffer_get_length(bufferevent_get_output(bev)) >
+                out0 + READ_TURN_BYTES &&
+            c->next_turn) {
+            /* A zero timeout runs after the loop's next poll, behind the
+             * socket's write callback (a deferred read would run before
+             * it, in the same pass). */
+            static const struct timeval now = {0, 0};
+
+            event_add(c->next_turn, &now);
+            return;
+        }
         evbuffer_copyout(in, head, sizeof(head));
         if (wire_frame_header_unpack(head, sizeof(head), &h) != STRATA_OK) {
             snprintf(why, sizeof(why), "bad frame from %s: %s", c->peer,
@@ -133,6 +181,22 @@ static void on_read(struct bufferevent *bev, void *arg)
         }
         evbuffer_drain(in, h.body_len);
     }
+}
+
+/* The next read turn (READ_TURN_BYTES). */
+static void on_next_turn(evutil_socket_t fd, short what, void *arg)
+{
+    struct wire_conn *c = arg;
+
+    (void)fd;
+    (void)what;
+    bufferevent_lock(c->bev);
+    if (!c->failed && !c->paused &&
+        evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+        bufferevent_trigger(c->bev, EV_READ,
+                            BEV_TRIG_IGNORE_WATERMARKS |
+                                BEV_TRIG_DEFER_CALLBACKS);
+    bufferevent_unlock(c->bev);
 }
 
 static void on_write(struct bufferevent *bev, void *arg)
@@ -236,7 +300,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     (void)bev;
     if (what & BEV_EVENT_CONNECTED) {
         c->up = true;
-        c->last_rx_ns = base_now_ns();
+        alive_now(c);
         if (c->cbs.on_state)
             c->cbs.on_state(c, STRATA_OK, "connected", c->cbs.arg);
         return;
@@ -280,6 +344,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         fail(c, c->up ? STRATA_EPEER : STRATA_EAUTH, why);
 }
 
+/* Bytes one loop turn may write to (or read from) the socket. */
+#define WRITE_TURN_BYTES ((size_t)1 << 20)
+
 /* Small frames (completions, heartbeats) must not wait for delayed ACKs. */
 static void no_delay(int fd)
 {
@@ -314,6 +381,10 @@ static strata_err wrap(struct event_base *base, SSL *ssl, int fd,
         return base_fail(STRATA_ENOMEM, "cannot create a bufferevent");
     }
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    /* libevent writes 16 KiB per loop turn by default: a 1 MiB reply
+     * took 64 turns, which a loaded machine makes seconds. */
+    bufferevent_set_max_single_write(c->bev, WRITE_TURN_BYTES);
+    bufferevent_set_max_single_read(c->bev, WRITE_TURN_BYTES);
     /* An accepted socket arrives blocking: a TLS handshake on it would
      * read in the loop's thread until the client speaks, and no timer
      * (the HELLO deadline among them) would run meanwhile. */
@@ -321,8 +392,11 @@ static strata_err wrap(struct event_base *base, SSL *ssl, int fd,
         evutil_make_socket_nonblocking(fd);
         no_delay(fd);
     }
+    evbuffer_add_cb(bufferevent_get_output(c->bev), on_output, c);
+    /* NULL (out of memory): a read turn does not yield. */
+    c->next_turn = evtimer_new(base, on_next_turn, c);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    c->last_rx_ns = base_now_ns();
+    alive_now(c);
     *out = c;
     return STRATA_OK;
 }
@@ -464,6 +538,8 @@ void wire_conn_free(struct wire_conn *c)
 {
     if (!c)
         return;
+    if (c->next_turn)
+        event_free(c->next_turn);
     if (c->bev)
         bufferevent_free(c->bev);
     base_free(c);

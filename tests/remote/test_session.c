@@ -492,6 +492,24 @@ static long proc_status(pid_t pid, const char *key)
     return v;
 }
 
+/* The state letter of pid (R, S, D, ...), '?' when gone. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    size_t n;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return '?';
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p && p[1] && p[2] ? p[2] : '?';
+}
+
 /* 120 tasks that each hold a run (they queue on one chip): the session
  * stops reading at its job cap (64 by default), so it never has more than
  * about that many threads; every task still completes. */
@@ -596,9 +614,62 @@ static void test_session_replies_bounded(void **state)
      * (its shadow is counted in RSS): 197 MiB were seen for the bounded
      * queue, about 900 would be for the unbounded one. */
     assert_true(rss - rss0 < 160 * 1024 * MEM_COST);
-    for (uint64_t r = 0; r < N; r++)
-        assert_int_equal(expect_reply(&p, 10 + r, NULL, 0), STRATA_OK);
+    for (uint64_t r = 0; r < N; r++) {
+        struct wire_msg m;
+
+        if (!peer_recv(&p, &m)) {
+            /* Say where the session is, and let it end (a session left
+             * behind would fail the tests after this one too). */
+            pid_t sess = only_session(&plain);
+
+            print_error("no reply to request %llu: session %d has state "
+                        "'%c', %ld threads, %ld KiB resident\n",
+                        (unsigned long long)(10 + r), (int)sess,
+                        proc_state(sess), proc_status(sess, "Threads"),
+                        proc_status(sess, "VmRSS"));
+            rk_node_print_log(&plain);
+            close(p.fd);
+            free(p.buf);
+            fail_msg("no reply to request %llu", (unsigned long long)(10 + r));
+        }
+        assert_int_equal(m.type, WIRE_MSG_CONTROL_REPLY);
+        assert_int_equal(m.u.control_reply.request_id, 10 + r);
+        assert_int_equal(m.u.control_reply.error, STRATA_OK);
+        wire_msg_free(&m);
+    }
     peer_close(&p);
+    idle_after(&plain, &before);
+}
+
+/* A peer that reads 48 replies of 1 MiB slowly (one per 250 ms: 12 s, past
+ * the session's 10 s silence limit) and sends nothing meanwhile is not
+ * silent: it takes our bytes. Before, the session dropped it as "went
+ * silent" 10 s after its last request. */
+static void test_session_slow_reader_not_silent(void **state)
+{
+    enum { N = 48 };
+    testutil_snapshot before;
+    struct peer p;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, WIRE_INLINE_MAX);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    for (uint64_t r = 0; r < N; r++)
+        send_control(&p, 10 + r, WIRE_CTRL_BUFFER_READ, 7, 0, WIRE_INLINE_MAX);
+    for (uint64_t r = 0; r < N; r++) {
+        /* The slow reader is what the test is about: a sleep by design. */
+        struct timespec ts = {0, 250 * 1000 * 1000};
+
+        nanosleep(&ts, NULL);
+        assert_int_equal(expect_reply(&p, 10 + r, NULL, 0), STRATA_OK);
+    }
+    send_control(&p, 2, WIRE_CTRL_PING, 0, 0, 0);
+    assert_int_equal(expect_reply(&p, 2, NULL, 0), STRATA_OK);
+    peer_close(&p);
+    assert_false(rk_node_log_has(&plain, "went silent", 0));
     idle_after(&plain, &before);
 }
 
@@ -614,6 +685,66 @@ static void test_session_procs_bounded(void **state)
     assert_int_equal(peer_hello(&p, 2, 1000, why, sizeof(why)), STRATA_EINVAL);
     rk_assert_contains(why, "--max-procs");
     assert_true(peer_dropped(&p));
+    idle_after(&plain, &before);
+}
+
+/* Lines of n's log from session pid (its role prefix and pid) that hold
+ * needle. */
+static size_t log_lines(const struct rk_node *n, pid_t pid, const char *needle)
+{
+    char line[1024], tag[32];
+    size_t k = 0;
+    FILE *f = fopen(n->log, "r");
+
+    assert_non_null(f);
+    snprintf(tag, sizeof(tag), "[%d]", (int)pid);
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, needle) && strstr(line, tag))
+            k++;
+    fclose(f);
+    return k;
+}
+
+/* The parent vanishes (no GOODBYE) with 40 tasks queued on its chip: the
+ * session ends with one line saying why, kills the runs, and does not
+ * log each completion it can no longer send. */
+static void test_session_parent_gone_quietly(void **state)
+{
+    enum { N = 40 };
+    static const uint64_t id[1] = {7}, size[1] = {4096};
+    static const uint64_t nb[1] = {sizeof(struct rt_span)};
+    static const uint8_t tag[1] = {STRATA_OUT};
+    static const uint64_t sc[2] = {50, 0}; /* 50 ms on chip 0 */
+    testutil_snapshot before;
+    struct wire_msg m;
+    struct targs a;
+    struct peer p;
+    pid_t sess;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    sess = only_session(&plain);
+    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, 4096);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    targs_make(&a, 1, id, size, nb, tag, 2, sc);
+    for (uint64_t r = 0; r < N; r++)
+        send_task(&p, 100 + r, &rk_o_span, &a, NULL, 0);
+    /* One has run: the others are in flight or queued. */
+    assert_true(peer_recv(&p, &m));
+    assert_int_equal(m.type, WIRE_MSG_COMPLETION);
+    wire_msg_free(&m);
+    close(p.fd);
+    free(p.buf);
+    assert_true(rk_node_wait_sessions(&plain, 0, RK_WAIT_S));
+    /* Why it ended, and the chip its abandoned runs were killed on. */
+    if (log_lines(&plain, sess, "session ends:") != 1 ||
+        log_lines(&plain, sess, "cannot send") != 0 ||
+        log_lines(&plain, sess, "warn:") > 2) {
+        rk_node_print_log(&plain);
+        fail_msg("session %d: a warning per task, or no reason", (int)sess);
+    }
     idle_after(&plain, &before);
 }
 
@@ -805,7 +936,9 @@ int main(void)
         cmocka_unit_test(test_session_threads_bounded),
         cmocka_unit_test(test_session_tasks_bounded),
         cmocka_unit_test(test_session_replies_bounded),
+        cmocka_unit_test(test_session_slow_reader_not_silent),
         cmocka_unit_test(test_session_procs_bounded),
+        cmocka_unit_test(test_session_parent_gone_quietly),
         cmocka_unit_test(test_session_no_frame_before_hello),
         cmocka_unit_test(test_session_slow_start_not_dead),
         cmocka_unit_test(test_session_nothing_after_its_end),

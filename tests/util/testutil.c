@@ -230,17 +230,69 @@ static pid_t parent_of(pid_t pid)
     return (pid_t)ppid;
 }
 
+/* When pid started, in seconds of CLOCK_REALTIME, from /proc/<pid>/stat's
+ * starttime (clock ticks since boot, boot time counting suspend); -1 when
+ * pid is gone. */
+static double proc_start_s(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1.0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    unsigned long long ticks;
+    /* After the name: state, then fields 4..21, then starttime (22). */
+    if (!p || sscanf(p + 2,
+                     "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+                     "%*d %*d %*d %*d %*d %*d %llu",
+                     &ticks) != 1)
+        return -1.0;
+    struct timespec real, boot;
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_BOOTTIME, &boot);
+    double booted = (double)(real.tv_sec - boot.tv_sec) +
+                    (double)(real.tv_nsec - boot.tv_nsec) / 1e9;
+    return booted + (double)ticks / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Whether the process now called pid started after /dev/shm/name was last
+ * changed, so cannot have made it: its maker died and the pid was
+ * recycled. The name's own times are no older than its creation; a slack
+ * covers the tick of the start time and the file system's clock. */
+static bool pid_recycled_since(pid_t pid, const char *name)
+{
+    char path[TESTUTIL_NAME_MAX + 16];
+    struct stat st;
+    snprintf(path, sizeof(path), "/dev/shm/%s", name);
+    if (stat(path, &st) != 0)
+        return false;
+    double changed = (double)st.st_ctim.tv_sec + st.st_ctim.tv_nsec / 1e9;
+    double modified = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9;
+    double made_by = modified < changed ? modified : changed;
+    double started = proc_start_s(pid);
+    return started > 0 && started > made_by + 0.1;
+}
+
 /* Whether a /dev/shm entry may be this process's doing. strata names its
  * segments strata-<uid>-<pid>-...; tests run in parallel (ctest -j), so an
  * entry of a live process outside our subtree, or of a dead process, is
  * another test's business (the suite-end check catches real leftovers).
- * Names that do not parse count as ours. */
+ * The pid alone does not say which process: one that started after the
+ * entry was made has a recycled pid (a chip of ours may get the pid of
+ * another test's dead process), so the entry is a dead process's. Names
+ * that do not parse count as ours. */
 static bool shm_is_ours(const char *name)
 {
     unsigned uid;
     int pid;
     if (sscanf(name, "strata-%u-%d-", &uid, &pid) != 2 || pid <= 0)
         return true;
+    if (pid_recycled_since((pid_t)pid, name))
+        return false;
     for (int hops = 0; pid > 1 && hops < 64; hops++) {
         if (pid == (int)getpid())
             return true;

@@ -64,7 +64,8 @@ const char *wire_conn_peer(const struct wire_conn *c);
 void wire_conn_set_flow(struct wire_conn *c, bool (*held)(void *arg),
                         size_t high_water);
 void wire_conn_recheck(struct wire_conn *c);
-/* Seconds since the last byte arrived (0 while reading is paused). */
+/* Seconds since the last byte arrived, or since the peer last took bytes
+ * of a backlog of ours (0 while reading is paused). */
 double wire_conn_idle_s(const struct wire_conn *c);
 
 #endif

@@ -27,7 +27,8 @@ struct worker_proc_cap {
  * with an error naming it; the session goes on. */
 struct worker_session_limits {
     uint32_t max_tasks;        /* tasks received and not yet completed */
-    uint32_t max_threads;      /* job threads running tasks and commands */
+    uint32_t max_threads;      /* jobs (tasks, commands) running at once;
+                                  the pool has max_threads + 2 threads */
     uint64_t max_buffer_bytes; /* shadow buffers, all together */
     uint32_t max_procs;        /* chips + sub workers HELLO may ask for */
     size_t reply_high_water;   /* bytes queued for the peer before the
