@@ -8,8 +8,11 @@ dir=$(mktemp -d /tmp/check-leftovers-test.XXXXXX)
 host=
 trap 'rm -rf "$dir"; [ -z "$host" ] || kill "$host" 2>/dev/null || true' EXIT
 run() {
-    CHECK_LEFTOVERS_SHM_DIR=$dir CHECK_LEFTOVERS_NO_PROCS=1 \
-        CHECK_LEFTOVERS_GRACE_S=0 "$check" >"$dir/out" 2>&1
+    # Only this test's directory: not the host's processes, nor /tmp, where
+    # tests running beside this one (ctest -j) keep live entries.
+    env -u CHECK_LEFTOVERS_SINCE CHECK_LEFTOVERS_SHM_DIR="$dir" \
+        CHECK_LEFTOVERS_NO_PROCS=1 CHECK_LEFTOVERS_GRACE_S=0 \
+        "$check" >"$dir/out" 2>&1
 }
 expect() { # expect STATUS WHAT
     local rc=0
