@@ -11,7 +11,6 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/fault.h"
-#include "base/proc.h"
 #include "gview.h"
 #include "orch/control.h"
 
@@ -79,21 +78,8 @@ void gdomain_state_init(struct gdomain_state *s)
     s->gjournal_fd = -1;
 }
 
-/* Whether the L4 that names w's global domains (its pid is in the
- * cluster id) is no live process: then nobody else drops their control
- * pages. */
-static bool l4_gone(const strata_worker *w)
-{
-    pid_t l4 = (pid_t)(gdhost_state(w)->cluster_id >> 32);
-    unsigned long long start;
-
-    return l4 > 0 && !base_proc_start_time(l4, &start);
-}
-
 void gnode_free_all(strata_worker *w)
 {
-    bool orphan;
-
     /* Tests: a node torn down with a domain still live (no ABORT came:
      * its strata-node died under a session) stops here, so that its L4
      * has seen the loss and marked the control page first. */
@@ -107,19 +93,14 @@ void gnode_free_all(strata_worker *w)
      * unlinked here would be made again, unmarked, by the next member to
      * map, which would then wait forever for this node's ranks. The L4
      * drops it with the windows when the domain goes (unlink_after_death,
-     * gdomain.c); a node that outlives its L4 drops it itself. */
-    orphan = gdhost_state(w)->gviews && l4_gone(w);
+     * gdomain.c). */
     while (gdhost_state(w)->gviews) {
         struct strata_global_view *v = gdhost_state(w)->gviews;
 
         gdhost_state(w)->gviews = v->next;
         if (v->lazy && v->state != VIEW_GONE &&
-            (gnode_lazy_touched(v) || v->watched)) {
-            if (orphan)
-                gnode_lazy_unlink(w, v);
-            else
-                gnode_lazy_unlink_windows(w, v);
-        }
+            (gnode_lazy_touched(v) || v->watched))
+            gnode_lazy_unlink_windows(w, v);
         view_free(v);
     }
     gjournal_close(w);
