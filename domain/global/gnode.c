@@ -80,27 +80,14 @@ void gdomain_state_init(struct gdomain_state *s)
 
 void gnode_free_all(strata_worker *w)
 {
-    /* Tests: a node torn down with a domain still live (no ABORT came:
-     * its strata-node died under a session) stops here, so that its L4
-     * has seen the loss and marked the control page first. */
-    if (gdhost_state(w)->gviews)
-        (void)BASE_FAULT("gnode.teardown");
-    /* The chips are gone: nothing of theirs will map a name again. The
-     * windows go; the control page stays, as when the node is reaped
-     * (gjournal_reclaim): the domain may live on other nodes, whose
-     * members map it lazily (a quiet ADOPT runs before a member's next
-     * task), and the L4 marked it for this node's death or will. One
-     * unlinked here would be made again, unmarked, by the next member to
-     * map, which would then wait forever for this node's ranks. The L4
-     * drops it with the windows when the domain goes (unlink_after_death,
-     * gdomain.c). */
+    /* The chips are gone: nothing of theirs will map a name again. */
     while (gdhost_state(w)->gviews) {
         struct strata_global_view *v = gdhost_state(w)->gviews;
 
         gdhost_state(w)->gviews = v->next;
         if (v->lazy && v->state != VIEW_GONE &&
             (gnode_lazy_touched(v) || v->watched))
-            gnode_lazy_unlink_windows(w, v);
+            gnode_lazy_unlink(w, v);
         view_free(v);
     }
     gjournal_close(w);

@@ -88,17 +88,6 @@ void gnode_lazy_unlink(const strata_worker *w,
                     v->n, v->window_size);
 }
 
-void gnode_lazy_unlink_windows(const strata_worker *w,
-                               const struct strata_global_view *v)
-{
-    struct chip_window_req req = lazy_req(w, v, 0);
-
-    for (uint32_t r = 0; r < v->n; r++) {
-        req.rank = r;
-        gdhost_ops(w)->host_window_unlink(&req);
-    }
-}
-
 /* Makes v lazy when it can be: the backend has host windows, the exchange
  * is not forced, the ADOPT frame can say it all, and the range has room. */
 void gnode_lazy_begin(strata_worker *w, struct strata_global_view *v)

@@ -110,13 +110,8 @@ strata_err gnode_lazy_mapped(strata_worker *w, struct strata_global_view *v);
 strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v);
 /* Whether a member may have created a window of v. */
 bool gnode_lazy_touched(const struct strata_global_view *v);
-/* Drops every rank's name of v and its control page's (ABORT: the
- * domain is gone everywhere). */
+/* Drops every rank's name of v. */
 void gnode_lazy_unlink(const strata_worker *w,
                        const struct strata_global_view *v);
-/* Drops every rank's name of v but not the control page's (teardown of a
- * node whose domain may live on elsewhere: the page must stay marked). */
-void gnode_lazy_unlink_windows(const strata_worker *w,
-                               const struct strata_global_view *v);
 
 #endif
