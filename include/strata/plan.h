@@ -221,7 +221,8 @@ strata_plan_bindings_destroy(strata_plan_bindings *b);
 
 /* Resource `resource` is bytes [offset, offset + nbytes) of buf (nbytes
  * 0: to the end of buf). Binding again replaces. STRATA_EINVAL for a NULL
- * argument, a resource the plan does not declare, bytes outside buf. */
+ * argument, a resource the plan does not declare, a buf of another worker
+ * than b's, bytes outside buf. */
 STRATA_API STRATA_MUST_CHECK strata_err
 strata_plan_bind_buffer(strata_plan_bindings *b, const char *resource,
                         strata_buffer *buf, size_t offset, size_t nbytes);

@@ -587,6 +587,21 @@ static void test_plan_run_submit_errors_name_the_invocation(void **state)
     assert_non_null(strstr(strata_errmsg(), "'nope'"));
     assert_int_equal(strata_plan_bind_buffer(f.b, "x", f.x, WORDS * 4, 0),
                      STRATA_EINVAL);
+    /* A buffer of another worker (not initialised: buffers come first). */
+    {
+        strata_worker_config cfg;
+        strata_worker *w2 = NULL;
+        strata_buffer *b2 = NULL;
+
+        strata_worker_config_init(&cfg, 3);
+        assert_int_equal(strata_worker_create(&cfg, &w2), STRATA_OK);
+        assert_int_equal(strata_worker_create_buffer(w2, 64, &b2), STRATA_OK);
+        assert_int_equal(strata_plan_bind_buffer(f.b, "x", b2, 0, 0),
+                         STRATA_EINVAL);
+        assert_non_null(strstr(strata_errmsg(), "another worker"));
+        assert_int_equal(strata_buffer_release(b2), STRATA_OK);
+        assert_int_equal(strata_worker_destroy(w2), STRATA_OK);
+    }
     assert_int_equal(strata_plan_bind_target(f.b, "nobody", 0), STRATA_EINVAL);
     assert_int_equal(strata_plan_bind_target(f.b, "slow", -1), STRATA_EINVAL);
     assert_int_equal(

@@ -3,6 +3,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "plan_bind_int.h"
+#include "wire/args.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -96,6 +97,10 @@ strata_err strata_plan_bind_buffer(strata_plan_bindings *b,
     k = declared(b, "strata_plan_bind_buffer", resource);
     if (k == SIZE_MAX)
         return STRATA_EINVAL;
+    if (buf->owner != b->w)
+        return base_fail(STRATA_EINVAL,
+                         "strata_plan_bind_buffer: buf belongs to another "
+                         "worker than the bindings'");
     size = strata_buffer_size(buf);
     if (offset >= size || nbytes > size - offset)
         return base_fail(STRATA_EINVAL,
