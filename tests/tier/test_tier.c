@@ -20,6 +20,8 @@
 #include <strata/tier.h>
 #include <cmocka.h>
 
+#include "tier_test.h"
+
 #define MiB (1024u * 1024u)
 
 struct fixture {
@@ -27,21 +29,6 @@ struct fixture {
     testutil_snapshot before;
     strata_tier_runtime *rt;
 };
-
-static int count_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-
-    if (!d)
-        return -1;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
 
 static int setup(void **state)
 {
@@ -128,12 +115,6 @@ static void move(strata_tier_runtime *rt, strata_instance *src,
     assert_int_equal(strata_transfer_wait(t, -1), STRATA_OK);
     assert_true(strata_transfer_ready(t));
     strata_transfer_free(t);
-}
-
-static void assert_msg_has(const char *needle)
-{
-    if (!strstr(strata_errmsg(), needle))
-        fail_msg("message '%s' lacks '%s'", strata_errmsg(), needle);
 }
 
 /* ---------------------------------------------------------------- */

@@ -25,26 +25,7 @@
 #include <strata/tier.h>
 #include <cmocka.h>
 
-static void assert_msg_has(const char *needle)
-{
-    if (!strstr(strata_errmsg(), needle))
-        fail_msg("message '%s' lacks '%s'", strata_errmsg(), needle);
-}
-
-static int count_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-
-    if (!d)
-        return -1;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
+#include "tier_test.h"
 
 static bool chunk_held(void *arg)
 {

@@ -13,13 +13,9 @@
 #include <strata/tier.h>
 #include <cmocka.h>
 
-#define KiB 1024u
+#include "tier_test.h"
 
-static void assert_msg_has(const char *needle)
-{
-    if (!strstr(strata_errmsg(), needle))
-        fail_msg("message '%s' lacks '%s'", strata_errmsg(), needle);
-}
+#define KiB 1024u
 
 static void test_worker_budget_edges(void **state)
 {

@@ -25,29 +25,10 @@
 #include <strata/tier.h>
 #include <cmocka.h>
 
+#include "tier_test.h"
+
 #define KiB 1024u
 #define BUF (64 * KiB)
-
-static void assert_msg_has(const char *needle)
-{
-    if (!strstr(strata_errmsg(), needle))
-        fail_msg("message '%s' lacks '%s'", strata_errmsg(), needle);
-}
-
-static int count_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-
-    if (!d)
-        return -1;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
 
 static void make_dir(char *dir, size_t cap)
 {
