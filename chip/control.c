@@ -198,29 +198,31 @@ static strata_err staged_copy(strata_chip *chip, struct mbx_frame *f,
     return err;
 }
 
-/* Maps the control page of the domain whose windows were just adopted
- * at [base, + rank_count x map) and watches it. The page is created by
- * whichever member maps first, as the windows are, and goes with them: a
- * local domain's worker unlinks it (domain/adopt.c), a global domain's
- * nodes at ABORT or teardown (domain/global/gnode_lazy.c). On failure the
- * windows are released again. */
-static strata_err watch_adopted(strata_chip *chip,
-                                const struct chip_window_req *req,
-                                uint64_t base, uint64_t map)
+/* Maps the control page of the domain adopted at req. A local domain's
+ * is made by whichever member maps first, as its windows are, and its
+ * worker unlinks it (domain/adopt.c). A global domain's (creator is its
+ * L4) was made before any member could map (the L4 holds it mapped, and
+ * each node makes it at IMPORT where the L4's host is not theirs): one
+ * missing now was unlinked by a node torn down with the domain, and a
+ * page made again here would be one the L4's mark never reaches, so the
+ * member fails instead of waiting on it for ever. */
+static strata_err map_adopted_ctl(const strata_chip *chip,
+                                  const struct chip_window_req *req,
+                                  bool global, struct chip_domain_ctl **out)
 {
-    const struct chip_backend_ops *ops = chip->cfg->ops;
     char name[CHIP_WINDOW_HANDLE_MAX];
-    struct chip_domain_ctl *ctl = NULL;
-    uintptr_t at = (uintptr_t)base;
     strata_err err;
 
-    if (!chip_domain_ctl_name(ops, req, name, sizeof(name)))
+    *out = NULL;
+    if (!chip_domain_ctl_name(chip->cfg->ops, req, name, sizeof(name)))
         return STRATA_OK;
-    err = chip_domain_ctl_map(name, true, &ctl);
-    if (!err)
-        err = chip_watch_add(req->alloc_id, ctl, &at, 1,
-                             (uintptr_t)(map * req->rank_count));
-    return err ? undo(chip, req->alloc_id, err) : STRATA_OK;
+    err = chip_domain_ctl_map(name, !global, out);
+    if (err == STRATA_ENOENT)
+        return base_fail(STRATA_EPEER,
+                         "the domain is gone: its control page %s was "
+                         "removed (a member node was lost)",
+                         name);
+    return err;
 }
 
 /* Maps every rank's window, named by the worker, at the addresses it
@@ -234,6 +236,8 @@ static strata_err adopt(strata_chip *chip, struct mbx_frame *f)
      * chip's worker; a global domain's names carry its L4's). */
     uint64_t base = f->arg[3], map = f->arg[2] & MBX_ADOPT_MAP_MASK;
     pid_t creator = (pid_t)(f->arg[2] >> MBX_ADOPT_CREATOR_SHIFT);
+    uintptr_t at = (uintptr_t)base;
+    struct chip_domain_ctl *ctl = NULL;
     struct chip_window_req req = {
         .alloc_id = f->arg[0],
         .rank = (uint32_t)(f->arg[1] & 0xffff),
@@ -254,8 +258,26 @@ static strata_err adopt(strata_chip *chip, struct mbx_frame *f)
                          "outside the reserved range",
                          req.rank_count, (unsigned long long)map,
                          (unsigned long long)base);
-    err = ops->window_adopt(chip->state, &req, base, map);
-    return err ? err : watch_adopted(chip, &req, base, map);
+    /* A global domain's page first: one found gone makes no window. A
+     * local domain's after its windows, as before: a member that could
+     * not map them makes nothing. */
+    if (creator != 0)
+        err = map_adopted_ctl(chip, &req, true, &ctl);
+    if (!err)
+        err = ops->window_adopt(chip->state, &req, base, map);
+    if (err) {
+        chip_domain_ctl_unmap(ctl);
+        return err;
+    }
+    if (creator == 0) {
+        err = map_adopted_ctl(chip, &req, false, &ctl);
+        if (err)
+            return undo(chip, req.alloc_id, err);
+    }
+    if (ctl) /* chip_watch_add unmaps it on failure */
+        err = chip_watch_add(req.alloc_id, ctl, &at, 1,
+                             (uintptr_t)(map * req.rank_count));
+    return err ? undo(chip, req.alloc_id, err) : STRATA_OK;
 }
 
 strata_err chip_run_control(strata_chip *chip, struct mbx_frame *f)

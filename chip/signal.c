@@ -118,6 +118,24 @@ strata_err chip_domain_ctl_map(const char *name, bool create,
     return err;
 }
 
+strata_err chip_domain_ctl_make(const char *name)
+{
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    strata_err err = STRATA_OK;
+
+    if (fd < 0)
+        return errno == EEXIST ? STRATA_OK
+                               : base_fail_errno(errno, "shm_open %s", name);
+    if (ftruncate(fd, (off_t)ctl_size()) != 0)
+        err = base_fail_errno(errno, "ftruncate %s", name);
+    if (!err)
+        err = base_shm_reserve(fd, ctl_size(), "a domain control page");
+    close(fd);
+    if (err)
+        shm_unlink(name);
+    return err;
+}
+
 void chip_domain_ctl_unmap(struct chip_domain_ctl *c)
 {
     if (c)
@@ -139,16 +157,17 @@ void chip_domain_ctl_mark(struct chip_domain_ctl *c, uint32_t rank,
     base_futex_wake(&c->broken);
 }
 
-bool chip_domain_ctl_mark_name(const char *name, bool create, uint32_t rank,
-                               const char *why)
+strata_err chip_domain_ctl_mark_name(const char *name, bool create,
+                                     uint32_t rank, const char *why)
 {
     struct chip_domain_ctl *c = NULL;
+    strata_err err = chip_domain_ctl_map(name, create, &c);
 
-    if (chip_domain_ctl_map(name, create, &c) != STRATA_OK)
-        return false;
+    if (err)
+        return err;
     chip_domain_ctl_mark(c, rank, why);
     chip_domain_ctl_unmap(c);
-    return true;
+    return STRATA_OK;
 }
 
 /* ---- the control pages of this chip's domains, by window address ------- */

@@ -140,6 +140,8 @@ struct orch_mark {
     int ep;
     uint32_t rank;
     uint64_t key;
+    struct chip_domain_ctl *page; /* the caller's mapping, or NULL */
+    bool create;                  /* by name: make a page not there */
     char name[CHIP_WINDOW_HANDLE_MAX];
     char label[64];
 };

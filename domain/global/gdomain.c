@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "base/token.h"
 #include "chip/chip.h"
+#include "chip/peer.h"
 #include "gdomain_int.h"
 #include "gview.h"
 #include "orch/control.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <strata/domain.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* A node's reply: its members' descriptors (a handle is at most
@@ -59,11 +61,17 @@ struct strata_global_domain {
     bool freed;
     bool node_died; /* seen by the release's ABORTs */
     bool gather;    /* every rank of one MPI group (mpidomain.c) */
+    /* The control page, made and mapped before PREPARE_EXPORT, unlinked
+     * when the domain is freed: the L4 marks a node's death through this
+     * mapping, which reaches every member that mapped it however its
+     * name fares meanwhile (a node torn down unlinks it). */
+    struct chip_domain_ctl *page;
     uint32_t pending;
     struct strata_global_domain *next;
 };
 
 static void unlink_after_death(struct strata_global_domain *g);
+static void page_drop(struct strata_global_domain *g);
 
 /* ---- the domain object ---------------------------------------------- */
 
@@ -87,6 +95,7 @@ static void gd_free(struct strata_global_domain *g)
     base_free(g->table);
     base_free(g->handles);
     base_free(g->release_req);
+    chip_domain_ctl_unmap(g->page);
     base_free(g);
 }
 
@@ -100,6 +109,7 @@ void gdomain_free_all(strata_worker *w)
          * the L4 may have made the control page at a node's death. */
         if (g->committed && !g->freed)
             unlink_after_death(g);
+        page_drop(g);
         gd_free(g);
     }
 }
@@ -504,6 +514,7 @@ static strata_err aborts_settled(struct strata_global_domain *g, uint32_t sent)
             err = check_reply(g, (uint32_t)(g->ptrs[k] - g->ctls),
                               WIRE_PHASE_ABORT);
     memset(g->prepared, 0, g->num_nodes * sizeof(*g->prepared));
+    page_drop(g);
     __atomic_store_n(&g->freed, true, __ATOMIC_RELEASE);
     return err == STRATA_EPEER ? STRATA_OK : err;
 }
@@ -529,21 +540,59 @@ static void abort_all(struct strata_global_domain *g, strata_orch *o)
 
 /* ---- lifetime --------------------------------------------------------- */
 
-/* A node that dies with the domain committed cannot mark its members'
- * control page (gnode_lazy.c marks it for one member's death):
- * the L4 does, for each member node, with that node's first rank. */
-static strata_err watch_nodes(struct strata_global_domain *g)
+/* The control page's name, or false without a host-window backend. */
+static bool page_name(struct strata_global_domain *g, char *out, size_t cap)
 {
     const struct chip_backend_ops *ops = chip_backend_find("sim");
+    struct chip_window_req req =
+        gwin_req(cluster_id(g->w), g->id, 0, g->n, g->window_size);
+
+    return ops && chip_domain_ctl_name(ops, &req, out, cap);
+}
+
+/* Before PREPARE_EXPORT: members never make the page (chip/control.c),
+ * so it exists before any maps the windows, and this mapping is theirs. */
+static strata_err page_open(struct strata_global_domain *g)
+{
+    char name[CHIP_WINDOW_HANDLE_MAX];
+
+    if (!page_name(g, name, sizeof(name)))
+        return STRATA_OK;
+    return chip_domain_ctl_map(name, true, &g->page);
+}
+
+/* Once no mark can come (the entries are forgotten) and no member will
+ * map: the name goes, then the mapping. Under the scheduler lock from
+ * release_done. */
+static void page_drop(struct strata_global_domain *g)
+{
+    char name[CHIP_WINDOW_HANDLE_MAX];
+
+    if (!g->page)
+        return;
+    if (page_name(g, name, sizeof(name)))
+        shm_unlink(name);
+    chip_domain_ctl_unmap(g->page);
+    g->page = NULL;
+}
+
+/* A node that dies with the domain committed cannot mark its members'
+ * control page (gnode_lazy.c marks it for one member's death): the L4
+ * does, for each member node, with that node's first rank, through its
+ * own mapping of the page. */
+static strata_err watch_nodes(struct strata_global_domain *g)
+{
+    char label[64];
     strata_err err = STRATA_OK;
 
-    for (uint32_t i = 0; ops && i < g->num_nodes && !err; i++) {
+    snprintf(label, sizeof(label), "global domain '%.40s'", g->name);
+    for (uint32_t i = 0; g->page && i < g->num_nodes && !err; i++) {
         uint32_t r = 0;
 
         while (g->members[r].node_worker_id != (uint32_t)g->nodes[i])
             r++;
-        err = gwin_watch(gdhost_sched(g->w), ops, cluster_id(g->w), g->id, g->n,
-                         g->name, g->nodes[i], r);
+        err = orch_mark_page_on_death(gdhost_sched(g->w), g->nodes[i], g->page,
+                                      label, r, GLOBAL_ALLOC_TAG | g->id);
     }
     return err;
 }
@@ -557,6 +606,7 @@ static void release_done(struct orch_ctl *c, void *arg)
         return;
     if (g->node_died)
         unlink_after_death(g);
+    page_drop(g);
     __atomic_store_n(&g->freed, true, __ATOMIC_RELEASE);
 }
 
@@ -656,6 +706,8 @@ strata_orch_allocate_global_domain(strata_orch *o,
     g->next = gdhost_state(w)->gdomains;
     gdhost_state(w)->gdomains = g;
     err = comm_init(g, o);
+    if (!err)
+        err = page_open(g);
     /* Over a whole MPI group the ranks gather, import and commit among
      * themselves in the one PREPARE_EXPORT round (mpidomain.c). */
     g->gather = gdhost_whole_group(w, g->nodes, g->num_nodes);

@@ -74,8 +74,20 @@ strata_err gwin_watch(struct orch_sched *s, const struct chip_backend_ops *ops,
     if (!chip_domain_ctl_name(ops, &req, page, sizeof(page)))
         return STRATA_OK;
     snprintf(label, sizeof(label), "global domain '%.40s'", name);
-    return orch_mark_on_death(s, ep, page, label, rank,
+    /* Never made here: gone, the domain is (gwin_make). */
+    return orch_mark_on_death(s, ep, page, false, label, rank,
                               GLOBAL_ALLOC_TAG | domain_id);
+}
+
+strata_err gwin_make(const struct chip_backend_ops *ops, uint64_t cluster_id,
+                     uint64_t domain_id, uint32_t n)
+{
+    struct chip_window_req req = gwin_req(cluster_id, domain_id, 0, n, 0);
+    char page[CHIP_WINDOW_HANDLE_MAX];
+
+    if (!chip_domain_ctl_name(ops, &req, page, sizeof(page)))
+        return STRATA_OK;
+    return chip_domain_ctl_make(page);
 }
 
 /* Drops every rank's name and the control page's: a member of this node
@@ -166,8 +178,12 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
                 (unsigned long long)v->mapping_size);
     }
     /* Before any member maps: the death of one marks the control page
-     * the others watch (the L4 marks it for a whole node's). */
+     * the others watch (the L4 marks it for a whole node's). The L4 made
+     * it before PREPARE_EXPORT where it shares this host; where not, the
+     * first node to get here makes it. */
     v->watched = true;
+    err = gwin_make(gdhost_ops(w), gdhost_state(w)->cluster_id, v->domain_id,
+                    v->n);
     for (uint32_t i = 0; i < v->nlocal && !err; i++)
         err = gwin_watch(gdhost_sched(w), gdhost_ops(w),
                          gdhost_state(w)->cluster_id, v->domain_id, v->n,

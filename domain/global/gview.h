@@ -78,12 +78,19 @@ void gwin_unlink_all(const struct chip_backend_ops *ops, uint64_t cluster_id,
 /* Registers the control page (chip/peer.h) of that domain, named like
  * its windows, to be marked when endpoint ep of s dies, naming rank and
  * the domain (orch_mark_on_death, keyed GLOBAL_ALLOC_TAG | domain_id): a
- * node for each of its members, an L4 for each member node. A page
- * nobody made is made then: whoever registers forgets (orch_mark_forget)
- * before the names go. STRATA_OK without a host-window backend. */
+ * node for each of its members. A page no longer there is not made
+ * again (the domain is going): whoever registers forgets
+ * (orch_mark_forget) before the names go. STRATA_OK without a
+ * host-window backend. */
 strata_err gwin_watch(struct orch_sched *s, const struct chip_backend_ops *ops,
                       uint64_t cluster_id, uint64_t domain_id, uint32_t n,
                       const char *name, int ep, uint32_t rank);
+/* Makes that domain's control page unless it exists: the L4 before
+ * PREPARE_EXPORT, a node at IMPORT (for a host the L4 is not on), always
+ * before a member maps, since members never make it (chip/control.c).
+ * STRATA_OK without a host-window backend. */
+strata_err gwin_make(const struct chip_backend_ops *ops, uint64_t cluster_id,
+                     uint64_t domain_id, uint32_t n);
 
 /* gjournal.c: the node's record of the lazy views whose names its
  * members may make, in /dev/shm beside its other names, so that whoever

@@ -18,6 +18,7 @@
 #include "gd_kit.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +298,125 @@ static void test_gdomain_lost_session_killed_windows_reclaimed(void **state)
     assert_int_equal(gd_shm_windows_below(&session, 1), 0);
 }
 
+/* ---- a node torn down while a peer has not mapped yet ------------------ */
+
+static strata_err keep_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct lost *l = user;
+
+    (void)args;
+    gd_spec_init(&l->s, "orphan", 4096);
+    gd_spec_grid(&l->s, 0, 2, 2);
+    l->s.spec.retain_after_run = true;
+    return strata_orch_allocate_global_domain(o, &l->s.spec, &l->g);
+}
+
+/* Node 0's members wait on the domain with no timeout. */
+static strata_err wait_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct lost *l = user;
+    struct gd_spec s0;
+
+    (void)args;
+    gd_spec_init(&s0, "orphan", 4096);
+    gd_spec_grid(&s0, 0, 1, 2);
+    return gd_submit_wait(o, &s0, strata_global_domain_id(l->g), 0, l->tag);
+}
+
+/* Whether process pid is stopped (state T), from /proc/<pid>/stat. */
+static bool stopped(void *arg)
+{
+    char path[64], buf[512];
+    FILE *fp;
+    const char *p;
+    bool t = false;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)*(pid_t *)arg);
+    fp = fopen(path, "r");
+    if (!fp)
+        return false;
+    if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')')) != NULL)
+        t = p[1] == ' ' && p[2] == 'T';
+    fclose(fp);
+    return t;
+}
+
+/* Whether the control page of this L4's global domain *id exists and is
+ * marked broken (whoever made it). */
+static bool page_marked(void *arg)
+{
+    char prefix[96], path[NAME_MAX + 16];
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    bool marked = false;
+
+    snprintf(prefix, sizeof(prefix), "strata-%u-%d-d%llu-ctl",
+             (unsigned)getuid(), (int)getpid(),
+             (unsigned long long)((1ull << 62) | *(const uint64_t *)arg));
+    while (d && !marked && (e = readdir(d)) != NULL) {
+        FILE *f;
+        uint32_t broken = 0;
+
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+        f = fopen(path, "r");
+        if (f && fread(&broken, sizeof(broken), 1, f) == 1)
+            marked = __atomic_load_n(&broken, __ATOMIC_RELAXED) != 0;
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return marked;
+}
+
+/* The ordering gdomain_chaos once hung in: the remote session is torn
+ * down (SIGTERM) and held before its teardown unlinks the domain's
+ * names, the L4 marks the control page for the lost node, the teardown
+ * then unlinks the names, and only then do the forked node's members
+ * first map the domain. A member that made the page again would wait on
+ * a page nobody marks, for ever; it must fail at once with STRATA_EPEER
+ * (the page is gone with the domain), and nothing may be left. */
+static void test_gdomain_lost_page_unlinked_before_mapping_epeer(void **state)
+{
+    const struct gd_daemon *ds[1];
+    struct gd_daemon held;
+    struct lost l = {.tag = (uint64_t)getpid() * 1000 + ++next_tag};
+    strata_worker *w = NULL;
+    strata_run *run = NULL;
+    pid_t session = 0;
+    uint64_t id;
+    strata_err e;
+
+    (void)state;
+    assert_int_equal(gd_daemon_start(&held, NULL, "gnode.teardown:1:stop"), 0);
+    ds[0] = &held;
+    gd_ok(gd_l4_start(1, 2, ds, 1, 2, &w));
+    gd_ok(strata_worker_run(w, keep_orch, NULL, &l));
+    id = strata_global_domain_id(l.g);
+    assert_int_equal(gd_daemon_sessions(&held, &session, 1), 1);
+    assert_int_equal(kill(session, SIGTERM), 0);
+    if (!testutil_wait_until(stopped, &session, LOST_BOUND_S))
+        fail_msg("the session did not stop at gnode.teardown");
+    if (!testutil_wait_until(page_marked, &id, LOST_BOUND_S))
+        fail_msg("the L4 did not mark the domain's page for node 1");
+    assert_int_equal(kill(session, SIGCONT), 0);
+    assert_true(gd_daemon_idle(&held, LOST_BOUND_S));
+    gd_ok(strata_worker_submit(w, wait_orch, NULL, &l, &run));
+    e = strata_run_wait(run, LOST_BOUND_S);
+    print_message("run: %s: %s\n", strata_errname(e), strata_errmsg());
+    gd_expect(STRATA_EPEER, e);
+    gd_assert_contains(strata_errmsg(), "orphan");
+    strata_run_free(run);
+    gd_ok(strata_global_domain_release(l.g));
+    gd_destroy(w, STRATA_OK);
+    remove_files(l.tag);
+    assert_int_equal(gd_shm_windows_below(&session, 1), 0);
+    assert_false(page_marked(&id));
+    assert_int_equal(gd_daemon_stop(&held), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +424,7 @@ int main(void)
         gd_test(test_gdomain_lost_forked_chip_killed_waiters_epeer),
         gd_test(test_gdomain_lost_session_killed_waiters_epeer),
         gd_test(test_gdomain_lost_session_killed_windows_reclaimed),
+        gd_test(test_gdomain_lost_page_unlinked_before_mapping_epeer),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -45,6 +45,12 @@ bool chip_domain_ctl_name(const struct chip_backend_ops *ops,
  * STRATA_ESYS / STRATA_ENOMEM from the system calls otherwise. */
 strata_err chip_domain_ctl_map(const char *name, bool create,
                                struct chip_domain_ctl **out);
+/* Makes the control page called name, zeroed, unless it exists already
+ * (then one failed system call, nothing changes); maps nothing. A global
+ * domain's page is made before any member maps its windows, so that a
+ * member never makes one itself (chip/control.c). STRATA_ESYS /
+ * STRATA_ENOMEM from the system calls. */
+strata_err chip_domain_ctl_make(const char *name);
 /* Unmaps a page from chip_domain_ctl_map (NULL: no-op). */
 void chip_domain_ctl_unmap(struct chip_domain_ctl *c);
 /* Marks the domain broken: the first call records rank and why (later
@@ -52,13 +58,13 @@ void chip_domain_ctl_unmap(struct chip_domain_ctl *c);
  * process that maps the page. */
 void chip_domain_ctl_mark(struct chip_domain_ctl *c, uint32_t rank,
                           const char *why);
-/* The same for a process that does not map the page (an L4, a node for a
+/* The same for a process that does not map the page (a node for a
  * global domain): opens it by name, marks, unmaps. With create, a page
  * nobody made yet is made, so members that map later find the domain
- * broken: only while the windows' names are sure to be unlinked later (a
- * global domain's live on until its ABORT). Without create, false when
- * no page of that name exists (no member has mapped the windows). */
-bool chip_domain_ctl_mark_name(const char *name, bool create, uint32_t rank,
-                               const char *why);
+ * broken: only while the windows' names are sure to be unlinked later.
+ * Without create, STRATA_ENOENT when no page of that name exists; errors
+ * of chip_domain_ctl_map otherwise. */
+strata_err chip_domain_ctl_mark_name(const char *name, bool create,
+                                     uint32_t rank, const char *why);
 
 #endif

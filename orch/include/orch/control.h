@@ -88,19 +88,31 @@ strata_err orch_on_death(struct orch_sched *s, orch_death_fn fn, void *arg);
 bool orch_child_dead_locked(struct orch_sched *s, int ep, char *why,
                             size_t cap);
 
+struct chip_domain_ctl;
+
 /* Marks the control page called name (chip/peer.h) with rank, naming the
  * death ("<label>: chip 1 (pid 4242) died: ..."), once child ep is known
  * dead: at once if it is already, else from the scheduler when it dies.
- * A page nobody made by then is made (members that map the windows later
- * find it marked): the caller forgets the entries (orch_mark_forget),
- * then unlinks the name, when the domain goes. key (a domain id) groups
- * such entries. A node
- * registers each of its members of a global domain, an L4 each node with
- * members; local domains mark their own (domain/lost.c). STRATA_EINVAL
- * for a name or label too long (CHIP_WINDOW_HANDLE_MAX, 64 bytes),
- * STRATA_ENOMEM. Any thread not holding the scheduler lock. */
+ * With create, a page nobody made by then is made (members that map the
+ * windows later find it marked): the caller forgets the entries
+ * (orch_mark_forget), then unlinks the name, when the domain goes.
+ * Without create, a page no longer there is left alone (the domain is
+ * going). key (a domain id) groups such entries. A node registers each
+ * of its members of a global domain, an L4 each node with members
+ * (orch_mark_page_on_death); local domains mark their own
+ * (domain/lost.c). STRATA_EINVAL for a name or label too long
+ * (CHIP_WINDOW_HANDLE_MAX, 64 bytes), STRATA_ENOMEM. Any thread not
+ * holding the scheduler lock. */
 strata_err orch_mark_on_death(struct orch_sched *s, int ep, const char *name,
-                              const char *label, uint32_t rank, uint64_t key);
+                              bool create, const char *label, uint32_t rank,
+                              uint64_t key);
+/* The same for a page the caller holds mapped (chip_domain_ctl_map) until
+ * it forgets key: the mark reaches that page even if its name was
+ * unlinked (or made again) meanwhile. */
+strata_err orch_mark_page_on_death(struct orch_sched *s, int ep,
+                                   struct chip_domain_ctl *page,
+                                   const char *label, uint32_t rank,
+                                   uint64_t key);
 /* Forgets every entry of key (before the page's name goes). */
 void orch_mark_forget(struct orch_sched *s, uint64_t key);
 /* The same under the scheduler lock. */
