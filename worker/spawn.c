@@ -150,6 +150,15 @@ static int poll_ready(strata_worker *w, strata_err *err)
         struct orch_endpoint *ep = &w->eps[i];
         uint32_t st = __atomic_load_n(&ep->mbx->h.init_state, __ATOMIC_ACQUIRE);
 
+        if (st != MBX_INIT_FAILED && st != MBX_INIT_READY) {
+            /* A test holds here while a child fails and exits. */
+            if (BASE_FAULT("worker.poll_ready"))
+                LOG_DEBUG("fault point worker.poll_ready: no effect");
+            orch_endpoint_reap(ep, false);
+            /* A child that failed writes why, then exits: it may have
+             * done both since the load above. */
+            st = __atomic_load_n(&ep->mbx->h.init_state, __ATOMIC_ACQUIRE);
+        }
         if (st == MBX_INIT_FAILED) {
             *err = base_fail((strata_err)ep->mbx->h.init_err,
                              "%s %d failed to start: %s", who(ep), ep->id,
@@ -158,7 +167,6 @@ static int poll_ready(strata_worker *w, strata_err *err)
         }
         if (st == MBX_INIT_READY)
             continue;
-        orch_endpoint_reap(ep, false);
         if (ep->reaped) {
             *err =
                 base_fail(STRATA_EPEER, "%s %d (pid %d) died during start-up",

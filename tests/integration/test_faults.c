@@ -9,8 +9,11 @@
 
 #include "base/fault.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -321,6 +324,102 @@ static void test_faults_chip_init_env_fails_init(void **state)
     base_fault_disarm_all();
 }
 
+struct late {
+    strata_worker *w;
+    strata_err err;
+    char msg[STRATA_ERRMSG_MAX];
+    bool done;
+};
+
+static void *late_init(void *arg)
+{
+    struct late *l = arg;
+
+    l->err = strata_worker_init(l->w);
+    snprintf(l->msg, sizeof(l->msg), "%s", strata_errmsg());
+    __atomic_store_n(&l->done, true, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static bool held_or_done(void *arg)
+{
+    const struct late *l = arg;
+
+    return base_fault_held("worker.poll_ready") == 1 ||
+           __atomic_load_n(&l->done, __ATOMIC_ACQUIRE);
+}
+
+/* A child of this process that has exited and is not reaped yet. */
+static bool child_zombie(void *arg)
+{
+    char path[300], buf[512];
+    int ppid;
+    char st;
+    bool found = false;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+
+    (void)arg;
+    while (d && !found && (e = readdir(d)) != NULL) {
+        FILE *f;
+        const char *p;
+
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) != NULL &&
+            sscanf(p + 1, " %c %d", &st, &ppid) == 2)
+            found = st == 'Z' && ppid == (int)getpid();
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* A chip that reports its failed start-up and exits between the
+ * worker's look at its state and its reap: the start-up error is what
+ * init returns (STRATA_EIO from the fault point), not "died during
+ * start-up". The worker is held between the two (fault point
+ * worker.poll_ready) until the chip is a zombie. */
+static void test_faults_chip_init_fail_seen_after_exit_eio(void **state)
+{
+    static const int ids[] = {0};
+    testutil_snapshot before;
+    strata_worker_config cfg;
+    struct late l = {.w = NULL};
+    pthread_t t;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    strata_worker_config_init(&cfg, 3);
+    cfg.chip_ids = ids;
+    cfg.num_chips = 1;
+    it_ok(it_worker_create(&cfg, &l.w));
+    /* The chip inherits chip.init; only this process reaches the hold. */
+    base_fault_arm("chip.init", 1, BASE_FAULT_FAIL);
+    base_fault_arm("worker.poll_ready", 1, BASE_FAULT_HOLD);
+    assert_int_equal(pthread_create(&t, NULL, late_init, &l), 0);
+    assert_true(testutil_wait_until(held_or_done, &l, 60.0));
+    if (base_fault_held("worker.poll_ready") == 1) {
+        assert_true(testutil_wait_until(child_zombie, NULL, 60.0));
+        base_fault_release("worker.poll_ready");
+    } else {
+        print_message("the chip failed before the first look: the race "
+                      "was not exercised\n");
+    }
+    assert_int_equal(pthread_join(t, NULL), 0);
+    base_fault_disarm_all();
+    print_message("init -> %s (%s)\n", strata_errname(l.err), l.msg);
+    it_expect(STRATA_EIO, l.err);
+    assert_contains(l.msg, "fault point chip.init");
+    it_ok(it_worker_destroy(l.w));
+    testutil_assert_clean(&before);
+}
+
 static void test_faults_chip_init_kill_fails_init(void **state)
 {
     (void)state;
@@ -382,6 +481,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_faults_chip_init_env_fails_init,
                                   it_teardown),
+        cmocka_unit_test_teardown(
+            test_faults_chip_init_fail_seen_after_exit_eio, it_teardown),
         cmocka_unit_test_teardown(test_faults_chip_init_kill_fails_init,
                                   it_teardown),
         cmocka_unit_test_teardown(test_faults_worker_fork_fails_init,
