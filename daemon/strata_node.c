@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/fault.h"
 #include "base/log.h"
 #include "daemon.h"
 #include "wire/endpoint.h"
@@ -221,6 +222,10 @@ static _Noreturn void run_session(struct daemon *d, int fd, SSL *ssl,
     struct worker_session_limits lim = d->o->session;
     sigset_t none;
 
+    /* A test kills a session here (":kill"): authenticated, no frame
+     * read or sent yet. */
+    if (BASE_FAULT("node.session"))
+        _exit(1);
     /* A session does not outlive its daemon. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != d->self)

@@ -290,6 +290,15 @@ static bool unanswered(struct wire_conn *c)
     return st == TLS_ST_BEFORE || st == TLS_ST_CW_CLNT_HELLO;
 }
 
+/* Whether the server's ServerHello took our pre-shared key
+ * (SSL_session_reused): it checked our binder, so it knows our key. */
+static bool psk_accepted(struct wire_conn *c)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+
+    return ssl && SSL_session_reused(ssl);
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct wire_conn *c = arg;
@@ -332,6 +341,29 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
                  "strata-node",
                  c->peer);
         fail(c, STRATA_EBUSY, why);
+        return;
+    }
+    /* The server answered our ClientHello and then closed without an
+     * alert before our side of the handshake was done: it went away (a
+     * killed node or session). Its refusals come as alerts (a wrong
+     * key) or after our side is done (a certificate it rejects). */
+    if (!tls_error && c->tls && c->connecting && !c->up && !c->got_frame) {
+        snprintf(why, sizeof(why),
+                 "%s closed the connection during the TLS handshake, "
+                 "without an alert: the node went away",
+                 c->peer);
+        fail(c, STRATA_EPEER, why);
+        return;
+    }
+    /* A server that took our pre-shared key checked it before it
+     * answered: a close without an alert after that is a lost peer, not
+     * a refusal. */
+    if (!tls_error && c->tls && !c->got_frame && psk_accepted(c)) {
+        snprintf(why, sizeof(why),
+                 "%s closed the connection after it accepted our key, "
+                 "before its first frame: the node went away",
+                 c->peer);
+        fail(c, STRATA_EPEER, why);
         return;
     }
     /* In TLS 1.3 a client is "connected" before the server has checked

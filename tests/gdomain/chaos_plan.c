@@ -40,14 +40,6 @@ static const struct known_result {
     strata_err err;
     const char *bug;
 } known_results[] = {
-    {CHAOS_KILL_SESSION, "init", STRATA_EAUTH,
-     "a session killed during the TLS handshake makes init fail with "
-     "STRATA_EAUTH (\"it closed the connection (authentication "
-     "refused?)\"), not STRATA_EPEER: an EOF without a TLS alert is a "
-     "lost peer"},
-    {CHAOS_KILL_DAEMON, "init", STRATA_EAUTH,
-     "the same, when the daemon dies with the session during the "
-     "handshake"},
     /* wire/conn.c (defect 2's node-full work): a bare close before the
      * node answers the ClientHello is taken for a full node. */
     {CHAOS_KILL_DAEMON, "init", STRATA_EBUSY,

@@ -506,6 +506,33 @@ static void test_remote_faults_daemon_sigterm_idle_node_lost(void **state)
     testutil_assert_clean(&before);
 }
 
+/* A session that dies after the TLS handshake took the key, before its
+ * first frame (fault point node.session): the node went away, which is
+ * STRATA_EPEER, not an authentication failure (the key was accepted). */
+static void test_remote_faults_session_dies_before_hello_epeer(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    struct rk_node own;
+    strata_remote_spec s;
+    strata_worker *w = NULL;
+    strata_err e;
+    char msg[STRATA_ERRMSG_MAX];
+
+    testutil_snapshot_take(&before);
+    assert_int_equal(
+        rk_node_start_fault(&own, RK_PSK, NULL, "node.session:1:kill"), 0);
+    rk_spec(&s, &own, 2);
+    e = rk_l4_start(0, &s, 1, &w);
+    snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+    print_message("init: %s: %s\n", strata_errname(e), msg);
+    assert_int_equal(e, STRATA_EPEER);
+    rk_assert_contains(msg, "went away");
+    assert_null(w);
+    assert_int_equal(rk_node_stop(&own), 0);
+    testutil_assert_clean(&before);
+}
+
 static void test_remote_faults_daemon_sigterm_mid_task_goodbye(void **state)
 {
     (void)state;
@@ -562,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_remote_faults_parent_killed_session_ends),
         cmocka_unit_test(test_remote_faults_daemon_sigterm_idle_node_lost),
         cmocka_unit_test(test_remote_faults_daemon_sigterm_mid_task_goodbye),
+        cmocka_unit_test(test_remote_faults_session_dies_before_hello_epeer),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
