@@ -208,8 +208,8 @@ int main(int argc, char **argv)
         printf(NAME ": OK (%zu rows on %zu ranks, forward and vjp over MPI)\n",
                ranks * ROWS_PER_RANK, ranks);
 out:
-    if (r.halo && strata_halo_destroy(r.halo) != STRATA_OK)
-        rc = fail("halo destroy", STRATA_ESTATE);
+    if (r.halo && (err = strata_halo_destroy(r.halo)) != STRATA_OK)
+        rc = fail("halo destroy", err);
     /* Destroy releases the buffers and ends the MPI job. */
     err = strata_worker_destroy(w);
     if (err != STRATA_OK)
