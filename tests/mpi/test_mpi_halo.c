@@ -192,18 +192,20 @@ static void test_mpi_halo_two_ranks_same_bytes_as_windows(void **state)
     ring_exact(&e);
     gh_graph_random(&g, 403, 9, &st);
     v = gh_view(&g);
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 7; k++) {
         const strata_global_member blocks[4] = {
             {e.ids[0], 0}, {e.ids[0], 1}, {e.ids[1], 0}, {e.ids[1], 1}};
         const strata_global_member mixed[4] = {
             {e.ids[1], 1}, {e.ids[0], 0}, {e.ids[1], 0}, {e.ids[0], 1}};
         const strata_global_member two[2] = {{e.ids[0], 1}, {e.ids[1], 0}};
+        /* k 6: both members on one rank, no message at all. */
+        const strata_global_member one[2] = {{e.ids[1], 1}, {e.ids[1], 0}};
         strata_halo_spec spec;
 
         strata_halo_spec_init(&spec);
         spec.csr = &v;
-        spec.members = k == 4 ? two : k & 1 ? mixed : blocks;
-        spec.num_members = k == 4 ? 2 : 4;
+        spec.members = k == 6 ? one : k == 4 ? two : k & 1 ? mixed : blocks;
+        spec.num_members = k >= 4 ? 2 : 4;
         spec.features = 3;
         spec.dtype = k & 2 ? STRATA_F32 : STRATA_F64;
         spec.reducer = k & 1 ? STRATA_HALO_MEAN : STRATA_HALO_SUM;
@@ -353,6 +355,54 @@ static void test_mpi_halo_rank_dies_mid_exchange_epeer(void **state)
     gh_graph_free(&g);
 }
 
+/* An edge kernel this process has and the ranks lack: every rank fails
+ * in its kernel, still hands its (unused) rows over, so the call ends at
+ * once with STRATA_ETASK naming the kernel; the group stays usable. */
+static void only_here(int64_t dst, int64_t src, strata_dtype dtype,
+                      size_t features, const void *in_row, void *acc_row)
+{
+    (void)dst;
+    (void)src;
+    (void)dtype;
+    for (size_t f = 0; f < features; f++)
+        ((float *)acc_row)[f] += ((const float *)in_row)[f];
+}
+
+static void test_mpi_halo_rank_kernel_fails_fast(void **state)
+{
+    struct menv e;
+    struct gh_graph g;
+    strata_csr_view v;
+    strata_halo_spec spec;
+    strata_halo *h = NULL;
+    double t0;
+
+    (void)state;
+    it_ok(strata_halo_register_edge("mh.only_here", only_here, only_here));
+    gh_graph_ring(&g, 64);
+    v = gh_view(&g);
+    menv_start(&e, 2, 1, over, 1, 4096);
+    const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], 0}};
+    strata_halo_spec_init(&spec);
+    spec.csr = &v;
+    spec.members = m;
+    spec.num_members = 2;
+    spec.reducer = STRATA_HALO_EDGE;
+    spec.edge_kernel = "mh.only_here";
+    spec.timeout_s = 120; /* the failure must not wait for it */
+    spec.transport = STRATA_HALO_TRANSPORT_MPI;
+    it_ok(strata_halo_create(e.w, &spec, &h));
+    t0 = testutil_now();
+    assert_int_equal(run_both(&e, h), STRATA_ETASK);
+    print_message("failed: %s\n", strata_errmsg());
+    rk_assert_contains(strata_errmsg(), "mh.only_here");
+    assert_true(testutil_now() - t0 < 30.0);
+    it_ok(strata_halo_destroy(h));
+    ring_exact(&e); /* the group still works */
+    menv_stop(&e, STRATA_OK);
+    gh_graph_free(&g);
+}
+
 /* ---- setup --------------------------------------------------------------- */
 
 /* Open MPI's shared-memory segments go to a folder of our own, removed
@@ -402,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_mpi_halo_without_group_einval),
         cmocka_unit_test(test_mpi_halo_two_ranks_same_bytes_as_windows),
         cmocka_unit_test(test_mpi_halo_three_ranks_same_bytes_as_windows),
+        cmocka_unit_test(test_mpi_halo_rank_kernel_fails_fast),
         cmocka_unit_test(test_mpi_halo_rank_dies_mid_exchange_epeer),
     };
 
