@@ -158,11 +158,13 @@ strata_err halo_mpi_run(strata_orch *o, strata_halo *h, bool vjp,
     strata_err err = a ? mpinode_err : STRATA_ENOMEM;
     strata_err end;
 
-    if (err)
+    if (err) {
+        base_free(a);
         return base_fail(err, "halo: %s",
-                         a ? "the mpi node callable is not "
-                             "registered"
-                           : "out of memory");
+                         err == STRATA_ENOMEM ? "out of memory"
+                                              : "the mpi node callable is not "
+                                                "registered");
+    }
     for (size_t k = 0; k < h->num_groups && !err; k++) {
         err = strata_args_create(&a[k]);
         if (!err)
