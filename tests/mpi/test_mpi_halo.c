@@ -220,7 +220,8 @@ static void test_mpi_halo_two_ranks_same_bytes_as_windows(void **state)
     menv_stop(&e, STRATA_OK);
 }
 
-/* Three ranks of one chip: every exchange crosses nodes. */
+/* Three ranks of one chip: every exchange crosses nodes; in memory and
+ * paged from a store. */
 static void test_mpi_halo_three_ranks_same_bytes_as_windows(void **state)
 {
     struct menv e;
@@ -229,10 +230,14 @@ static void test_mpi_halo_three_ranks_same_bytes_as_windows(void **state)
     uint64_t st = 71;
 
     (void)state;
+    char *tmp = gh_tmpdir(), *store = gh_join(tmp, "g.gfg");
+
     menv_start(&e, 3, 1, over, 1, 1 << 20);
     gh_graph_random(&g, 257, 6, &st);
     v = gh_view(&g);
-    for (int k = 0; k < 2; k++) {
+    assert_int_equal(strata_gfg_save(store, &v, STRATA_I64), STRATA_OK);
+    /* k 2: the graph paged from a store by the ranks' chips. */
+    for (int k = 0; k < 3; k++) {
         const strata_global_member m[3] = {
             {e.ids[2], 0}, {e.ids[0], 0}, {e.ids[1], 0}};
         strata_halo_spec spec;
@@ -243,11 +248,18 @@ static void test_mpi_halo_three_ranks_same_bytes_as_windows(void **state)
         spec.num_members = 3;
         spec.features = 5;
         spec.dtype = STRATA_F32;
-        spec.reducer = k ? STRATA_HALO_MEAN : STRATA_HALO_SUM;
+        spec.reducer = k == 1 ? STRATA_HALO_MEAN : STRATA_HALO_SUM;
         spec.timeout_s = WAIT_S;
-        spec.chunk_bytes = k ? 0 : 4 * 5 * sizeof(float);
+        spec.chunk_bytes = k == 1 ? 0 : 4 * 5 * sizeof(float);
+        if (k == 2) {
+            spec.csr = NULL;
+            spec.gfg_path = store;
+        }
         compare(&e, &g, &spec, (uint64_t)k + 11);
     }
+    gh_rmtree(tmp);
+    free(store);
+    free(tmp);
     gh_graph_free(&g);
     menv_stop(&e, STRATA_OK);
 }
