@@ -491,7 +491,8 @@ static strata_err call(strata_orch *o, strata_halo *h, strata_buffer *in,
      * cotangents (VJP); check_sizes bounded both. */
     rows = h->xchg ? 0 : vjp ? h->max_ghosts : h->max_pack;
     window = halo_data_offset(h->world) + (size_t)rows * h->row_bytes;
-    if (h->groups && h->spec.transport == STRATA_HALO_TRANSPORT_MPI)
+    if (h->groups &&
+        (h->spec.transport == STRATA_HALO_TRANSPORT_MPI || halo_mpi_auto(h)))
         err = halo_mpi_run(o, h, vjp, in, out, window);
     else if (h->groups)
         err = halo_global_run(o, h, vjp, in, out, window);

@@ -193,6 +193,10 @@ strata_err halo_node_orch(strata_orch *o, const strata_args *args, void *user);
 /* The fifth scalar of a rank kernel over an mpi mailbox. */
 #define HALO_MPI_MARK 0x4d504948u
 strata_err halo_mpi_check(const strata_worker *w, const strata_halo_spec *s);
+/* The default transport of a global handle picks mpi when windows cannot
+ * work: a member's node is on another host, and every member is a rank
+ * of one MPI group (halo_mpi_check passes). */
+bool halo_mpi_auto(const strata_halo *h);
 strata_err halo_mpi_run(strata_orch *o, strata_halo *h, bool vjp,
                         strata_buffer *in, strata_buffer *out, size_t window);
 strata_err halo_mpi_node_orch(strata_orch *o, const strata_args *args,

@@ -96,6 +96,26 @@ strata_err halo_mpi_check(const strata_worker *w, const strata_halo_spec *s)
     return STRATA_OK;
 }
 
+bool halo_mpi_auto(const strata_halo *h)
+{
+    strata_halo_spec s = h->spec;
+    bool away = false;
+
+    if (!h->groups || h->spec.transport != STRATA_HALO_TRANSPORT_DEFAULT)
+        return false;
+    for (uint32_t r = 0; r < h->world && !away; r++)
+        away = worker_node_elsewhere(h->w, h->nodes[r]);
+    if (!away)
+        return false;
+    s.members = h->members;
+    s.num_members = h->world;
+    s.transport = STRATA_HALO_TRANSPORT_MPI;
+    if (halo_mpi_check(h->w, &s) == STRATA_OK)
+        return true;
+    base_errmsg_clear(); /* the windows' own error will say why */
+    return false;
+}
+
 static strata_err node_args(const strata_halo *h,
                             const struct halo_node_group *g, size_t stride,
                             bool vjp, strata_buffer *in, strata_buffer *out,

@@ -2,6 +2,7 @@
  * halo mpi transport, graph/halo_exec_mpi.c), and which MPI rank an L4's
  * node is (worker/groupcoll.h). */
 #include "base/err.h"
+#include "base/hostid.h"
 #include "mpigroup.h"
 #include "worker/groupcoll.h"
 
@@ -46,4 +47,18 @@ const void *worker_node_mpi_group(const strata_worker *w, int id, int *rank_out)
         return NULL;
     *rank_out = (int)((size_t)id - r->group->first);
     return r->group;
+}
+
+bool worker_node_elsewhere(const strata_worker *w, int id)
+{
+    const struct remote_node *r;
+    struct base_host_id me;
+
+    if (!w || id < 0 || (size_t)id >= w->num_nodes)
+        return false;
+    r = w->nodes[id].remote;
+    if (!r || !r->host_id.boot[0])
+        return false;
+    base_host_id(&me);
+    return !base_host_id_same(&r->host_id, &me);
 }

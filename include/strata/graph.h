@@ -262,10 +262,13 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_halo_register_edge(
 /* How the ranks of a halo handle hand their rows over (docs/halo.md,
  * "Transports"). */
 typedef enum strata_halo_transport {
-    /* 0: windows (shared memory), the only transport of local handles and
-     * of global handles over forked or strata-node nodes. */
+    /* 0: windows (shared memory) where they work; a global handle whose
+     * members are all ranks of one MPI group, one of them on another
+     * host than the L4, takes mpi instead (decided at each call). */
     STRATA_HALO_TRANSPORT_DEFAULT = 0,
-    STRATA_HALO_TRANSPORT_WINDOWS = 1, /* the same, named */
+    /* Windows always: the only transport of local handles and of global
+     * handles over forked or strata-node nodes (one host). */
+    STRATA_HALO_TRANSPORT_WINDOWS = 1,
     /* Global handles whose members are all ranks of one Open MPI group
      * (strata_worker_add_mpirun_worker_group): rows between ranks of
      * different nodes travel as MPI messages between the ranks' node
@@ -309,8 +312,9 @@ typedef struct strata_halo_spec {
      * hand-off"). 0: STRATA_HALO_CHUNK_BYTES_DEFAULT. */
     size_t chunk_bytes;
     /* How rows cross between ranks; 0 (STRATA_HALO_TRANSPORT_DEFAULT):
-     * windows. STRATA_HALO_TRANSPORT_MPI needs members that are ranks of
-     * one MPI group (STRATA_EINVAL otherwise, at create). */
+     * windows where possible. STRATA_HALO_TRANSPORT_MPI needs members
+     * that are ranks of one MPI group (STRATA_EINVAL otherwise, at
+     * create). */
     strata_halo_transport transport;
 } strata_halo_spec;
 

@@ -264,6 +264,61 @@ static void test_mpi_halo_three_ranks_same_bytes_as_windows(void **state)
     menv_stop(&e, STRATA_OK);
 }
 
+/* Rank 1 says it runs on another host (test hook mpirank.otherhost.1):
+ * windows over it are refused at the call (the sim profile needs one
+ * host), while the default transport takes mpi there and gives the bytes
+ * the mpi transport named gives. */
+static void test_mpi_halo_default_takes_mpi_across_hosts(void **state)
+{
+    const char *args[3] = {"--oversubscribe", "-x",
+                           "STRATA_FAULT=mpirank.otherhost.1"};
+    struct menv e;
+    struct gh_graph g;
+    strata_csr_view v;
+    strata_halo_spec spec;
+    strata_halo *h[3] = {NULL, NULL, NULL};
+    uint64_t st = 5;
+    size_t bytes;
+    char *want;
+
+    (void)state;
+    gh_graph_random(&g, 97, 5, &st);
+    v = gh_view(&g);
+    bytes = g.n * 2 * sizeof(float);
+    want = malloc(2 * bytes);
+    assert_non_null(want);
+    menv_start(&e, 2, 1, args, 3, 4096);
+    const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], 0}};
+    strata_halo_spec_init(&spec);
+    spec.csr = &v;
+    spec.members = m;
+    spec.num_members = 2;
+    spec.features = 2;
+    spec.timeout_s = WAIT_S;
+    for (int t = 0; t < 3; t++) {
+        spec.transport = (strata_halo_transport)t; /* default, windows, mpi */
+        it_ok(strata_halo_create(e.w, &spec, &h[t]));
+    }
+    hk_fill(e.x, STRATA_F32, g.n, 2, 9);
+    hk_fill(e.grad_out, STRATA_F32, g.n, 2, 10);
+    it_ok(run_both(&e, h[2]));
+    memcpy(want, strata_buffer_data(e.out), bytes);
+    memcpy(want + bytes, strata_buffer_data(e.grad_x), bytes);
+    assert_int_equal(run_both(&e, h[1]), STRATA_EINVAL);
+    print_message("windows: %s\n", strata_errmsg());
+    rk_assert_contains(strata_errmsg(), "needs every node on one host");
+    memset(strata_buffer_data(e.out), 0, bytes);
+    memset(strata_buffer_data(e.grad_x), 0, bytes);
+    it_ok(run_both(&e, h[0]));
+    assert_memory_equal(want, strata_buffer_data(e.out), bytes);
+    assert_memory_equal(want + bytes, strata_buffer_data(e.grad_x), bytes);
+    for (int t = 0; t < 3; t++)
+        it_ok(strata_halo_destroy(h[t]));
+    menv_stop(&e, STRATA_OK);
+    free(want);
+    gh_graph_free(&g);
+}
+
 /* ---- refusals ------------------------------------------------------------ */
 
 static void expect_einval(strata_worker *w, const strata_halo_spec *s,
@@ -464,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_mpi_halo_without_group_einval),
         cmocka_unit_test(test_mpi_halo_two_ranks_same_bytes_as_windows),
         cmocka_unit_test(test_mpi_halo_three_ranks_same_bytes_as_windows),
+        cmocka_unit_test(test_mpi_halo_default_takes_mpi_across_hosts),
         cmocka_unit_test(test_mpi_halo_rank_kernel_fails_fast),
         cmocka_unit_test(test_mpi_halo_rank_dies_mid_exchange_epeer),
     };

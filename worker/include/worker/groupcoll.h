@@ -60,5 +60,9 @@ strata_err worker_group_exchange(struct worker_p2p *ops, size_t n,
  * of one group); NULL for any other node or a bad id. */
 const void *worker_node_mpi_group(const strata_worker *w, int id,
                                   int *rank_out);
+/* The L4: whether node id of w reported a host (boot id and name) other
+ * than this process's; false for forked nodes and nodes that reported
+ * none. */
+bool worker_node_elsewhere(const strata_worker *w, int id);
 
 #endif
