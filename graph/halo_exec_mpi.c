@@ -173,7 +173,12 @@ strata_err halo_mpi_run(strata_orch *o, strata_halo *h, bool vjp,
     /* One call at a time per L4: every rank then sees the messages of
      * one call only, and a tag names its pair of ranks. */
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    size_t stride = (window + HALO_ALIGN - 1) / HALO_ALIGN * HALO_ALIGN;
+    /* The larger of the forward's and the VJP's windows, so that a node
+     * keeps one mailbox for both (check_sizes bounded them). */
+    uint64_t rows = h->max_pack > h->max_ghosts ? h->max_pack : h->max_ghosts;
+    size_t need = halo_data_offset(h->world) + (size_t)rows * h->row_bytes;
+    size_t stride = ((need > window ? need : window) + HALO_ALIGN - 1) /
+                    HALO_ALIGN * HALO_ALIGN;
     strata_args **a = base_calloc(h->num_groups, sizeof(*a));
     strata_err err = a ? mpinode_err : STRATA_ENOMEM;
     strata_err end;
