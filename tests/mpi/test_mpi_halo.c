@@ -470,6 +470,43 @@ static void test_mpi_halo_rank_kernel_fails_fast(void **state)
     gh_graph_free(&g);
 }
 
+/* Rank 1 stops (SIGSTOP) in the middle of its exchange: rank 0's
+ * exchange passes its deadline (timeout_s, 3 s), rank 0 ends the MPI job,
+ * and the call fails with STRATA_EPEER instead of hanging. */
+static void test_mpi_halo_rank_hangs_mid_exchange_epeer(void **state)
+{
+    const char *args[3] = {"--oversubscribe", "-x",
+                           "STRATA_FAULT=mpirank.halo.1:1:stop"};
+    struct menv e;
+    struct gh_graph g;
+    strata_csr_view v;
+    strata_halo_spec spec;
+    strata_halo *h = NULL;
+    double t0;
+
+    (void)state;
+    gh_graph_ring(&g, 64);
+    v = gh_view(&g);
+    menv_start(&e, 2, 1, args, 3, 4096);
+    const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], 0}};
+    strata_halo_spec_init(&spec);
+    spec.csr = &v;
+    spec.members = m;
+    spec.num_members = 2;
+    spec.timeout_s = 3;
+    spec.transport = STRATA_HALO_TRANSPORT_MPI;
+    it_ok(strata_halo_create(e.w, &spec, &h));
+    t0 = testutil_now();
+    assert_int_equal(run_both(&e, h), STRATA_EPEER);
+    print_message("failed after %.1f s: %s\n", testutil_now() - t0,
+                  strata_errmsg());
+    rk_assert_contains(strata_errmsg(), "MPI rank");
+    assert_true(testutil_now() - t0 < 30.0);
+    it_ok(strata_halo_destroy(h));
+    menv_stop(&e, STRATA_EPEER);
+    gh_graph_free(&g);
+}
+
 /* ---- setup --------------------------------------------------------------- */
 
 /* Open MPI's shared-memory segments go to a folder of our own, removed
@@ -522,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_mpi_halo_default_takes_mpi_across_hosts),
         cmocka_unit_test(test_mpi_halo_rank_kernel_fails_fast),
         cmocka_unit_test(test_mpi_halo_rank_dies_mid_exchange_epeer),
+        cmocka_unit_test(test_mpi_halo_rank_hangs_mid_exchange_epeer),
     };
 
     rk_filter_from_env();
