@@ -13,7 +13,7 @@
  * mirror, and the node process, which holds MPI, sends the rows as soon
  * as the flag says they are there, receives its members' ghost rows into
  * the senders' mirrors and bumps the flags the chips wait on
- * (worker_group_exchange, run by strata-rank on its MPI thread). Chips of
+ * (halo_mpi_exchange, run by strata-rank on its MPI thread). Chips of
  * one node read each other's windows in place; interior rows are computed
  * while the messages are in flight, exactly as over windows.
  *
@@ -26,8 +26,8 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "graph/halo_mpi.h"
 #include "halo_kernel.h"
-#include "worker/groupcoll.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -40,6 +40,57 @@ __attribute__((constructor)) static void register_mpinode(void)
 {
     mpinode_err = strata_register_orch(HALO_MPI_CALLABLE, halo_mpi_node_orch,
                                        &mpinode_callable);
+}
+
+/* ---- the hooks the layers above install (graph/halo_mpi.h) ---- */
+
+static halo_exchange_fn xchg_fn;
+static void *xchg_user;
+static pthread_mutex_t xchg_mu = PTHREAD_MUTEX_INITIALIZER;
+static const struct halo_node_queries *queries;
+
+void halo_mpi_set_exchange(halo_exchange_fn fn, void *user)
+{
+    pthread_mutex_lock(&xchg_mu);
+    xchg_fn = fn;
+    xchg_user = user;
+    pthread_mutex_unlock(&xchg_mu);
+}
+
+strata_err halo_mpi_exchange(struct halo_p2p *ops, size_t n, double timeout_s)
+{
+    strata_err err;
+
+    pthread_mutex_lock(&xchg_mu);
+    if (!xchg_fn)
+        err = base_fail(STRATA_ENOTSUP,
+                        "this node is not a rank of an MPI group (or its MPI "
+                        "gives no thread support): no mpi exchange");
+    else
+        err = xchg_fn(ops, n, timeout_s, xchg_user);
+    pthread_mutex_unlock(&xchg_mu);
+    return err;
+}
+
+void halo_mpi_set_queries(const struct halo_node_queries *q)
+{
+    __atomic_store_n(&queries, q, __ATOMIC_RELEASE);
+}
+
+static const void *node_group(const strata_worker *w, int id, int *rank_out)
+{
+    const struct halo_node_queries *q =
+        __atomic_load_n(&queries, __ATOMIC_ACQUIRE);
+
+    return q ? q->group(w, id, rank_out) : NULL;
+}
+
+static bool node_elsewhere(const strata_worker *w, int id)
+{
+    const struct halo_node_queries *q =
+        __atomic_load_n(&queries, __ATOMIC_ACQUIRE);
+
+    return q && q->elsewhere(w, id);
 }
 
 static size_t map_scalars(uint32_t world)
@@ -68,7 +119,7 @@ strata_err halo_mpi_check(const strata_worker *w, const strata_halo_spec *s)
         return err;
     for (size_t i = 0; i < s->num_members; i++) {
         int node = s->members[i].node_worker_id, rank = 0;
-        const void *g = worker_node_mpi_group(w, node, &rank);
+        const void *g = node_group(w, node, &rank);
         size_t same = 0;
 
         if (!g || (group && g != group))
@@ -104,7 +155,7 @@ bool halo_mpi_auto(const strata_halo *h)
     if (!h->groups || h->spec.transport != STRATA_HALO_TRANSPORT_DEFAULT)
         return false;
     for (uint32_t r = 0; r < h->world && !away; r++)
-        away = worker_node_elsewhere(h->w, h->nodes[r]);
+        away = node_elsewhere(h->w, h->nodes[r]);
     if (!away)
         return false;
     s.members = h->members;
@@ -154,7 +205,7 @@ static strata_err node_args(const strata_halo *h,
     for (uint32_t r = 0; r < h->world && !err; r++) {
         int mr = 0;
 
-        if (!worker_node_mpi_group(h->w, h->nodes[r], &mr))
+        if (!node_group(h->w, h->nodes[r], &mr))
             return base_fail(STRATA_EINVAL,
                              "halo: node %d is no longer an MPI rank",
                              h->nodes[r]);

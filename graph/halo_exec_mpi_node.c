@@ -4,8 +4,8 @@
  * from the ranks of other nodes. */
 #include "base/alloc.h"
 #include "base/err.h"
+#include "graph/halo_mpi.h"
 #include "halo_exec_int.h"
-#include "worker/groupcoll.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -47,7 +47,7 @@ struct node_call {
     char *win;
     bool *local; /* world: a member of this node */
     int *mpi;    /* world: the MPI rank of its node */
-    struct worker_p2p *ops;
+    struct halo_p2p *ops;
     size_t num_ops, cap_ops;
 };
 
@@ -71,7 +71,7 @@ static volatile uint32_t *flag(const struct node_call *c, uint64_t owner,
 static strata_err add_op(struct node_call *c, bool send, uint64_t peer,
                          uint64_t me, char *buf, uint64_t rows, uint32_t need)
 {
-    struct worker_p2p *op;
+    struct halo_p2p *op;
 
     if (rows * c->rb > INT_MAX)
         return base_fail(STRATA_EINVAL,
@@ -80,7 +80,7 @@ static strata_err add_op(struct node_call *c, bool send, uint64_t peer,
                          (unsigned long long)rows);
     if (c->num_ops == c->cap_ops) {
         size_t cap = c->cap_ops ? 2 * c->cap_ops : 64;
-        struct worker_p2p *n = base_realloc(c->ops, cap * sizeof(*n));
+        struct halo_p2p *n = base_realloc(c->ops, cap * sizeof(*n));
 
         if (!n)
             return base_fail(STRATA_ENOMEM, "halo mpi: out of memory");
@@ -250,7 +250,7 @@ static strata_err node_run(strata_orch *o, const strata_args *args,
     size_t ti = 1;
     strata_err err, end;
 
-    err = worker_group_exchange(NULL, 0, 0);
+    err = halo_mpi_exchange(NULL, 0, 0);
     if (!err)
         err = mailbox(strata_orch_worker(o), c->stride * c->world, &mb);
     if (err)
@@ -277,7 +277,7 @@ static strata_err node_run(strata_orch *o, const strata_args *args,
     err = strata_orch_submit_next_level_group(
         o, halo_kernel(c->vjp), (const strata_args *const *)a, chips, n);
     if (!err)
-        err = worker_group_exchange(c->ops, c->num_ops, c->hdr->timeout_s);
+        err = halo_mpi_exchange(c->ops, c->num_ops, c->hdr->timeout_s);
     end = strata_orch_scope_end(o);
     return err ? err : end;
 }

@@ -1,5 +1,5 @@
 /* The point-to-point exchange a rank offers its node for the halo mpi
- * transport (worker/groupcoll.h, graph/halo_exec_mpi.c): it runs on the
+ * transport (graph/halo_mpi.h, graph/halo_exec_mpi.c): it runs on the
  * helper thread that calls MPI (rank_coll.c). Every receive is posted at
  * once; a send is posted as soon as the chip that packs its rows says they
  * are there (its flag in the node's mailbox); a receive that lands bumps
@@ -14,8 +14,8 @@
 #include "base/err.h"
 #include "base/fault.h"
 #include "base/log.h"
+#include "graph/halo_mpi.h"
 #include "rank_coll.h"
-#include "worker/groupcoll.h"
 
 #include <mpi.h>
 #include <sched.h>
@@ -29,7 +29,7 @@
 enum { WAITING, POSTED, DONE, SIGNALLED };
 
 struct xjob {
-    struct worker_p2p *ops;
+    struct halo_p2p *ops;
     size_t n;
     double timeout_s;
     MPI_Request *req;
@@ -44,7 +44,7 @@ static int my_rank;
 static int post_ready_sends(struct xjob *j, bool *moved)
 {
     for (size_t i = 0; i < j->n; i++) {
-        struct worker_p2p *op = &j->ops[i];
+        struct halo_p2p *op = &j->ops[i];
         int rc;
 
         if (!op->send || j->state[i] != WAITING ||
@@ -65,7 +65,7 @@ static int post_ready_sends(struct xjob *j, bool *moved)
 static void signal_landed(struct xjob *j, bool *moved)
 {
     for (size_t i = 0; i < j->n; i++) {
-        struct worker_p2p *op = &j->ops[i];
+        struct halo_p2p *op = &j->ops[i];
 
         if (op->send || j->state[i] != DONE)
             continue;
@@ -119,7 +119,7 @@ static int run(void *arg)
     int rc = MPI_SUCCESS;
 
     for (size_t i = 0; i < j->n && rc == MPI_SUCCESS; i++) {
-        struct worker_p2p *op = &j->ops[i];
+        struct halo_p2p *op = &j->ops[i];
 
         j->req[i] = MPI_REQUEST_NULL;
         if (op->send)
@@ -148,7 +148,7 @@ static int run(void *arg)
     return rc;
 }
 
-static strata_err exchange(struct worker_p2p *ops, size_t n, double timeout_s,
+static strata_err exchange(struct halo_p2p *ops, size_t n, double timeout_s,
                            void *user)
 {
     struct xjob j = {.ops = ops, .n = n, .left = n};
@@ -181,10 +181,10 @@ void rank_halo_start(int rank)
 {
     my_rank = rank;
     if (rank_coll_started())
-        worker_group_set_exchange(exchange, NULL);
+        halo_mpi_set_exchange(exchange, NULL);
 }
 
 void rank_halo_stop(void)
 {
-    worker_group_set_exchange(NULL, NULL);
+    halo_mpi_set_exchange(NULL, NULL);
 }
