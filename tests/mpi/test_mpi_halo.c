@@ -4,11 +4,14 @@
  * whose rows between nodes travel as MPI messages between the ranks'
  * processes. Forward and VJP give the same bytes as the window transport
  * over the same members (which works here: every rank is on this host),
- * for 1 and 2 chips per rank, ranks interleaved, sum and mean, both
- * schedules, one chunk or many; a request where no MPI group is fails at
- * create with STRATA_EINVAL naming why; a rank that dies in the middle of
- * an exchange (fault point mpirank.halo.<r>) fails the call with
- * STRATA_EPEER instead of hanging it, and nothing of the job is left.
+ * for 2 ranks of 1 and 2 chips and 3 and 4 ranks of 1, ranks interleaved,
+ * in memory and paged, sum and mean, both schedules, one chunk or many;
+ * the default transport takes mpi for a rank that reports another host; a
+ * request where no MPI group is fails at create with STRATA_EINVAL naming
+ * why; a rank kernel that fails ends the call at once (STRATA_ETASK); a
+ * rank that dies or stops in the middle of an exchange (fault point
+ * mpirank.halo.<r>) fails the call with STRATA_EPEER instead of hanging
+ * it, and nothing of the job is left.
  */
 #include "remote_kit.h"
 
@@ -220,32 +223,31 @@ static void test_mpi_halo_two_ranks_same_bytes_as_windows(void **state)
     menv_stop(&e, STRATA_OK);
 }
 
-/* Three ranks of one chip: every exchange crosses nodes; in memory and
- * paged from a store. */
-static void test_mpi_halo_three_ranks_same_bytes_as_windows(void **state)
+/* `ranks` ranks of one chip, in reverse rank order: every exchange
+ * crosses nodes; in memory and paged from a store. */
+static void one_chip_ranks(size_t ranks, uint64_t seed)
 {
     struct menv e;
     struct gh_graph g;
     strata_csr_view v;
-    uint64_t st = 71;
-
-    (void)state;
+    strata_global_member m[MAX_RANKS];
+    uint64_t st = seed;
     char *tmp = gh_tmpdir(), *store = gh_join(tmp, "g.gfg");
 
-    menv_start(&e, 3, 1, over, 1, 1 << 20);
+    menv_start(&e, ranks, 1, over, 1, 1 << 20);
     gh_graph_random(&g, 257, 6, &st);
     v = gh_view(&g);
     assert_int_equal(strata_gfg_save(store, &v, STRATA_I64), STRATA_OK);
+    for (size_t r = 0; r < ranks; r++)
+        m[r] = (strata_global_member){e.ids[ranks - 1 - r], 0};
     /* k 2: the graph paged from a store by the ranks' chips. */
     for (int k = 0; k < 3; k++) {
-        const strata_global_member m[3] = {
-            {e.ids[2], 0}, {e.ids[0], 0}, {e.ids[1], 0}};
         strata_halo_spec spec;
 
         strata_halo_spec_init(&spec);
         spec.csr = &v;
         spec.members = m;
-        spec.num_members = 3;
+        spec.num_members = ranks;
         spec.features = 5;
         spec.dtype = STRATA_F32;
         spec.reducer = k == 1 ? STRATA_HALO_MEAN : STRATA_HALO_SUM;
@@ -262,6 +264,18 @@ static void test_mpi_halo_three_ranks_same_bytes_as_windows(void **state)
     free(tmp);
     gh_graph_free(&g);
     menv_stop(&e, STRATA_OK);
+}
+
+static void test_mpi_halo_three_ranks_same_bytes_as_windows(void **state)
+{
+    (void)state;
+    one_chip_ranks(3, 71);
+}
+
+static void test_mpi_halo_four_ranks_same_bytes_as_windows(void **state)
+{
+    (void)state;
+    one_chip_ranks(4, 73);
 }
 
 /* Rank 1 says it runs on another host (test hook mpirank.otherhost.1):
@@ -556,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_mpi_halo_without_group_einval),
         cmocka_unit_test(test_mpi_halo_two_ranks_same_bytes_as_windows),
         cmocka_unit_test(test_mpi_halo_three_ranks_same_bytes_as_windows),
+        cmocka_unit_test(test_mpi_halo_four_ranks_same_bytes_as_windows),
         cmocka_unit_test(test_mpi_halo_default_takes_mpi_across_hosts),
         cmocka_unit_test(test_mpi_halo_rank_kernel_fails_fast),
         cmocka_unit_test(test_mpi_halo_rank_dies_mid_exchange_epeer),
