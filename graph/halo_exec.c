@@ -167,6 +167,9 @@ static strata_err check_spec(const strata_worker *w, const strata_halo_spec *s)
     if ((s->chips || s->num_chips) && (s->members || s->num_members))
         return base_fail(STRATA_EINVAL,
                          "halo spec: give exactly one of chips and members");
+    if (s->transport != STRATA_HALO_TRANSPORT_DEFAULT &&
+        s->transport != STRATA_HALO_TRANSPORT_WINDOWS)
+        return halo_mpi_check(w, s);
     if (s->members || s->num_members)
         return halo_global_check(w, s);
     return check_chips(w, s);
@@ -488,7 +491,10 @@ static strata_err call(strata_orch *o, strata_halo *h, strata_buffer *in,
      * cotangents (VJP); check_sizes bounded both. */
     rows = h->xchg ? 0 : vjp ? h->max_ghosts : h->max_pack;
     window = halo_data_offset(h->world) + (size_t)rows * h->row_bytes;
-    if (h->groups)
+    if (h->groups &&
+        (h->spec.transport == STRATA_HALO_TRANSPORT_MPI || halo_mpi_auto(h)))
+        err = halo_mpi_run(o, h, vjp, in, out, window);
+    else if (h->groups)
         err = halo_global_run(o, h, vjp, in, out, window);
     else
         err = local_run(o, h, vjp, in, out, window);

@@ -185,6 +185,23 @@ strata_err halo_global_run(strata_orch *o, strata_halo *h, bool vjp,
                            size_t window);
 strata_err halo_node_orch(strata_orch *o, const strata_args *args, void *user);
 
+/* The mpi transport (halo_exec_mpi.c). halo_mpi_check: the transport
+ * of spec s on w is possible; halo_mpi_run: one call of a global handle
+ * over it (in place of halo_global_run); halo_mpi_node_orch: its node
+ * callable, on every MPI rank with members. */
+#define HALO_MPI_CALLABLE "strata.halo.mpinode"
+/* The fifth scalar of a rank kernel over an mpi mailbox. */
+#define HALO_MPI_MARK 0x4d504948u
+strata_err halo_mpi_check(const strata_worker *w, const strata_halo_spec *s);
+/* The default transport of a global handle picks mpi when windows cannot
+ * work: a member's node is on another host, and every member is a rank
+ * of one MPI group (halo_mpi_check passes). */
+bool halo_mpi_auto(const strata_halo *h);
+strata_err halo_mpi_run(strata_orch *o, strata_halo *h, bool vjp,
+                        strata_buffer *in, strata_buffer *out, size_t window);
+strata_err halo_mpi_node_orch(strata_orch *o, const strata_args *args,
+                              void *user);
+
 /* The chip kernels (halo_exec_kernel.c). Tensors: 0 the read-only plan
  * (IN), 1 the rank's stats slot (OUT), then, for a rank with rows, its
  * input rows (IN) and output rows (OUT). Scalars: device_ctx, the byte

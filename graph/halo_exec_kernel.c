@@ -16,11 +16,13 @@ static strata_err ctx_open(strata_chip *chip, const strata_args *args,
 {
     size_t nt = strata_args_num_tensors(args);
     /* A fourth scalar: the exchange buffer's region stride, its tensor
-     * last. */
-    bool xchg = strata_args_num_scalars(args) > 3;
+     * last; a fifth (mpi transport): the tensor is the node's mailbox of
+     * every rank's window (halo_mpi_kernel_windows). */
+    bool mbox = strata_args_num_scalars(args) > 4;
+    bool xchg = strata_args_num_scalars(args) > 3 && !mbox;
 
     memset(c, 0, sizeof(*c));
-    if (xchg) {
+    if (xchg || mbox) {
         if (nt != 3 && nt != 5)
             return base_fail(STRATA_EINVAL, "halo kernel: %zu tensors", nt);
         nt--;
@@ -33,10 +35,14 @@ static strata_err ctx_open(strata_chip *chip, const strata_args *args,
         c->hdr->version != HALO_PLAN_VERSION)
         return base_fail(STRATA_EINVAL, "halo kernel: not a halo plan");
     c->stats = strata_args_tensor_data(args, 1);
-    c->cc = strata_chip_comm_context(chip, strata_args_scalar(args, 0));
     c->data_off = (size_t)strata_args_scalar(args, 1);
     c->rank = (uint32_t)strata_args_scalar(args, 2);
-    if (!c->cc || c->cc->rank != c->rank || c->cc->rank_count != c->hdr->world)
+    if (mbox && halo_mpi_kernel_windows(args, nt, c) != STRATA_OK)
+        return STRATA_EINVAL;
+    if (!mbox)
+        c->cc = strata_chip_comm_context(chip, strata_args_scalar(args, 0));
+    if (!mbox && (!c->cc || c->cc->rank != c->rank ||
+                  c->cc->rank_count != c->hdr->world))
         return base_fail(STRATA_EINVAL,
                          "halo kernel: chip %d is not rank %u of a %u-rank "
                          "halo domain",

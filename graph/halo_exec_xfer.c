@@ -11,14 +11,14 @@
 static volatile uint32_t *flag(const struct rank_ctx *c, uint32_t owner,
                                uint32_t sender)
 {
-    return (volatile uint32_t *)((char *)c->cc->window_base[owner] +
+    return (volatile uint32_t *)(halo_k_window(c, owner) +
                                  sender * sizeof(uint32_t));
 }
 
 static int64_t *stamp(const struct rank_ctx *c, uint32_t owner, uint32_t sender)
 {
-    return (int64_t *)((char *)c->cc->window_base[owner] +
-                       halo_stamp_offset(c->cc->rank_count)) +
+    return (int64_t *)(halo_k_window(c, owner) +
+                       halo_stamp_offset(c->hdr->world)) +
            sender;
 }
 
@@ -26,7 +26,7 @@ char *halo_k_window_data(const struct rank_ctx *c, uint32_t r)
 {
     if (c->xchg)
         return c->xchg + (size_t)r * c->xchg_stride;
-    return (char *)c->cc->window_base[r] + c->data_off;
+    return halo_k_window(c, r) + c->data_off;
 }
 
 void halo_k_ghosts_zero(const struct rank_ctx *c)
@@ -58,7 +58,7 @@ void halo_k_signal_all(struct rank_ctx *c, bool send)
     int64_t t = (int64_t)base_now_ns();
 
     /* Before the plan was opened there is nobody to tell. */
-    if (c->signaled || !c->rp || !c->cc)
+    if (c->signaled || !c->rp || (!c->cc && !c->win))
         return;
     p = halo_k_peers(c, send);
     n = send ? c->rp->num_send : c->rp->num_recv;

@@ -26,6 +26,11 @@ struct rank_ctx {
      * (else NULL: in its window, at data_off). */
     char *xchg;
     size_t xchg_stride;
+    /* The mpi transport: every rank's window (flags, stamps, data) at
+     * win + r * win_stride in the node's mailbox, and cc NULL (else
+     * NULL: the domain's windows, cc->window_base). */
+    char *win;
+    size_t win_stride;
     uint64_t rows; /* owned */
     const char *in;
     char *out;
@@ -53,6 +58,18 @@ struct rank_ctx {
     bool signaled;
     int64_t arrived; /* latest signal time of the peers waited for */
 };
+
+/* Rank r's window: the domain's, or its part of the mpi mailbox. */
+static inline char *halo_k_window(const struct rank_ctx *c, uint32_t r)
+{
+    return c->win ? c->win + (size_t)r * c->win_stride
+                  : (char *)c->cc->window_base[r];
+}
+
+/* The mpi transport's kernel arguments (halo_exec_mpi.c): tensor nt is
+ * the node's mailbox, scalar 3 its window stride; sets c->win. */
+strata_err halo_mpi_kernel_windows(const strata_args *args, size_t nt,
+                                   struct rank_ctx *c);
 
 /* Source rows handed to halo_rowsum at a time. */
 #define HALO_K_SRC_BATCH 64

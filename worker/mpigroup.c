@@ -347,6 +347,7 @@ strata_worker_add_mpirun_worker_group(strata_worker *parent,
     }
     for (size_t i = 0; i < g->n; i++)
         ids_out[i] = (int)(g->first + i);
+    mpihalo_install();
     return STRATA_OK;
 }
 

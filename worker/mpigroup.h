@@ -60,6 +60,10 @@ static inline struct remote_node *mpigroup_node(struct mpi_group *g,
     return g->w->nodes[g->first + rank].remote;
 }
 
+/* mpihalo.c: tells the halo mpi transport (graph) how to ask which MPI
+ * rank a node is; idempotent. */
+void mpihalo_install(void);
+
 /* mpilaunch.c */
 strata_err mpilaunch_start(struct mpi_group *g, struct event_base *base,
                            uint64_t deadline);

@@ -259,6 +259,23 @@ typedef void (*strata_halo_edge_fn)(int64_t dst, int64_t src,
 STRATA_API STRATA_MUST_CHECK strata_err strata_halo_register_edge(
     const char *name, strata_halo_edge_fn forward, strata_halo_edge_fn vjp);
 
+/* How the ranks of a halo handle hand their rows over (docs/halo.md,
+ * "Transports"). */
+typedef enum strata_halo_transport {
+    /* 0: windows (shared memory) where they work; a global handle whose
+     * members are all ranks of one MPI group, one of them on another
+     * host than the L4, takes mpi instead (decided at each call). */
+    STRATA_HALO_TRANSPORT_DEFAULT = 0,
+    /* Windows always: the only transport of local handles and of global
+     * handles over forked or strata-node nodes (one host). */
+    STRATA_HALO_TRANSPORT_WINDOWS = 1,
+    /* Global handles whose members are all ranks of one Open MPI group
+     * (strata_worker_add_mpirun_worker_group): rows between ranks of
+     * different nodes travel as MPI messages between the ranks' node
+     * processes (docs/mpi.md); chips of one node still share memory. */
+    STRATA_HALO_TRANSPORT_MPI = 2,
+} strata_halo_transport;
+
 /* What to run: a partitioned graph over a list of chips. */
 typedef struct strata_halo_spec {
     /* The graph, exactly one of: csr (in memory, num_rows ==
@@ -294,6 +311,11 @@ typedef struct strata_halo_spec {
      * row as soon as the chunks it reads are in (docs/halo.md, "Chunked
      * hand-off"). 0: STRATA_HALO_CHUNK_BYTES_DEFAULT. */
     size_t chunk_bytes;
+    /* How rows cross between ranks; 0 (STRATA_HALO_TRANSPORT_DEFAULT):
+     * windows where possible. STRATA_HALO_TRANSPORT_MPI needs members
+     * that are ranks of one MPI group (STRATA_EINVAL otherwise, at
+     * create). */
+    strata_halo_transport transport;
 } strata_halo_spec;
 
 /* Bytes of a neighbour's rows handed over at a time when

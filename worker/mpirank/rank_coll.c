@@ -34,10 +34,15 @@ static struct {
     const void *send;
     size_t len;
     void *recv;
+    int (*fn)(void *); /* a job of rank_coll_call, else the allgather */
+    void *arg;
     int rc;
     double timeout_s;
     int rank;
 } C = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* One job at a time, whichever thread asks (a gather, a halo exchange). */
+static pthread_mutex_t caller_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void *helper(void *arg)
 {
@@ -51,8 +56,9 @@ static void *helper(void *arg)
         if (C.quit)
             break;
         pthread_mutex_unlock(&C.mu);
-        rc = MPI_Allgather(C.send, (int)C.len, MPI_BYTE, C.recv, (int)C.len,
-                           MPI_BYTE, MPI_COMM_WORLD);
+        rc = C.fn ? C.fn(C.arg)
+                  : MPI_Allgather(C.send, (int)C.len, MPI_BYTE, C.recv,
+                                  (int)C.len, MPI_BYTE, MPI_COMM_WORLD);
         pthread_mutex_lock(&C.mu);
         C.rc = rc;
         C.job = 2;
@@ -83,7 +89,9 @@ static strata_err allgather(const void *send, size_t len, void *recv,
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
+    pthread_mutex_lock(&caller_mu);
     pthread_mutex_lock(&C.mu);
+    C.fn = NULL;
     C.send = send;
     C.len = len;
     C.recv = recv;
@@ -107,10 +115,38 @@ static strata_err allgather(const void *send, size_t len, void *recv,
     C.job = 0;
     rc = C.rc;
     pthread_mutex_unlock(&C.mu);
+    pthread_mutex_unlock(&caller_mu);
     if (rc != MPI_SUCCESS)
         return base_fail(STRATA_EPEER, "MPI_Allgather failed (MPI error %d)",
                          rc);
     return STRATA_OK;
+}
+
+int rank_coll_call(int (*fn)(void *), void *arg)
+{
+    int rc;
+
+    if (!C.started)
+        return MPI_ERR_OTHER;
+    pthread_mutex_lock(&caller_mu);
+    pthread_mutex_lock(&C.mu);
+    C.fn = fn;
+    C.arg = arg;
+    C.job = 1;
+    pthread_cond_broadcast(&C.cv);
+    while (C.job != 2)
+        pthread_cond_wait(&C.cv, &C.mu);
+    C.job = 0;
+    C.fn = NULL;
+    rc = C.rc;
+    pthread_mutex_unlock(&C.mu);
+    pthread_mutex_unlock(&caller_mu);
+    return rc;
+}
+
+bool rank_coll_started(void)
+{
+    return C.started;
 }
 
 void rank_coll_start(int rank, int size, int provided)

@@ -11,6 +11,7 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "rank_coll.h"
+#include "rank_halo.h"
 #include "wire/endpoint.h"
 #include "wire/tls.h"
 #include "worker/mpiident.h"
@@ -276,6 +277,7 @@ int main(int argc, char **argv)
     if (!ssl)
         MPI_Abort(MPI_COMM_WORLD, 1);
     rank_coll_start(rank, size, provided);
+    rank_halo_start(rank);
     launcher = getppid();
     status = worker_session_main(fd, ssl, o.connect, NULL);
     /* mpirun (or its daemon) gone: MPI_Finalize would wait for it. */
@@ -286,6 +288,7 @@ int main(int argc, char **argv)
         LOG_WARN("rank %d: the L4 is lost: ending the MPI job", rank);
         MPI_Abort(MPI_COMM_WORLD, status);
     }
+    rank_halo_stop();
     rank_coll_stop();
     check_leaks_before_mpi_ends();
     MPI_Finalize();
