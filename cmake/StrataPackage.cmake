@@ -62,7 +62,10 @@ set(CPACK_COMPONENT_NODE_DESCRIPTION
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME strata-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
+# strata-trace-page is a python3 script; its --png wants chromium.
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "python3")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "chromium")
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION
-  "strata command-line tool\n strata gfg inspects, checks and converts .gfg graph stores; strata\n node pings strata-node daemons and makes cluster keys.")
+  "strata command-line tool\n strata gfg inspects, checks and converts .gfg graph stores; strata\n node pings strata-node daemons and makes cluster keys;\n strata-trace-page draws a timeline trace as an HTML page.")
 
 include(CPack)

@@ -34,7 +34,8 @@ lib=$root/usr/lib/$multiarch
 for f in "$lib/libstrata.so.0" "$lib/libstrata.so" "$lib/libstrata.a" \
     "$lib/pkgconfig/strata.pc" "$lib/cmake/strata/strataConfig.cmake" \
     "$root/usr/include/strata/strata.h" "$root/usr/bin/strata" \
-    "$root/usr/bin/strata-node" "$root/usr/share/man/man1/strata.1" \
+    "$root/usr/bin/strata-node" "$root/usr/bin/strata-trace-page" \
+    "$root/usr/share/man/man1/strata.1" \
     "$root/usr/share/man/man8/strata-node.8" \
     "$root/usr/lib/systemd/system/strata-node.service" \
     "$root/etc/default/strata-node"; do
