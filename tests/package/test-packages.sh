@@ -67,8 +67,11 @@ export PKG_CONFIG_PATH=$lib/pkgconfig
 # shellcheck disable=SC2046 # pkg-config output is a list of flags
 cc -std=c11 -Wall -Wextra -Wpedantic -Werror examples/minimal/main.c \
     -o "$tmp/minimal" $(pkg-config --cflags --libs strata)
-LD_LIBRARY_PATH=$lib ldd "$tmp/minimal" | grep -q "$lib/libstrata.so.0" ||
-    fail "minimal does not link the installed libstrata.so.0"
+# Whole outputs, then grep: with pipefail, grep -q leaving early makes the
+# writer die of SIGPIPE and the pipeline fail (seen once in CI).
+deps=$(LD_LIBRARY_PATH=$lib ldd "$tmp/minimal")
+grep -q "$lib/libstrata.so.0" <<<"$deps" ||
+    fail "minimal does not link the installed libstrata.so.0: $deps"
 LD_LIBRARY_PATH=$lib timeout 120 "$tmp/minimal" >"$tmp/minimal.out"
 grep -q . "$tmp/minimal.out" || fail "minimal printed nothing"
 cat "$tmp/minimal.out"
@@ -89,10 +92,10 @@ cmake --build "$tmp/proj/build" >/dev/null
 LD_LIBRARY_PATH=$lib timeout 120 "$tmp/proj/build/minimal" >/dev/null
 
 echo "-- the installed tools"
-"$root/usr/bin/strata" --version | grep -q "strata 0.1.0" ||
-    fail "strata --version"
-"$root/usr/bin/strata-node" --help | grep -q -- "--secret-file" ||
-    fail "strata-node --help"
+version=$("$root/usr/bin/strata" --version)
+grep -q "strata 0.1.0" <<<"$version" || fail "strata --version: $version"
+help=$("$root/usr/bin/strata-node" --help)
+grep -q -- "--secret-file" <<<"$help" || fail "strata-node --help"
 "$root/usr/bin/strata" node keygen "$tmp/key" >/dev/null
 [ "$(stat -c %a "$tmp/key")" = 600 ] || fail "keygen mode"
 echo "test-packages: ok"
