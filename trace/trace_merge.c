@@ -16,14 +16,73 @@
 
 #define MERGE_MAX_BUFS 8192
 
-/* Maps the buffer /dev/shm/name read-only into *b; false (with a warning)
- * for one that is not a whole buffer of ours. */
-static bool map_buf(const char *name, struct trace_buf *b)
+/* A record time in ns: ticks (tsc) through the anchor (tsc0, ns0) of h
+ * and per_tick; then shifted (a remote node's clock offset). */
+static uint64_t to_ns(const struct trace_hdr *h, bool tsc, uint64_t t,
+                      double per_tick, int64_t shift)
+{
+    double ns = (double)t;
+
+    if (tsc)
+        ns = (double)h->ns0 + ((double)t - (double)h->tsc0) * per_tick;
+    ns += (double)shift;
+    return ns > 0 ? (uint64_t)ns : 0;
+}
+
+/* Converts a copied record's times in place; kind is its stored kind. */
+static void rec_to_ns(const struct trace_hdr *h, struct trace_rec *o,
+                      uint32_t kind, double per_tick, int64_t shift)
+{
+    bool tsc = h->clock == TRACE_CLOCK_TSC && !(kind & TRACE_F_NS);
+
+    o->t0 = to_ns(h, tsc, o->t0, per_tick, shift);
+    if (o->t1)
+        o->t1 = to_ns(h, tsc, o->t1, per_tick, shift);
+    if (o->c && (o->kind == TRACE_K_TASK ||
+                 (o->kind == TRACE_K_SPAN && o->cat == TRACE_CAT_RUN)))
+        o->c = to_ns(h, tsc, o->c, per_tick, shift);
+}
+
+bool trace_buf_load(const struct trace_hdr *h, uint32_t n, uint64_t tsc1,
+                    uint64_t ns1, int64_t shift_ns, struct trace_buf *out)
+{
+    size_t size = sizeof(*h) + (size_t)n * sizeof(struct trace_rec);
+    struct trace_hdr *c = base_malloc(size);
+    double per_tick = 1.0;
+
+    if (!c)
+        return false;
+    memcpy(c, h, sizeof(*h));
+    if (h->clock == TRACE_CLOCK_TSC && tsc1 > h->tsc0 && ns1 > h->ns0)
+        per_tick = (double)(ns1 - h->ns0) / (double)(tsc1 - h->tsc0);
+    for (uint32_t i = 0; i < n; i++) {
+        struct trace_rec *o = &c->recs[i];
+        uint32_t kind = __atomic_load_n(&h->recs[i].kind, __ATOMIC_ACQUIRE);
+
+        *o = h->recs[i];
+        o->kind = kind & 0xffu;
+        if (o->kind)
+            rec_to_ns(h, o, kind, per_tick, shift_ns);
+    }
+    c->clock = TRACE_CLOCK_NS;
+    c->cap = n;
+    c->head = n;
+    out->h = c;
+    out->n = n;
+    return true;
+}
+
+/* Maps the buffer /dev/shm/name read-only and loads it into *b (times in
+ * ns, see trace_buf_load); false (with a warning) for one that is not a
+ * whole buffer of ours. */
+static bool map_buf(const char *name, uint64_t tsc1, uint64_t ns1,
+                    struct trace_buf *b)
 {
     char path[300];
     struct stat st;
     struct trace_hdr *h;
     uint64_t n;
+    bool ok;
     int fd;
 
     snprintf(path, sizeof(path), "/%s", name);
@@ -48,10 +107,11 @@ static bool map_buf(const char *name, struct trace_buf *b)
         return false;
     }
     n = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
-    b->h = h;
-    b->map_len = (size_t)st.st_size;
-    b->n = n < h->cap ? (uint32_t)n : h->cap;
-    return true;
+    ok = trace_buf_load(h, n < h->cap ? (uint32_t)n : h->cap, tsc1, ns1, 0, b);
+    munmap(h, (size_t)st.st_size);
+    if (!ok)
+        LOG_WARN("trace: no memory to read %s", name);
+    return ok;
 }
 
 /* The root first, then by pid: parents before the children they fork. */
@@ -96,6 +156,7 @@ strata_err trace_merge_session(const char *path, pid_t root)
     struct trace_buf *bufs = base_calloc(MERGE_MAX_BUFS, sizeof(*bufs));
     size_t n = 0;
     strata_err err = STRATA_OK;
+    uint64_t tsc1, ns1;
     struct dirent *e;
     DIR *d;
 
@@ -103,6 +164,7 @@ strata_err trace_merge_session(const char *path, pid_t root)
     trace_shm_name(name, sizeof(name), root, 0);
     snprintf(prefix, sizeof(prefix), "%s", name + 1);
     prefix[strlen(prefix) - 1] = '\0'; /* drop the "0" */
+    trace_clock_pair(&tsc1, &ns1);
     d = opendir("/dev/shm");
     if (!d) {
         base_free(bufs);
@@ -112,7 +174,8 @@ strata_err trace_merge_session(const char *path, pid_t root)
         if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
             continue;
         snprintf(name, sizeof(name), "/%s", e->d_name);
-        if (bufs && n < MERGE_MAX_BUFS && map_buf(e->d_name, &bufs[n]))
+        if (bufs && n < MERGE_MAX_BUFS &&
+            map_buf(e->d_name, tsc1, ns1, &bufs[n]))
             n++;
         shm_unlink(name);
     }
@@ -122,7 +185,7 @@ strata_err trace_merge_session(const char *path, pid_t root)
     qsort(bufs, n, sizeof(*bufs), by_pid);
     err = write_file(path, bufs, n);
     for (size_t i = 0; i < n; i++)
-        munmap(bufs[i].h, bufs[i].map_len);
+        base_free(bufs[i].h);
     base_free(bufs);
     return err;
 }

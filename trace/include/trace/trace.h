@@ -73,8 +73,31 @@ static inline bool trace_enabled(void)
     return __builtin_expect(trace_self != NULL, 0);
 }
 
-/* CLOCK_MONOTONIC in ns: the clock every process of a host shares. */
-uint64_t trace_now(void);
+/* Whether this session's records hold TSC ticks (set at the session's
+ * start, inherited by its children): an x86 TSC that is constant, does
+ * not stop and is the kernel's clocksource, so every CPU's is the same
+ * clock. The merge converts ticks to CLOCK_MONOTONIC ns. */
+extern bool trace_clock_tsc;
+
+/* CLOCK_MONOTONIC in ns (clock_gettime, through the vDSO). */
+uint64_t trace_now_ns(void);
+
+/* The record clock: TSC ticks when trace_clock_tsc (one instruction,
+ * about a third of clock_gettime's cost), else CLOCK_MONOTONIC ns. Only
+ * for record times; a time taken from another clock goes into a record
+ * flagged TRACE_F_NS. */
+static inline uint64_t trace_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_expect(trace_clock_tsc, 1))
+        return __builtin_ia32_rdtsc();
+#endif
+    return trace_now_ns();
+}
+
+/* Or'ed into a record's kind: its times (t0, t1, c) are CLOCK_MONOTONIC
+ * ns already, not the record clock (trace_record_ns). */
+#define TRACE_F_NS 0x100u
 
 /* Appends a record to this process's buffer, or counts it dropped when
  * the buffer is full; nothing when tracing is off. Any thread; never
@@ -82,6 +105,17 @@ uint64_t trace_now(void);
 void trace_record(enum trace_kind kind, uint16_t cat, uint16_t lane,
                   uint64_t t0, uint64_t t1, uint64_t a, uint64_t b, uint64_t c,
                   uint64_t d, const char *name);
+
+/* trace_record for times taken from CLOCK_MONOTONIC (base_now_ns), not
+ * from trace_now. */
+static inline void trace_record_ns(enum trace_kind kind, uint16_t cat,
+                                   uint16_t lane, uint64_t t0, uint64_t t1,
+                                   uint64_t a, uint64_t b, uint64_t c,
+                                   uint64_t d, const char *name)
+{
+    trace_record((enum trace_kind)(kind | TRACE_F_NS), cat, lane, t0, t1, a, b,
+                 c, d, name);
+}
 
 /* A remote frame (or a batch of them, type 0) of bytes sent or received
  * by this process: one branch when tracing is off. */
