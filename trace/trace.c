@@ -228,10 +228,10 @@ strata_err trace_session_start(const char *path, const char *role)
 {
     strata_err err;
 
-    if (!path || !*path)
+    if (path && !*path)
         return base_fail(STRATA_EINVAL, "trace: empty trace path");
     if (sess.root == getpid()) {
-        if (strcmp(path, sess.path) != 0)
+        if (path && sess.path && strcmp(path, sess.path) != 0)
             LOG_WARN("trace: a session to %s is open; %s is not written",
                      sess.path, path);
         sess.refs++;
@@ -240,8 +240,8 @@ strata_err trace_session_start(const char *path, const char *role)
     pthread_once(&atfork_once, register_atfork);
     /* A session inherited from the parent is not this process's. */
     base_free(sess.path);
-    sess.path = base_strdup(path);
-    if (!sess.path)
+    sess.path = path ? base_strdup(path) : NULL;
+    if (path && !sess.path)
         return base_fail(STRATA_ENOMEM, "trace: path");
     sess.root = getpid();
     sess.cap = events_wanted();
@@ -271,6 +271,13 @@ void trace_proc_open(const char *fmt, ...)
     va_end(ap);
     if (open_buf(role) != STRATA_OK)
         LOG_WARN("trace: %s records nothing: %s", role, strata_errmsg());
+}
+
+strata_err trace_session_collect(trace_collect_fn fn, void *ctx)
+{
+    if (!sess.root || sess.root != getpid())
+        return base_fail(STRATA_ESTATE, "trace: no session in this process");
+    return trace_session_collect_root(sess.root, fn, ctx);
 }
 
 strata_err trace_session_finish(void)

@@ -27,6 +27,9 @@ struct trace_rec {
     char name[TRACE_NAME_MAX];
 };
 
+_Static_assert(sizeof(struct trace_rec) == 104,
+               "a record is WIRE_TRACE_REC_SIZE bytes on the wire");
+
 struct trace_hdr {
     uint32_t magic;
     uint32_t version;
@@ -73,10 +76,24 @@ struct trace_buf {
 bool trace_buf_load(const struct trace_hdr *h, uint32_t n, uint64_t tsc1,
                     uint64_t ns1, int64_t shift_ns, struct trace_buf *out);
 
-/* Reads every buffer of root's session from /dev/shm, writes their merge
- * to path (through a temporary file renamed into place) and removes them
- * all, whatever else fails (trace_merge.c). */
+/* Reads every buffer of root's session from /dev/shm and the remote
+ * nodes' buffers (trace_remote_add), writes their merge to path (through
+ * a temporary file renamed into place; NULL: nothing written) and removes
+ * them all, whatever else fails (trace_merge.c). */
 strata_err trace_merge_session(const char *path, pid_t root);
+
+/* trace_session_collect for the session of root. */
+strata_err trace_session_collect_root(pid_t root, trace_collect_fn fn,
+                                      void *ctx);
+
+/* Converts a record copied from a buffer of clock h->clock in place (its
+ * stored kind: flags and all) to ns plus shift (trace_merge.c). */
+void trace_rec_to_ns(const struct trace_hdr *h, struct trace_rec *o,
+                     uint32_t kind, double per_tick, int64_t shift);
+
+/* Moves the remote buffers received so far into out (at most cap; the
+ * rest are freed) and returns how many (trace_remote.c). */
+size_t trace_remote_take(struct trace_buf *out, size_t cap);
 
 /* Writes the merged trace of bufs[0..n) as trace-event JSON to f;
  * STRATA_EIO when a write fails. */

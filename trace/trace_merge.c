@@ -29,9 +29,8 @@ static uint64_t to_ns(const struct trace_hdr *h, bool tsc, uint64_t t,
     return ns > 0 ? (uint64_t)ns : 0;
 }
 
-/* Converts a copied record's times in place; kind is its stored kind. */
-static void rec_to_ns(const struct trace_hdr *h, struct trace_rec *o,
-                      uint32_t kind, double per_tick, int64_t shift)
+void trace_rec_to_ns(const struct trace_hdr *h, struct trace_rec *o,
+                     uint32_t kind, double per_tick, int64_t shift)
 {
     bool tsc = h->clock == TRACE_CLOCK_TSC && !(kind & TRACE_F_NS);
 
@@ -62,7 +61,7 @@ bool trace_buf_load(const struct trace_hdr *h, uint32_t n, uint64_t tsc1,
         *o = h->recs[i];
         o->kind = kind & 0xffu;
         if (o->kind)
-            rec_to_ns(h, o, kind, per_tick, shift_ns);
+            trace_rec_to_ns(h, o, kind, per_tick, shift_ns);
     }
     c->clock = TRACE_CLOCK_NS;
     c->cap = n;
@@ -150,12 +149,12 @@ static strata_err write_file(const char *path, const struct trace_buf *bufs,
     return err;
 }
 
-strata_err trace_merge_session(const char *path, pid_t root)
+/* Loads every buffer of root's session from /dev/shm into bufs (up to
+ * MERGE_MAX_BUFS; *n of them), removing each name when unlink_them. */
+static strata_err load_session(pid_t root, bool unlink_them,
+                               struct trace_buf *bufs, size_t *n)
 {
     char prefix[300], name[300];
-    struct trace_buf *bufs = base_calloc(MERGE_MAX_BUFS, sizeof(*bufs));
-    size_t n = 0;
-    strata_err err = STRATA_OK;
     uint64_t tsc1, ns1;
     struct dirent *e;
     DIR *d;
@@ -166,24 +165,58 @@ strata_err trace_merge_session(const char *path, pid_t root)
     prefix[strlen(prefix) - 1] = '\0'; /* drop the "0" */
     trace_clock_pair(&tsc1, &ns1);
     d = opendir("/dev/shm");
-    if (!d) {
-        base_free(bufs);
+    if (!d)
         return base_fail_errno(errno, "trace: opendir /dev/shm");
-    }
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
             continue;
         snprintf(name, sizeof(name), "/%s", e->d_name);
-        if (bufs && n < MERGE_MAX_BUFS &&
-            map_buf(e->d_name, tsc1, ns1, &bufs[n]))
-            n++;
-        shm_unlink(name);
+        if (bufs && *n < MERGE_MAX_BUFS &&
+            map_buf(e->d_name, tsc1, ns1, &bufs[*n]))
+            (*n)++;
+        if (unlink_them)
+            shm_unlink(name);
     }
     closedir(d);
-    if (!bufs)
-        return base_fail(STRATA_ENOMEM, "trace: buffer list");
+    return bufs ? STRATA_OK : base_fail(STRATA_ENOMEM, "trace: buffer list");
+}
+
+strata_err trace_session_collect_root(pid_t root, trace_collect_fn fn,
+                                      void *ctx)
+{
+    struct trace_buf *bufs = base_calloc(MERGE_MAX_BUFS, sizeof(*bufs));
+    size_t n = 0;
+    strata_err err = load_session(root, false, bufs, &n);
+
     qsort(bufs, n, sizeof(*bufs), by_pid);
-    err = write_file(path, bufs, n);
+    for (size_t i = 0; i < n; i++) {
+        const struct trace_hdr *h = bufs[i].h;
+        char role[TRACE_ROLE_MAX];
+
+        snprintf(role, sizeof(role), "%.*s", TRACE_ROLE_MAX - 1, h->role);
+        if (!err)
+            fn(ctx, h->pid, h->ppid, role, h->dropped, h->recs, bufs[i].n);
+        base_free(bufs[i].h);
+    }
+    base_free(bufs);
+    return err;
+}
+
+strata_err trace_merge_session(const char *path, pid_t root)
+{
+    struct trace_buf *bufs = base_calloc(MERGE_MAX_BUFS, sizeof(*bufs));
+    size_t n = 0;
+    strata_err err = load_session(root, true, bufs, &n);
+
+    /* A node's processes, sent by the node (trace_remote.c). */
+    if (!err)
+        n += trace_remote_take(bufs + n, MERGE_MAX_BUFS - n);
+    else
+        trace_remote_take(NULL, 0);
+    if (!err && path) {
+        qsort(bufs, n, sizeof(*bufs), by_pid);
+        err = write_file(path, bufs, n);
+    }
     for (size_t i = 0; i < n; i++)
         base_free(bufs[i].h);
     base_free(bufs);

@@ -127,9 +127,11 @@ static inline void trace_frame(uint64_t bytes, bool sent, uint32_t type)
 }
 
 /* Starts (or joins: counted) the session of this process: its own buffer,
- * named role, and the JSON file written at the last trace_session_finish.
- * STRATA_EINVAL for an empty path, STRATA_ENOMEM / STRATA_ESYS when the
- * buffer cannot be made. Call before the tree forks. */
+ * named role, and the JSON file written at the last trace_session_finish
+ * (path NULL: none; a strata-node session, whose records its parent asks
+ * for with trace_session_collect). STRATA_EINVAL for an empty path,
+ * STRATA_ENOMEM / STRATA_ESYS when the buffer cannot be made. Call before
+ * the tree forks. */
 STRATA_MUST_CHECK strata_err trace_session_start(const char *path,
                                                  const char *role);
 
@@ -138,6 +140,28 @@ STRATA_MUST_CHECK strata_err trace_session_start(const char *path,
  * failure is logged and leaves the child unrecorded. */
 void trace_proc_open(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
+
+/* One process's records, as trace_session_collect hands them over: recs
+ * are n records of 104 bytes (trace_rec's layout, docs/wire.md), times
+ * in CLOCK_MONOTONIC ns, kinds plain; role NUL-terminated. */
+typedef void (*trace_collect_fn)(void *ctx, int32_t pid, int32_t ppid,
+                                 const char *role, uint64_t dropped,
+                                 const void *recs, uint32_t n);
+
+/* In the process that started the session: hands every buffer of the
+ * session (recorded so far; they stay) to fn, by pid. */
+STRATA_MUST_CHECK strata_err trace_session_collect(trace_collect_fn fn,
+                                                   void *ctx);
+
+/* In a traced L4: records of one process of its remote node `node`, whose
+ * session process is session_pid, received over the wire; they join the
+ * merge at trace_session_finish with times + shift_ns (the node's clock to
+ * this host's), pids moved out of this host's range, and the session
+ * process named "node <node> (L3)" as a child of this one. Any thread;
+ * records of a pid already added are appended. */
+void trace_remote_add(unsigned node, int32_t session_pid, int32_t pid,
+                      int32_t ppid, const char *role, uint64_t dropped,
+                      const void *recs, size_t n, int64_t shift_ns);
 
 /* Leaves the session; the last leave, in the process that started it,
  * merges every buffer of the session into the JSON file and removes them
