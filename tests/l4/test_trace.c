@@ -296,12 +296,66 @@ static void test_trace_env_small_buffer_drops_counted(void **state)
     assert_int_equal(unlink(trace_path), 0);
 }
 
+/* A global domain over chip 0 of both nodes, allocated and released in
+ * one run: its phases are transaction spans on each node. */
+static strata_err gd_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    static const strata_global_member members[2] = {{0, 0}, {1, 0}};
+    static const strata_comm_buffer_spec buf = {"x", STRATA_U32, 16, 64};
+    strata_global_domain_spec spec = {.name = "trace-gd",
+                                      .members = members,
+                                      .num_members = 2,
+                                      .window_size = 64,
+                                      .buffers = &buf,
+                                      .num_buffers = 1};
+    strata_global_domain *g = NULL;
+
+    (void)args;
+    (void)user;
+    it_try(strata_orch_allocate_global_domain(o, &spec, &g));
+    return strata_global_domain_release(g);
+}
+
+static void test_trace_global_domain_phases_per_node(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    strata_worker *w;
+    json_t *root, *ev;
+    char name[64];
+
+    path_init();
+    testutil_snapshot_take(&before);
+    w = create_l4(2, trace_path);
+    it_ok(strata_worker_init(w));
+    it_ok(strata_worker_run(w, gd_orch, NULL, NULL));
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+
+    root = load_trace();
+    ev = json_object_get(root, "traceEvents");
+    for (int n = 0; n < 2; n++) {
+        json_int_t node;
+
+        snprintf(name, sizeof(name), "node %d (L3)", n);
+        node = pid_of_process(ev, name);
+        assert_int_equal(count(ev, "X", "gdomain", "PREPARE_EXPORT", node), 1);
+        assert_int_equal(count(ev, "X", "gdomain", "IMPORT", node), 1);
+        assert_int_equal(count(ev, "X", "gdomain", "COMMIT", node), 1);
+        assert_int_equal(count(ev, "X", "gdomain", "ABORT", node), 1);
+    }
+    json_decref(root);
+    assert_int_equal(unlink(trace_path), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_trace_forked_tree_spans_lanes_flows,
                                   it_teardown),
         cmocka_unit_test_teardown(test_trace_env_small_buffer_drops_counted,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_trace_global_domain_phases_per_node,
                                   it_teardown),
     };
     return cmocka_run_group_tests(tests, l4_setup, NULL);

@@ -51,7 +51,8 @@ enum trace_lane {
     TRACE_LANE_ORCH = 4,
     TRACE_LANE_HALO_XCHG = 5,
     TRACE_LANE_HALO_COMPUTE = 6,
-    TRACE_LANES = 7,
+    TRACE_LANE_GDOMAIN = 7,
+    TRACE_LANES = 8,
 };
 
 /* TRACE_K_SPAN's cat. */
@@ -60,6 +61,8 @@ enum trace_cat {
     TRACE_CAT_DOMAIN,   /* a = domain id, b = members */
     TRACE_CAT_RUN,      /* a = run id; t0 = its orch fn began, c = the fn
                            returned, t1 = the run's fence passed */
+    TRACE_CAT_GDOMAIN,  /* a = domain id, b = phase (1..4), c = strata_err */
+    TRACE_CATS,
 };
 
 /* A task's frame identity, unique per orchestrator for its life. */
@@ -124,6 +127,21 @@ static inline void trace_frame(uint64_t bytes, bool sent, uint32_t type)
     if (trace_enabled())
         trace_record(TRACE_K_FRAME, 0, TRACE_LANE_WIRE, trace_now(), 0, bytes,
                      sent, type, 0, NULL);
+}
+
+/* A global domain transaction phase (PREPARE_EXPORT 1, IMPORT 2, COMMIT
+ * 3, ABORT 4) this node ran from t0 (trace_now, or 0 when not tracing)
+ * until now, for domain_id, ending with err. */
+static inline void trace_gdomain_phase(uint64_t t0, unsigned phase,
+                                       uint64_t domain_id, int err)
+{
+    static const char *const names[] = {"phase", "PREPARE_EXPORT", "IMPORT",
+                                        "COMMIT", "ABORT"};
+
+    if (t0 && trace_enabled())
+        trace_record(TRACE_K_SPAN, TRACE_CAT_GDOMAIN, TRACE_LANE_GDOMAIN, t0,
+                     trace_now(), domain_id, phase, (uint64_t)(int64_t)err, 0,
+                     names[phase < 5 ? phase : 0]);
 }
 
 /* Starts (or joins: counted) the session of this process: its own buffer,
