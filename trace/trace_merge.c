@@ -150,7 +150,8 @@ static strata_err write_file(const char *path, const struct trace_buf *bufs,
 }
 
 /* Loads every buffer of root's session from /dev/shm into bufs (up to
- * MERGE_MAX_BUFS; *n of them), removing each name when unlink_them. */
+ * MERGE_MAX_BUFS; *n of them; none when bufs is NULL), removing each name
+ * when unlink_them. */
 static strata_err load_session(pid_t root, bool unlink_them,
                                struct trace_buf *bufs, size_t *n)
 {
@@ -178,7 +179,7 @@ static strata_err load_session(pid_t root, bool unlink_them,
             shm_unlink(name);
     }
     closedir(d);
-    return bufs ? STRATA_OK : base_fail(STRATA_ENOMEM, "trace: buffer list");
+    return STRATA_OK;
 }
 
 strata_err trace_session_collect_root(pid_t root, trace_collect_fn fn,
@@ -186,7 +187,8 @@ strata_err trace_session_collect_root(pid_t root, trace_collect_fn fn,
 {
     struct trace_buf *bufs = base_calloc(MERGE_MAX_BUFS, sizeof(*bufs));
     size_t n = 0;
-    strata_err err = load_session(root, false, bufs, &n);
+    strata_err err = bufs ? load_session(root, false, bufs, &n)
+                          : base_fail(STRATA_ENOMEM, "trace: buffer list");
 
     qsort(bufs, n, sizeof(*bufs), by_pid);
     for (size_t i = 0; i < n; i++) {
@@ -204,12 +206,16 @@ strata_err trace_session_collect_root(pid_t root, trace_collect_fn fn,
 
 strata_err trace_merge_session(const char *path, pid_t root)
 {
-    struct trace_buf *bufs = base_calloc(MERGE_MAX_BUFS, sizeof(*bufs));
+    /* No file (a node session's): the names only go. */
+    struct trace_buf *bufs =
+        path ? base_calloc(MERGE_MAX_BUFS, sizeof(*bufs)) : NULL;
     size_t n = 0;
     strata_err err = load_session(root, true, bufs, &n);
 
+    if (path && !bufs)
+        err = base_fail(STRATA_ENOMEM, "trace: buffer list");
     /* A node's processes, sent by the node (trace_remote.c). */
-    if (!err)
+    if (!err && bufs)
         n += trace_remote_take(bufs + n, MERGE_MAX_BUFS - n);
     else
         trace_remote_take(NULL, 0);
