@@ -333,6 +333,7 @@ strata_err strata_orch_submit_next_level_group(strata_orch *o,
             commit_task(s, tasks[i], plans[i], a[i]);
         g = NULL; /* owned by its members now */
         orch_settle(s);
+        s->trace_at = 0;
     }
     pthread_mutex_unlock(&s->mu);
     mem_unhold(s, a, n);
