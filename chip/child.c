@@ -86,21 +86,23 @@ static strata_err call(strata_chip *chip, const struct chip_callable *c)
 
 /* call, recorded as a task span with its arguments' bytes. */
 static strata_err call_traced(strata_chip *chip, const struct chip_callable *c,
-                              const struct mbx_frame *f)
+                              struct mbx_frame *f)
 {
     uint64_t bytes = 0, t0 = trace_now();
     strata_err err = call(chip, c);
 
+    /* The end, also for the orchestrator's record: one clock read. */
+    f->trace_end = trace_now();
     for (uint32_t i = 0; i < chip->args.num_tensors; i++)
         bytes += chip->args.tensors[i].nbytes;
-    trace_record(TRACE_K_RUN, 0, 0, t0, trace_now(), f->run_id, bytes, 0,
+    trace_record(TRACE_K_RUN, 0, 0, t0, f->trace_end, f->run_id, bytes, 0,
                  TRACE_SLOT_KEY(f->slot, f->gen), c->name);
     if (err && !strata_errmsg()[0])
         strata_errmsg_set("%s", strata_strerror(err));
     return err;
 }
 
-static strata_err run_task(strata_chip *chip, const struct mbx_frame *f)
+static strata_err run_task(strata_chip *chip, struct mbx_frame *f)
 {
     const struct chip_child_cfg *cfg = chip->cfg;
     uint32_t want = cfg->is_sub ? STRATA_CALLABLE_SUB : STRATA_CALLABLE_KERNEL;

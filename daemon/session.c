@@ -17,7 +17,9 @@
 #include "base/hostid.h"
 #include "base/log.h"
 #include "chip/registry.h"
+#include "session_trace.h"
 #include "spool.h"
+#include "trace/trace.h"
 #include "wire/conn.h"
 #include "wire/msg.h"
 #include "worker_int.h"
@@ -27,6 +29,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -75,6 +78,8 @@ struct session {
     struct sstart *start;     /* that job, until the loop takes its result */
     uint64_t start_ns; /* accepted: the HELLO deadline counts from here */
     uint16_t proto;    /* the protocol version HELLO chose */
+    bool traced;       /* the parent traces: so does this session */
+    uint64_t hello_ns; /* when HELLO came (the clock offset's t2) */
     uint32_t peer_pid;
     pthread_mutex_t mu; /* shadows */
     struct spool pool;  /* tasks and domain commands, off the loop */
@@ -345,6 +350,7 @@ static void task_job(struct spool_job *job)
     size_t nout = 0;
     strata_orch_fn fn;
     strata_err err;
+    uint64_t t0 = s->traced ? trace_now() : 0;
 
     if (!c || c->kind != STRATA_CALLABLE_ORCH) {
         char hex[65];
@@ -362,6 +368,8 @@ static void task_job(struct spool_job *job)
         /* Past a deadline, the run keeps t->args (set to NULL). */
         err = worker_run_bounded(s->w, fn, &t->args, t->task.deadline_ms);
     }
+    if (t0)
+        session_trace_task(t0, c ? c->name : NULL, &t->task, t->args);
     if (!err) {
         send_outputs(s, t);
         for (uint32_t i = 0; i < t->args->num_tensors; i++)
@@ -793,7 +801,11 @@ static void send_hello_reply(struct session *s, const struct wire_hello *h,
             : h->capabilities &
                   (WIRE_CAP_DATA_CHUNKS | WIRE_CAP_REMOTE_BUFFERS |
                    WIRE_CAP_GLOBAL_DOMAINS | WIRE_CAP_DEADLINES |
-                   WIRE_CAP_STARTUP_HEARTBEATS);
+                   WIRE_CAP_STARTUP_HEARTBEATS |
+                   (s->traced ? WIRE_CAP_TRACE : 0));
+    r->has_clock = !err && s->traced;
+    r->hello_rx_ns = r->has_clock ? s->hello_ns : 0;
+    r->time_ns = r->has_clock ? base_now_ns() : 0;
     r->node_name = host;
     r->pid = (uint32_t)getpid();
     send_msg(s, &m);
@@ -857,6 +869,7 @@ static void on_hello(struct session *s, struct wire_msg *m)
     uint16_t version = 0;
     strata_err err;
 
+    s->hello_ns = base_now_ns();
     err = wire_proto_choose(WIRE_PROTO_MIN, WIRE_PROTO_MAX, h->proto_min,
                             h->proto_max, &version);
     if (!err && h->num_chips + h->num_sub_workers > s->lim.max_procs)
@@ -883,6 +896,7 @@ static void on_hello(struct session *s, struct wire_msg *m)
     s->start = st;
     s->state = S_STARTING;
     s->startup_heartbeats = h->capabilities & WIRE_CAP_STARTUP_HEARTBEATS;
+    s->traced = session_trace_start(h->capabilities); /* before the forks */
     /* Not counted in work: abandon_work must not reach the worker while
      * the job is making it. */
     if (spool_submit(&s->pool, &st->job) != STRATA_OK) {
@@ -937,6 +951,8 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
         on_control(s, &m.u.control);
     } else if (type == WIRE_MSG_DOMAIN_CMD || type == WIRE_MSG_COMM_INIT) {
         on_domain(s, type, body, len);
+    } else if (type == WIRE_MSG_TRACE && s->traced && !m.u.trace.is_data) {
+        session_trace_answer(s->conn, m.u.trace.request_id);
     } else if (type == WIRE_MSG_GOODBYE) {
         stop(s, 0, "the parent said goodbye");
     } else if (type != WIRE_MSG_HEARTBEAT) {
@@ -1029,6 +1045,8 @@ static void finish(struct session *s)
     }
     if (s->w && strata_worker_destroy(s->w) != STRATA_OK)
         LOG_WARN("worker teardown: %s", strata_errmsg());
+    if (s->traced)
+        session_trace_finish();
     base_free(s->shadows);
 }
 
@@ -1057,6 +1075,10 @@ int worker_session_main(int fd, SSL *ssl, const char *peer,
     sigaddset(&term, SIGTERM);
     sigprocmask(SIG_BLOCK, &term, NULL);
     sfd = signalfd(-1, &term, SFD_CLOEXEC | SFD_NONBLOCK);
+    /* A session records only for a tracing parent (session_trace.c):
+     * the daemon's STRATA_TRACE would have every session write one file. */
+    if (getenv("STRATA_TRACE"))
+        unsetenv("STRATA_TRACE");
     memset(&s, 0, sizeof(s));
     if (lim)
         s.lim = *lim;

@@ -553,16 +553,16 @@ static void trace_phases(const struct rank_ctx *c, bool vjp)
 
     if (st->exchange_end_ns > st->exchange_start_ns &&
         st->exchange_start_ns > 0)
-        trace_record(TRACE_K_SPAN, TRACE_CAT_HALO, TRACE_LANE_HALO_XCHG,
-                     (uint64_t)st->exchange_start_ns,
-                     (uint64_t)st->exchange_end_ns, c->rank,
-                     (uint64_t)st->pack_ns, 0, 0,
-                     vjp ? "halo vjp exchange" : "halo exchange");
+        trace_record_ns(TRACE_K_SPAN, TRACE_CAT_HALO, TRACE_LANE_HALO_XCHG,
+                        (uint64_t)st->exchange_start_ns,
+                        (uint64_t)st->exchange_end_ns, c->rank,
+                        (uint64_t)st->pack_ns, 0, 0,
+                        vjp ? "halo vjp exchange" : "halo exchange");
     if (st->compute_end_ns > st->compute_start_ns && st->compute_start_ns > 0)
-        trace_record(TRACE_K_SPAN, TRACE_CAT_HALO, TRACE_LANE_HALO_COMPUTE,
-                     (uint64_t)st->compute_start_ns,
-                     (uint64_t)st->compute_end_ns, c->rank, st->edges, 0, 0,
-                     vjp ? "halo vjp compute" : "halo compute");
+        trace_record_ns(TRACE_K_SPAN, TRACE_CAT_HALO, TRACE_LANE_HALO_COMPUTE,
+                        (uint64_t)st->compute_start_ns,
+                        (uint64_t)st->compute_end_ns, c->rank, st->edges, 0, 0,
+                        vjp ? "halo vjp compute" : "halo compute");
 }
 
 static strata_err run(strata_chip *chip, const strata_args *args, bool vjp)

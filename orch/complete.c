@@ -68,7 +68,9 @@ static void release_dependents(struct orch_sched *s, struct orch_task *t,
 /* The task as its orchestrator saw it: submitted, posted, completed. */
 static void trace_task(struct orch_sched *s, const struct orch_task *t)
 {
-    const struct chip_callable *c = chip_registry_find(t->callable.digest);
+    const struct chip_callable *c =
+        t->trace_name ? NULL : chip_registry_find(t->callable.digest);
+    const char *name = t->trace_name ? t->trace_name : c ? c->name : NULL;
     const struct orch_endpoint *ep =
         t->trace_post ? &s->eps[t->trace_ep] : NULL;
     uint16_t cat = !ep                        ? TRACE_TGT_SUB
@@ -77,8 +79,8 @@ static void trace_task(struct orch_sched *s, const struct orch_task *t)
                                               : TRACE_TGT_CHIP;
 
     trace_record(TRACE_K_TASK, cat, ep ? (uint16_t)ep->id : 0, t->trace_submit,
-                 trace_now(), t->run->id, t->seq, t->trace_post,
-                 TRACE_SLOT_KEY(t->slot, t->gen), c ? c->name : NULL);
+                 t->trace_done ? t->trace_done : trace_now(), t->run->id,
+                 t->seq, t->trace_post, TRACE_SLOT_KEY(t->slot, t->gen), name);
 }
 
 static void finish(struct orch_sched *s, struct orch_task *t, strata_err err,
@@ -178,6 +180,7 @@ static void finish_frame(struct orch_sched *s, struct orch_endpoint *ep,
         err = STRATA_EPROTO;
     }
     t->not_run = err && (f->result & MBX_RESULT_NOT_RUN);
+    t->trace_done = f->trace_end;
     orch_complete(s, t, err, err ? f->msg : NULL);
 }
 

@@ -64,6 +64,7 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
         memcpy(f->args, t->blob, t->blob_len);
     f->args_len = t->blob_len;
     f->result = 0;
+    f->trace_end = 0;
     f->msg[0] = '\0';
     __atomic_store_n(&f->done, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&f->claim, MBX_CLAIM_POSTED, __ATOMIC_RELAXED);
@@ -72,7 +73,7 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
     ep->ring_slot[ep->mbx->h.head % MBX_RING] = t->slot;
     t->state = TASK_RUNNING;
     if (trace_enabled()) {
-        t->trace_post = trace_now();
+        t->trace_post = s->trace_at ? s->trace_at : trace_now();
         t->trace_ep = (int)(ep - s->eps);
     }
     if (t->ctl && t->ctl->quiet && in_flight(ep) < MBX_RING / 2 &&

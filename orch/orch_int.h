@@ -59,11 +59,16 @@ struct orch_task {
     uint32_t ep_prev, ep_next;
     bool ep_listed;
     uint64_t seq; /* submission order (slot allocation) */
-    /* Timeline trace, set only while tracing: CLOCK_MONOTONIC ns of the
-     * submission and the post, and the endpoint it was posted to. */
+    /* Timeline trace, set only while tracing: record-clock times
+     * (trace_now) of the submission and the post, the endpoint it was
+     * posted to, and its callable's name (NULL: looked up at the end).
+     * trace_done: when its chip or node ended it (the frame's trace_end),
+     * else 0 and the completion reads the clock. */
     uint64_t trace_submit;
     uint64_t trace_post;
+    uint64_t trace_done;
     int trace_ep;
+    const char *trace_name;
 };
 
 struct orch_group {
@@ -148,6 +153,10 @@ struct orch_mark {
 
 struct orch_sched {
     pthread_mutex_t mu;
+    /* While tracing: a trace_now reading of this moment, taken once for
+     * a submission and the post that follows it at once; 0 when none is;
+     * under mu. */
+    uint64_t trace_at;
     strata_worker *worker;
     struct orch_endpoint *eps;
     size_t num_chips;

@@ -8,9 +8,10 @@
 
 #include <string.h>
 
-/* ep: the target endpoint, or -1 for the sub queue. */
+/* ep: the target endpoint, or -1 for the sub queue. *name (when name is
+ * not NULL): the callable's registered name, or NULL (remote). */
 static strata_err check_callable(const struct orch_sched *s, strata_callable c,
-                                 uint32_t want, int ep)
+                                 uint32_t want, int ep, const char **name)
 {
     const struct chip_callable *e;
     char hex[65];
@@ -23,6 +24,8 @@ static strata_err check_callable(const struct orch_sched *s, strata_callable c,
                          "kind (1..3); this target runs %s callables",
                          (unsigned)c.kind, chip_callable_kind_name(want));
     e = chip_registry_find(c.digest);
+    if (name)
+        *name = e ? e->name : NULL;
     /* A remote node runs its own modules' callables and answers for an
      * unknown digest itself; here only the kind can be checked. */
     if (ep >= 0 && s->eps[ep].notify_fd >= 0) {
@@ -166,7 +169,7 @@ static void commit_task(struct orch_sched *s, struct orch_task *t,
     struct strata_run *r = t->run;
 
     if (trace_enabled())
-        t->trace_submit = trace_now();
+        t->trace_submit = s->trace_at = trace_now();
     orch_deps_commit(s, plan, a ? a : &empty_args, t);
     orch_deps_plan_free(s, plan);
     t->scope_depth = (uint8_t)r->depth;
@@ -188,9 +191,10 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
     struct orch_sched *s = o->sched;
     struct dep_plan *plan;
     struct orch_task *t;
+    const char *name = NULL;
     strata_err err;
 
-    err = check_callable(s, c, kind, ep);
+    err = check_callable(s, c, kind, ep, &name);
     if (!err)
         err = check_deadline(o, kind);
     if (!err)
@@ -202,8 +206,10 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
     pthread_mutex_lock(&s->mu);
     err = prepare_task(s, o, c, a, ep, &t, &plan);
     if (!err) {
+        t->trace_name = name;
         commit_task(s, t, plan, a);
         orch_settle(s);
+        s->trace_at = 0;
     }
     pthread_mutex_unlock(&s->mu);
     mem_unhold(s, &a, 1);
@@ -265,7 +271,7 @@ static strata_err check_group(struct orch_sched *s, strata_callable c,
                                  "%s %d",
                                  j, i, target_name(s), worker_ids[i]);
         err = check_callable(s, c, s->directed_kind,
-                             orch_chip_index(s, worker_ids[i]));
+                             orch_chip_index(s, worker_ids[i]), NULL);
         if (!err)
             err = orch_check_args(s, a[i], orch_chip_index(s, worker_ids[i]));
     }
@@ -327,6 +333,7 @@ strata_err strata_orch_submit_next_level_group(strata_orch *o,
             commit_task(s, tasks[i], plans[i], a[i]);
         g = NULL; /* owned by its members now */
         orch_settle(s);
+        s->trace_at = 0;
     }
     pthread_mutex_unlock(&s->mu);
     mem_unhold(s, a, n);

@@ -16,20 +16,79 @@
 #include <unistd.h>
 
 struct trace_hdr *trace_self;
+bool trace_clock_tsc;
 
 /* The session, inherited by every forked child. */
 static struct {
-    char *path;   /* the JSON file */
-    pid_t root;   /* the process that merges; 0 = no session */
-    uint32_t cap; /* records per buffer */
-    int refs;     /* trace_session_start calls not yet finished */
+    char *path;    /* the JSON file */
+    pid_t root;    /* the process that merges; 0 = no session */
+    uint32_t cap;  /* records per buffer */
+    int refs;      /* trace_session_start calls not yet finished */
+    uint64_t tsc0; /* the clock pair at the start (TSC clock) */
+    uint64_t ns0;
 } sess;
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-uint64_t trace_now(void)
+uint64_t trace_now_ns(void)
 {
     return base_now_ns();
+}
+
+void trace_clock_pair(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+
+    *tsc = 0;
+    *ns = base_now_ns();
+#if defined(__x86_64__) || defined(__i386__)
+    for (int i = 0; i < 7; i++) {
+        uint64_t a = base_now_ns(), t = __builtin_ia32_rdtsc();
+        uint64_t b = base_now_ns();
+
+        if (b - a < best) {
+            best = b - a;
+            *tsc = t;
+            *ns = a + (b - a) / 2;
+        }
+    }
+#endif
+}
+
+/* Whether the first line of path starts with want. */
+static bool file_has(const char *path, const char *key, const char *want)
+{
+    char line[4096];
+    bool found = false;
+    FILE *f = fopen(path, "re");
+
+    if (!f)
+        return false;
+    while (!found && fgets(line, sizeof(line), f))
+        if (strncmp(line, key, strlen(key)) == 0)
+            found = strstr(line, want) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* The TSC as the record clock: x86, the kernel's clocksource (so it
+ * trusts every CPU's to agree), constant rate, running in every sleep
+ * state; STRATA_TRACE_CLOCK=monotonic says no. */
+static bool tsc_wanted(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    const char *v = getenv("STRATA_TRACE_CLOCK");
+
+    if (v && strcmp(v, "monotonic") == 0)
+        return false;
+    return file_has("/sys/devices/system/clocksource/clocksource0/"
+                    "current_clocksource",
+                    "tsc", "tsc") &&
+           file_has("/proc/cpuinfo", "flags", " constant_tsc") &&
+           file_has("/proc/cpuinfo", "flags", " nonstop_tsc");
+#else
+    return false;
+#endif
 }
 
 void trace_shm_name(char *out, size_t cap, pid_t root, pid_t pid)
@@ -151,6 +210,9 @@ static strata_err open_buf(const char *role)
     h->rec_size = sizeof(struct trace_rec);
     h->pid = (int32_t)me;
     h->ppid = (int32_t)getppid();
+    h->clock = trace_clock_tsc ? TRACE_CLOCK_TSC : TRACE_CLOCK_NS;
+    h->tsc0 = sess.tsc0;
+    h->ns0 = sess.ns0;
     snprintf(h->role, sizeof(h->role), "%s", role);
     __atomic_store_n(&h->magic, TRACE_MAGIC, __ATOMIC_RELEASE);
     trace_self = h;
@@ -166,10 +228,10 @@ strata_err trace_session_start(const char *path, const char *role)
 {
     strata_err err;
 
-    if (!path || !*path)
+    if (path && !*path)
         return base_fail(STRATA_EINVAL, "trace: empty trace path");
     if (sess.root == getpid()) {
-        if (strcmp(path, sess.path) != 0)
+        if (path && sess.path && strcmp(path, sess.path) != 0)
             LOG_WARN("trace: a session to %s is open; %s is not written",
                      sess.path, path);
         sess.refs++;
@@ -178,11 +240,13 @@ strata_err trace_session_start(const char *path, const char *role)
     pthread_once(&atfork_once, register_atfork);
     /* A session inherited from the parent is not this process's. */
     base_free(sess.path);
-    sess.path = base_strdup(path);
-    if (!sess.path)
+    sess.path = path ? base_strdup(path) : NULL;
+    if (path && !sess.path)
         return base_fail(STRATA_ENOMEM, "trace: path");
     sess.root = getpid();
     sess.cap = events_wanted();
+    trace_clock_tsc = tsc_wanted();
+    trace_clock_pair(&sess.tsc0, &sess.ns0);
     err = open_buf(role);
     if (err) {
         base_free(sess.path);
@@ -207,6 +271,13 @@ void trace_proc_open(const char *fmt, ...)
     va_end(ap);
     if (open_buf(role) != STRATA_OK)
         LOG_WARN("trace: %s records nothing: %s", role, strata_errmsg());
+}
+
+strata_err trace_session_collect(trace_collect_fn fn, void *ctx)
+{
+    if (!sess.root || sess.root != getpid())
+        return base_fail(STRATA_ESTATE, "trace: no session in this process");
+    return trace_session_collect_root(sess.root, fn, ctx);
 }
 
 strata_err trace_session_finish(void)

@@ -102,8 +102,8 @@ static void name_process(struct writer *w, const struct trace_buf *bufs,
                          size_t n, size_t i)
 {
     static const char *const lanes[TRACE_LANES] = {
-        "tasks",         "mailbox",       "domains",     "remote frames",
-        "orchestration", "halo exchange", "halo compute"};
+        "tasks",         "mailbox",       "domains",      "remote frames",
+        "orchestration", "halo exchange", "halo compute", "global domains"};
     char role[2 * TRACE_ROLE_MAX + 4];
     int pid = bufs[i].h->pid;
 
@@ -237,7 +237,8 @@ static void write_run_span(struct writer *w, int pid, const struct trace_rec *r)
 
 static void write_rec(struct writer *w, int pid, const struct trace_rec *r)
 {
-    static const char *const cats[] = {"halo", "domain", "orch"};
+    static const char *const cats[TRACE_CATS] = {"halo", "domain", "orch",
+                                                 "gdomain"};
 
     switch (__atomic_load_n(&r->kind, __ATOMIC_ACQUIRE)) {
     case TRACE_K_RUN:
@@ -258,11 +259,17 @@ static void write_rec(struct writer *w, int pid, const struct trace_rec *r)
             write_run_span(w, pid, r);
             break;
         }
-        if (r->cat >= 3 || r->lane >= TRACE_LANES)
+        if (r->cat >= TRACE_CATS || r->lane >= TRACE_LANES)
             break;
         slice(w, pid, r->lane, cats[r->cat], r, cats[r->cat]);
-        fprintf(w->f, ",\"args\":{\"a\":%" PRIu64 ",\"b\":%" PRIu64 "}}", r->a,
-                r->b);
+        if (r->cat == TRACE_CAT_GDOMAIN)
+            fprintf(w->f,
+                    ",\"args\":{\"domain\":%" PRIu64 ",\"phase\":%" PRIu64
+                    ",\"error\":%" PRId64 "}}",
+                    r->a, r->b, (int64_t)r->c);
+        else
+            fprintf(w->f, ",\"args\":{\"a\":%" PRIu64 ",\"b\":%" PRIu64 "}}",
+                    r->a, r->b);
         break;
     case TRACE_K_FRAME:
         begin(w, "i", pid, TID_WIRE);

@@ -23,7 +23,8 @@
     X(DOMAIN_REPLY, domain_reply)                                              \
     X(COMM_INIT, comm_init)                                                    \
     X(HEALTH, health)                                                          \
-    X(HEALTH_REPLY, health_reply)
+    X(HEALTH_REPLY, health_reply)                                              \
+    X(TRACE, trace)
 
 /* Body limits, sized from the field limits in msg.h with headroom, so a
  * message within those limits always packs. max_objects bounds msgpack-c's
@@ -48,6 +49,8 @@ static const struct {
     [WIRE_MSG_COMM_INIT] = {"COMM_INIT", 16u << 10, 0},
     [WIRE_MSG_HEALTH] = {"HEALTH", 64, 0},
     [WIRE_MSG_HEALTH_REPLY] = {"HEALTH_REPLY", 512, 0},
+    [WIRE_MSG_TRACE] = {"TRACE",
+                        WIRE_TRACE_RECS_MAX *WIRE_TRACE_REC_SIZE + 1024, 0},
 };
 
 const char *wire_msg_name(unsigned type)

@@ -153,9 +153,11 @@ enum {
     HELLO_REPLY_NODE_NAME = 5,
     HELLO_REPLY_PID = 6,
     HELLO_REPLY_BOOT_ID = 7,
+    HELLO_REPLY_HELLO_RX_NS = 8,
+    HELLO_REPLY_TIME_NS = 9,
 };
 
-static const unsigned hello_reply_nkeys = HELLO_REPLY_BOOT_ID;
+static const unsigned hello_reply_nkeys = HELLO_REPLY_TIME_NS;
 static const char *const hello_reply_names[] = {
     [HELLO_REPLY_VERSION] = "version",
     [HELLO_REPLY_ERROR] = "error",
@@ -164,6 +166,8 @@ static const char *const hello_reply_names[] = {
     [HELLO_REPLY_NODE_NAME] = "node_name",
     [HELLO_REPLY_PID] = "pid",
     [HELLO_REPLY_BOOT_ID] = "boot_id",
+    [HELLO_REPLY_HELLO_RX_NS] = "hello_rx_ns",
+    [HELLO_REPLY_TIME_NS] = "time_ns",
 };
 
 static strata_err hello_reply_check(struct wire_dec *d, const void *vm)
@@ -185,6 +189,10 @@ static strata_err hello_reply_check(struct wire_dec *d, const void *vm)
     WIRE_TRY(wire_check_opt_str(d, "boot_id", m->boot_id, WIRE_BOOT_ID_MAX));
     if (WIRE_HAS_STR(m->boot_id) && !base_boot_id_valid(m->boot_id))
         return wire_dec_fail(d, "boot_id", "is not a boot id");
+    if (!m->has_clock && (m->hello_rx_ns || m->time_ns))
+        return wire_dec_fail(d, "time_ns", "is set without has_clock");
+    if (m->has_clock && m->time_ns < m->hello_rx_ns)
+        return wire_dec_fail(d, "time_ns", "is before hello_rx_ns");
     return STRATA_OK;
 }
 
@@ -206,8 +214,16 @@ static strata_err hello_reply_read(struct wire_dec *d,
                           WIRE_NAME_MAX, &m->node_name));
     WIRE_TRY(
         wire_get_u32(d, WIRE_FIELD(b, HELLO_REPLY_PID), 1, INT32_MAX, &m->pid));
-    return wire_get_opt_str(d, WIRE_FIELD(b, HELLO_REPLY_BOOT_ID),
-                            WIRE_BOOT_ID_MAX, &m->boot_id);
+    WIRE_TRY(wire_get_opt_str(d, WIRE_FIELD(b, HELLO_REPLY_BOOT_ID),
+                              WIRE_BOOT_ID_MAX, &m->boot_id));
+    m->has_clock = b->val[HELLO_REPLY_HELLO_RX_NS] != NULL ||
+                   b->val[HELLO_REPLY_TIME_NS] != NULL;
+    if (!m->has_clock)
+        return STRATA_OK;
+    WIRE_TRY(wire_get_uint(d, WIRE_FIELD(b, HELLO_REPLY_HELLO_RX_NS), 0,
+                           UINT64_MAX, &m->hello_rx_ns));
+    return wire_get_uint(d, WIRE_FIELD(b, HELLO_REPLY_TIME_NS), 0, UINT64_MAX,
+                         &m->time_ns);
 }
 
 static void hello_reply_write(struct wire_pk *p,
@@ -216,7 +232,7 @@ static void hello_reply_write(struct wire_pk *p,
     bool msg = WIRE_HAS_STR(m->message);
     bool boot = WIRE_HAS_STR(m->boot_id);
 
-    wire_pk_map(p, 5 + msg + boot);
+    wire_pk_map(p, 5 + msg + boot + 2 * m->has_clock);
     wire_pk_key_uint(p, HELLO_REPLY_VERSION, m->version);
     wire_pk_key_uint(p, HELLO_REPLY_ERROR, (uint64_t)m->error);
     if (msg)
@@ -226,6 +242,10 @@ static void hello_reply_write(struct wire_pk *p,
     wire_pk_key_uint(p, HELLO_REPLY_PID, m->pid);
     if (boot)
         wire_pk_key_str(p, HELLO_REPLY_BOOT_ID, m->boot_id);
+    if (m->has_clock) {
+        wire_pk_key_uint(p, HELLO_REPLY_HELLO_RX_NS, m->hello_rx_ns);
+        wire_pk_key_uint(p, HELLO_REPLY_TIME_NS, m->time_ns);
+    }
 }
 
 WIRE_DEFINE_CODEC(hello_reply, HELLO_REPLY)

@@ -77,7 +77,7 @@ static strata_err run_orch(strata_worker *w, const struct mbx_frame *f)
 }
 
 /* run_orch, recorded as a task span of this node. */
-static strata_err run_traced(strata_worker *w, const struct mbx_frame *f)
+static strata_err run_traced(strata_worker *w, struct mbx_frame *f)
 {
     const struct chip_callable *c = chip_registry_find(f->digest);
     uint64_t bytes = 0, t0 = trace_now();
@@ -87,7 +87,8 @@ static strata_err run_traced(strata_worker *w, const struct mbx_frame *f)
     if (wire_args_decode(f->args, f->args_len, &a) == STRATA_OK)
         for (uint32_t i = 0; i < a.num_tensors; i++)
             bytes += a.tensors[i].nbytes;
-    trace_record(TRACE_K_RUN, 0, 0, t0, trace_now(), f->run_id, bytes, 0,
+    f->trace_end = trace_now();
+    trace_record(TRACE_K_RUN, 0, 0, t0, f->trace_end, f->run_id, bytes, 0,
                  TRACE_SLOT_KEY(f->slot, f->gen), c ? c->name : NULL);
     return err;
 }

@@ -62,6 +62,7 @@ static void lose(struct remote_node *r, strata_err err, const char *why)
     if (r->lost)
         return;
     r->lost = true;
+    remote_trace_lost(r);
     snprintf(r->why, sizeof(r->why), "remote %s: %s", r->endpoint, why);
     /* An MPI rank missing at start-up: say who was turned away, if any. */
     if (r->group && !r->ready && mpigroup_refused(r->group)[0])
@@ -116,6 +117,7 @@ static void send_hello(struct remote_node *r)
     /* What is left of the tree's one deadline, never a fresh budget. */
     h->startup_budget_ms =
         r->deadline > now ? (r->deadline - now) / 1000000 + 1 : 1;
+    remote_trace_hello(r, h);
     send_msg(r, &m);
     r->hello_sent = true;
 }
@@ -404,6 +406,7 @@ static void on_reply(struct remote_node *r, const struct wire_hello_reply *h)
     }
     r->ready = true;
     r->session_pid = h->pid;
+    remote_trace_reply(r, h);
     /* An MPI rank said where it is in its identity record already. */
     if (h->boot_id && h->boot_id[0] && !r->host_id.boot[0]) {
         snprintf(r->host_id.name, sizeof(r->host_id.name), "%s", h->node_name);
@@ -478,7 +481,12 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
             lose(r, STRATA_EPROTO, "a domain reply nobody asked for");
         else
             complete(r, m.u.domain_reply.request_id, STRATA_OK, "", false);
-    } else if (type == WIRE_MSG_GOODBYE)
+    } else if (type == WIRE_MSG_TRACE) {
+        if (!remote_trace_data(r, &m.u.trace))
+            lose(r, STRATA_EPROTO, "trace records nobody asked for");
+    } else if (type == WIRE_MSG_HEARTBEAT)
+        remote_trace_heartbeat(r, &m.u.heartbeat);
+    else if (type == WIRE_MSG_GOODBYE)
         lose(r, STRATA_EPEER,
              m.u.goodbye.message[0] ? m.u.goodbye.message
                                     : "the node said goodbye");
@@ -716,6 +724,8 @@ strata_err remote_start(strata_worker *w, uint64_t deadline)
     net = base_calloc(1, sizeof(*net));
     if (!net)
         return base_fail(STRATA_ENOMEM, "out of memory for connections");
+    pthread_mutex_init(&net->trace_mu, NULL);
+    pthread_cond_init(&net->trace_cv, NULL);
     w->net = net;
     evthread_use_pthreads();
     net->base = event_base_new();
@@ -767,6 +777,7 @@ void remote_stop(strata_worker *w)
     if (!net)
         return;
     if (net->started) {
+        remote_trace_fetch(w);
         event_base_once(net->base, -1, EV_TIMEOUT, close_all, w, NULL);
         pthread_join(net->thread, NULL);
     }
@@ -787,6 +798,8 @@ void remote_stop(strata_worker *w)
         event_free(net->timer);
     if (net->base)
         event_base_free(net->base);
+    pthread_cond_destroy(&net->trace_cv);
+    pthread_mutex_destroy(&net->trace_mu);
     base_free(net);
     w->net = NULL;
 }

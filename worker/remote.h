@@ -49,6 +49,12 @@ struct remote_node {
     /* an MPI rank (mpigroup.c): its connection is accepted, not dialed */
     struct mpi_group *group; /* NULL for a strata-node */
     uint32_t rank;
+    /* timeline trace (remote_trace.c), on the connection thread */
+    bool traced;          /* the node records and was granted TRACE */
+    bool trace_waiting;   /* its answer to the TRACE request is due */
+    uint64_t hello_tx_ns; /* when HELLO went out (this host's clock) */
+    int64_t clock_offset; /* the node's clock minus this host's, ns */
+    bool clock_same_host; /* the node runs here: offset 0, exactly */
 };
 
 struct net {
@@ -56,7 +62,30 @@ struct net {
     struct event_base *base;
     struct event *timer;
     bool started;
+    /* the TRACE answers still due (remote_trace_fetch) */
+    pthread_mutex_t trace_mu;
+    pthread_cond_t trace_cv;
+    unsigned trace_waiting;
 };
+
+/* remote_trace.c: a traced L4's side of its nodes' traces
+ * (docs/tracing.md). All on the connection thread but the fetch. */
+/* Offers TRACE in h when this process traces; notes when HELLO leaves. */
+void remote_trace_hello(struct remote_node *r, struct wire_hello *h);
+/* The clock offset from HELLO_REPLY's times, when it granted TRACE. */
+void remote_trace_reply(struct remote_node *r,
+                        const struct wire_hello_reply *h);
+/* A node's heartbeat bounds the offset from below: raises it to that. */
+void remote_trace_heartbeat(struct remote_node *r,
+                            const struct wire_heartbeat *hb);
+/* A TRACE frame from the node; false when none was asked for. */
+bool remote_trace_data(struct remote_node *r, const struct wire_trace *t);
+/* The node is lost: its answer is no longer awaited. */
+void remote_trace_lost(struct remote_node *r);
+/* Asks every traced node still connected for its records and waits for
+ * their answers (at most 10 s); before the GOODBYEs. Any thread but the
+ * connection thread. */
+void remote_trace_fetch(strata_worker *w);
 
 /* remote.c, for MPI ranks: serves the accepted, authenticated connection
  * (fd, its TLS) of r on the connection thread's loop and sends HELLO.

@@ -86,6 +86,8 @@ static const size_t ks[NUM_K] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
  * a slow phase of the machine hits both. */
 #define TRACE_K 256
 #define TRACE_ROUNDS_MAX 11
+/* Issue 19: tracing on may cost at most this share of a task. */
+#define TARGET_TRACE_PCT 10.0
 
 static strata_callable noop_kernel_callable;
 
@@ -239,16 +241,18 @@ out:
 }
 
 /* Per-task time of runs of TRACE_K no-op kernel tasks on a fresh worker
- * (one chip) that traces into path, or not (path NULL). */
+ * (one chip) that traces into path, or not (path NULL): the fastest run's,
+ * since a run the machine's other load preempted (a chip descheduled
+ * stalls the pipeline for a time slice) says nothing about tracing. */
 static strata_err trace_round(const char *path, const struct options *opt,
                               struct dispatch *d, double *per_task_us)
 {
     static const int chip_ids[1] = {0};
-    size_t runs = opt->quick ? 8 : 24;
+    size_t runs = opt->quick ? 16 : 48;
     strata_worker_config cfg;
     strata_worker *w = NULL;
     strata_err err, derr;
-    double t0 = 0;
+    double best = 0;
 
     strata_worker_config_init(&cfg, 3);
     cfg.chip_ids = chip_ids;
@@ -258,12 +262,15 @@ static strata_err trace_round(const char *path, const struct options *opt,
     if (err == STRATA_OK)
         err = strata_worker_init(w);
     for (size_t i = 0; i < 3 + runs && err == STRATA_OK; i++) {
-        if (i == 3) /* after the warm-up */
-            t0 = bench_now_us();
+        double t0 = bench_now_us(), t;
+
         err = strata_worker_run(w, dispatch_orch, NULL, d);
+        t = bench_now_us() - t0;
+        if (i >= 3 && (best == 0 || t < best)) /* after the warm-up */
+            best = t;
     }
     if (err == STRATA_OK)
-        *per_task_us = (bench_now_us() - t0) / (double)(runs * TRACE_K);
+        *per_task_us = best / (double)TRACE_K;
     derr = strata_worker_destroy(w);
     return err != STRATA_OK ? err : derr;
 }
@@ -508,9 +515,10 @@ static void print_summary(const struct options *opt, const struct results *r)
            "(competitor: %.1f us, %.2f us)\n",
            TARGET_PER_RUN_FIXED_US, TARGET_PER_TASK_US,
            COMPETITOR_PER_RUN_FIXED_US, COMPETITOR_PER_TASK_US);
-    printf("timeline trace, runs of %d kernel tasks, per task (best round): "
-           "off %.3f us, on %.3f us (%+.1f %%)\n",
-           TRACE_K, r->trace_off_us, r->trace_on_us, trace_pct(r));
+    printf("timeline trace, runs of %d kernel tasks, per task (fastest run): "
+           "off %.3f us, on %.3f us (%+.1f %%, target <= %.0f %%)\n",
+           TRACE_K, r->trace_off_us, r->trace_on_us, trace_pct(r),
+           TARGET_TRACE_PCT);
     printf("idle worker (2 chips + 1 sub) over 1 s:\n");
     printf("  children CPU %.2f %% (ticks), %.3f %% (schedstat); parent "
            "CPU %.2f %%\n",
@@ -557,8 +565,11 @@ static void print_json(const struct options *opt, const struct results *r,
     printf("\"competitor\":{\"per_task_us\":%.2f,\"per_run_fixed_us\":%.1f},",
            COMPETITOR_PER_TASK_US, COMPETITOR_PER_RUN_FIXED_US);
     printf("\"trace_off_per_task_us\":%.4f,\"trace_on_per_task_us\":%.4f,"
-           "\"trace_overhead_pct\":%.2f,",
-           r->trace_off_us, r->trace_on_us, trace_pct(r));
+           "\"trace_overhead_pct\":%.2f,\"trace_target_pct\":%.0f,"
+           "\"trace_pass\":%s,",
+           r->trace_off_us, r->trace_on_us, trace_pct(r), TARGET_TRACE_PCT,
+           r->trace_off_us > 0 && trace_pct(r) <= TARGET_TRACE_PCT ? "true"
+                                                                   : "false");
     printf("\"quick\":%s", opt->quick ? "true" : "false");
     if (error != NULL)
         printf(",\"error\":\"%s\"", error);

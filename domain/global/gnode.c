@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "gview.h"
 #include "orch/control.h"
+#include "trace/trace.h"
 
 #include <stdio.h>
 #include <strata/domain.h>
@@ -543,12 +544,14 @@ strata_err gnode_handle(strata_worker *w, const void *frame, size_t len,
         r->phase = c->phase;
         r->domain_id = c->domain_id;
         r->generation = c->generation;
+        uint64_t trace_t0 = trace_enabled() ? trace_now() : 0;
         err = descs && handles
                   ? domain_cmd(w, c, r, descs, handles)
                   : base_fail(STRATA_ENOMEM, "out of memory for a reply");
         if (err)
             r->num_descriptors = 0;
         r->error = err;
+        trace_gdomain_phase(trace_t0, c->phase, c->domain_id, err);
         r->message = err ? strata_errmsg() : "";
     } else {
         wire_msg_free(&m);

@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define N 64
@@ -143,6 +144,43 @@ static size_t check_flows(const json_t *events)
     return ends;
 }
 
+/* CLOCK_MONOTONIC in the trace's microseconds. */
+static double mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Every timed event of pid (any when < 0) lies in [lo, hi] (CLOCK_MONOTONIC
+ * us read around the run): the record clock's conversion (TSC ticks) and a
+ * remote node's offset put them on this host's clock. Returns how many. */
+static size_t check_times(const json_t *events, json_int_t pid, double lo,
+                          double hi)
+{
+    size_t i, n = 0;
+    const json_t *e;
+
+    json_array_foreach(events, i, e)
+    {
+        const json_t *ts = json_object_get(e, "ts");
+        double t, dur;
+
+        if (!ts ||
+            (pid >= 0 && json_integer_value(json_object_get(e, "pid")) != pid))
+            continue;
+        t = json_number_value(ts);
+        dur = json_number_value(json_object_get(e, "dur"));
+        if (t < lo || t + dur > hi)
+            fail_msg("event %s '%s' at %.3f+%.3f us is outside the run "
+                     "[%.3f, %.3f]",
+                     str(e, "ph"), str(e, "name"), t, dur, lo, hi);
+        n++;
+    }
+    return n;
+}
+
 static void test_trace_forked_tree_spans_lanes_flows(void **state)
 {
     (void)state;
@@ -152,9 +190,11 @@ static void test_trace_forked_tree_spans_lanes_flows(void **state)
     json_t *root, *ev;
     json_int_t l4, node[2], chip[2][2];
     char name[64];
+    double lo, hi;
 
     path_init();
     testutil_snapshot_take(&before);
+    lo = mono_us();
     w = create_l4(2, trace_path);
     it_ok(strata_worker_init(w));
     it_ok(strata_worker_create_buffer(w, N * 4, &d.a));
@@ -164,10 +204,12 @@ static void test_trace_forked_tree_spans_lanes_flows(void **state)
         it_ok(strata_worker_run(w, dep_orch, NULL, &d));
     assert_int_equal(it_u32(d.c)[5], ((1000 + 5) * 3 + 1) * 2);
     it_ok(it_worker_destroy(w));
+    hi = mono_us();
     testutil_assert_clean(&before); /* no trace buffer left in /dev/shm */
 
     root = load_trace();
     ev = json_object_get(root, "traceEvents");
+    assert_true(check_times(ev, -1, lo, hi) > 20);
     l4 = pid_of_process(ev, "L4");
     for (int n = 0; n < 2; n++) {
         snprintf(name, sizeof(name), "node %d (L3)", n);
@@ -254,12 +296,66 @@ static void test_trace_env_small_buffer_drops_counted(void **state)
     assert_int_equal(unlink(trace_path), 0);
 }
 
+/* A global domain over chip 0 of both nodes, allocated and released in
+ * one run: its phases are transaction spans on each node. */
+static strata_err gd_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    static const strata_global_member members[2] = {{0, 0}, {1, 0}};
+    static const strata_comm_buffer_spec buf = {"x", STRATA_U32, 16, 64};
+    strata_global_domain_spec spec = {.name = "trace-gd",
+                                      .members = members,
+                                      .num_members = 2,
+                                      .window_size = 64,
+                                      .buffers = &buf,
+                                      .num_buffers = 1};
+    strata_global_domain *g = NULL;
+
+    (void)args;
+    (void)user;
+    it_try(strata_orch_allocate_global_domain(o, &spec, &g));
+    return strata_global_domain_release(g);
+}
+
+static void test_trace_global_domain_phases_per_node(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    strata_worker *w;
+    json_t *root, *ev;
+    char name[64];
+
+    path_init();
+    testutil_snapshot_take(&before);
+    w = create_l4(2, trace_path);
+    it_ok(strata_worker_init(w));
+    it_ok(strata_worker_run(w, gd_orch, NULL, NULL));
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+
+    root = load_trace();
+    ev = json_object_get(root, "traceEvents");
+    for (int n = 0; n < 2; n++) {
+        json_int_t node;
+
+        snprintf(name, sizeof(name), "node %d (L3)", n);
+        node = pid_of_process(ev, name);
+        assert_int_equal(count(ev, "X", "gdomain", "PREPARE_EXPORT", node), 1);
+        assert_int_equal(count(ev, "X", "gdomain", "IMPORT", node), 1);
+        assert_int_equal(count(ev, "X", "gdomain", "COMMIT", node), 1);
+        assert_int_equal(count(ev, "X", "gdomain", "ABORT", node), 1);
+    }
+    json_decref(root);
+    assert_int_equal(unlink(trace_path), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_trace_forked_tree_spans_lanes_flows,
                                   it_teardown),
         cmocka_unit_test_teardown(test_trace_env_small_buffer_drops_counted,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_trace_global_domain_phases_per_node,
                                   it_teardown),
     };
     return cmocka_run_group_tests(tests, l4_setup, NULL);

@@ -26,7 +26,8 @@ static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][14] = {
                         "num_sub_workers", "comm_profile",
                         "global_device_ranks", "startup_budget_ms"},
     [WIRE_MSG_HELLO_REPLY] = {NULL, "version", "error", "message",
-                              "capabilities", "node_name", "pid", "boot_id"},
+                              "capabilities", "node_name", "pid", "boot_id",
+                              "hello_rx_ns", "time_ns"},
     [WIRE_MSG_TASK] = {NULL, "request_id", "run_id", "digest", "args", "target",
                        "chip", "deadline_ms", "data_tensors"},
     [WIRE_MSG_COMPLETION] = {NULL, "request_id", "error", "message",
@@ -51,6 +52,8 @@ static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][14] = {
     [WIRE_MSG_HEALTH_REPLY] = {NULL, "nonce", "version", "proto_min",
                                "proto_max", "sessions", "max_sessions",
                                "max_procs", "uptime_ms", "pid"},
+    [WIRE_MSG_TRACE] = {NULL, "request_id", "pid", "ppid", "role", "dropped",
+                        "records", "last"},
 };
 
 #define K(k) (1u << (k))

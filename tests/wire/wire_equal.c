@@ -70,6 +70,9 @@ static bool hello_reply_eq(const struct wire_hello_reply *a,
     EQ_STR(node_name);
     EQ(pid);
     EQ_STR(boot_id);
+    EQ(has_clock);
+    EQ(hello_rx_ns);
+    EQ(time_ns);
     return true;
 }
 
@@ -294,6 +297,21 @@ static bool health_reply_eq(const struct wire_health_reply *a,
     return true;
 }
 
+static bool trace_eq(const struct wire_trace *a, const struct wire_trace *b,
+                     char *why, size_t n)
+{
+    EQ(request_id);
+    EQ(is_data);
+    EQ(pid);
+    EQ(ppid);
+    EQ_STR(role);
+    EQ(dropped);
+    EQ(num_records);
+    EQ_MEM(records, a->num_records * WIRE_TRACE_REC_SIZE);
+    EQ(last);
+    return true;
+}
+
 bool wire_sample_equal(const struct wire_msg *a, const struct wire_msg *b,
                        char *why, size_t why_size)
 {
@@ -331,6 +349,8 @@ bool wire_sample_equal(const struct wire_msg *a, const struct wire_msg *b,
         return comm_init_eq(&a->u.comm_init, &b->u.comm_init, why, why_size);
     case WIRE_MSG_HEALTH:
         return health_eq(&a->u.health, &b->u.health, why, why_size);
+    case WIRE_MSG_TRACE:
+        return trace_eq(&a->u.trace, &b->u.trace, why, why_size);
     case WIRE_MSG_HEALTH_REPLY:
         return health_reply_eq(&a->u.health_reply, &b->u.health_reply, why,
                                why_size);

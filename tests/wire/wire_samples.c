@@ -113,7 +113,7 @@ static struct wire_domain_cmd domain(uint8_t phase)
     return c;
 }
 
-#define MAX_SAMPLES 40
+#define MAX_SAMPLES 48
 
 static struct wire_sample samples[MAX_SAMPLES];
 static size_t num_samples;
@@ -127,6 +127,19 @@ static struct wire_msg *add(const char *name, unsigned type)
     s->msg.type = (uint8_t)type;
     return &s->msg;
 }
+
+/* Two records of a trace buffer: a task run on a chip and an instant. */
+static const uint8_t trace_recs[2 * WIRE_TRACE_REC_SIZE] = {
+    1,    0,    0,   0,   0,   0,   0, 0,
+    0x10, 0x27, 0,   0,   0,   0,   0, 0,
+    0x20, 0x4e, 0,   0,   0,   0,   0, 0,
+    1,    0,    0,   0,   0,   0,   0, 0,
+    64,   0,    0,   0,   0,   0,   0, 0,
+    0,    0,    0,   0,   0,   0,   0, 0,
+    0,    0,    0,   0,   0,   0,   0, 0,
+    'k',  'e',  'r', 'n', 'e', 'l', 0, [WIRE_TRACE_REC_SIZE] = 6,
+    0,    0,    0,   0,   0,   3,   0, 0x30,
+    0x75};
 
 static void build_session(void)
 {
@@ -163,6 +176,15 @@ static void build_session(void)
         .node_name = "host-b:7000",
         .pid = 999,
         .boot_id = "0f4e2a3c-1b2d-4e5f-8a9b-0c1d2e3f4a5b"};
+    m = add("hello_reply_clock", WIRE_MSG_HELLO_REPLY);
+    m->u.hello_reply = (struct wire_hello_reply){.version = 2,
+                                                 .error = STRATA_OK,
+                                                 .capabilities = WIRE_CAP_TRACE,
+                                                 .node_name = "host-c",
+                                                 .pid = 1000,
+                                                 .has_clock = true,
+                                                 .hello_rx_ns = 123456789000ull,
+                                                 .time_ns = 123456999000ull};
     m = add("hello_reply_refuse", WIRE_MSG_HELLO_REPLY);
     m->u.hello_reply =
         (struct wire_hello_reply){.version = 0,
@@ -194,6 +216,18 @@ static void build_session(void)
                                                    .max_procs = 512,
                                                    .uptime_ms = 123456,
                                                    .pid = 4242};
+    m = add("trace_request", WIRE_MSG_TRACE);
+    m->u.trace = (struct wire_trace){.request_id = 7};
+    m = add("trace_data", WIRE_MSG_TRACE);
+    m->u.trace = (struct wire_trace){.request_id = 7,
+                                     .is_data = true,
+                                     .pid = 5150,
+                                     .ppid = 5149,
+                                     .role = "chip 1",
+                                     .dropped = 3,
+                                     .records = trace_recs,
+                                     .num_records = 2,
+                                     .last = true};
 }
 
 static void build_work(void)
@@ -430,6 +464,7 @@ const char *wire_sample_target(unsigned type)
         [WIRE_MSG_COMM_INIT] = "fuzz_comm_init",
         [WIRE_MSG_HEALTH] = "fuzz_health",
         [WIRE_MSG_HEALTH_REPLY] = "fuzz_health_reply",
+        [WIRE_MSG_TRACE] = "fuzz_trace_msg",
     };
 
     return type <= WIRE_MSG_TYPE_MAX ? names[type] : NULL;

@@ -51,7 +51,8 @@ enum trace_lane {
     TRACE_LANE_ORCH = 4,
     TRACE_LANE_HALO_XCHG = 5,
     TRACE_LANE_HALO_COMPUTE = 6,
-    TRACE_LANES = 7,
+    TRACE_LANE_GDOMAIN = 7,
+    TRACE_LANES = 8,
 };
 
 /* TRACE_K_SPAN's cat. */
@@ -60,6 +61,8 @@ enum trace_cat {
     TRACE_CAT_DOMAIN,   /* a = domain id, b = members */
     TRACE_CAT_RUN,      /* a = run id; t0 = its orch fn began, c = the fn
                            returned, t1 = the run's fence passed */
+    TRACE_CAT_GDOMAIN,  /* a = domain id, b = phase (1..4), c = strata_err */
+    TRACE_CATS,
 };
 
 /* A task's frame identity, unique per orchestrator for its life. */
@@ -73,8 +76,31 @@ static inline bool trace_enabled(void)
     return __builtin_expect(trace_self != NULL, 0);
 }
 
-/* CLOCK_MONOTONIC in ns: the clock every process of a host shares. */
-uint64_t trace_now(void);
+/* Whether this session's records hold TSC ticks (set at the session's
+ * start, inherited by its children): an x86 TSC that is constant, does
+ * not stop and is the kernel's clocksource, so every CPU's is the same
+ * clock. The merge converts ticks to CLOCK_MONOTONIC ns. */
+extern bool trace_clock_tsc;
+
+/* CLOCK_MONOTONIC in ns (clock_gettime, through the vDSO). */
+uint64_t trace_now_ns(void);
+
+/* The record clock: TSC ticks when trace_clock_tsc (one instruction,
+ * about a third of clock_gettime's cost), else CLOCK_MONOTONIC ns. Only
+ * for record times; a time taken from another clock goes into a record
+ * flagged TRACE_F_NS. */
+static inline uint64_t trace_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_expect(trace_clock_tsc, 1))
+        return __builtin_ia32_rdtsc();
+#endif
+    return trace_now_ns();
+}
+
+/* Or'ed into a record's kind: its times (t0, t1, c) are CLOCK_MONOTONIC
+ * ns already, not the record clock (trace_record_ns). */
+#define TRACE_F_NS 0x100u
 
 /* Appends a record to this process's buffer, or counts it dropped when
  * the buffer is full; nothing when tracing is off. Any thread; never
@@ -82,6 +108,17 @@ uint64_t trace_now(void);
 void trace_record(enum trace_kind kind, uint16_t cat, uint16_t lane,
                   uint64_t t0, uint64_t t1, uint64_t a, uint64_t b, uint64_t c,
                   uint64_t d, const char *name);
+
+/* trace_record for times taken from CLOCK_MONOTONIC (base_now_ns), not
+ * from trace_now. */
+static inline void trace_record_ns(enum trace_kind kind, uint16_t cat,
+                                   uint16_t lane, uint64_t t0, uint64_t t1,
+                                   uint64_t a, uint64_t b, uint64_t c,
+                                   uint64_t d, const char *name)
+{
+    trace_record((enum trace_kind)(kind | TRACE_F_NS), cat, lane, t0, t1, a, b,
+                 c, d, name);
+}
 
 /* A remote frame (or a batch of them, type 0) of bytes sent or received
  * by this process: one branch when tracing is off. */
@@ -92,10 +129,27 @@ static inline void trace_frame(uint64_t bytes, bool sent, uint32_t type)
                      sent, type, 0, NULL);
 }
 
+/* A global domain transaction phase (PREPARE_EXPORT 1, IMPORT 2, COMMIT
+ * 3, ABORT 4) this node ran from t0 (trace_now, or 0 when not tracing)
+ * until now, for domain_id, ending with err. */
+static inline void trace_gdomain_phase(uint64_t t0, unsigned phase,
+                                       uint64_t domain_id, int err)
+{
+    static const char *const names[] = {"phase", "PREPARE_EXPORT", "IMPORT",
+                                        "COMMIT", "ABORT"};
+
+    if (t0 && trace_enabled())
+        trace_record(TRACE_K_SPAN, TRACE_CAT_GDOMAIN, TRACE_LANE_GDOMAIN, t0,
+                     trace_now(), domain_id, phase, (uint64_t)(int64_t)err, 0,
+                     names[phase < 5 ? phase : 0]);
+}
+
 /* Starts (or joins: counted) the session of this process: its own buffer,
- * named role, and the JSON file written at the last trace_session_finish.
- * STRATA_EINVAL for an empty path, STRATA_ENOMEM / STRATA_ESYS when the
- * buffer cannot be made. Call before the tree forks. */
+ * named role, and the JSON file written at the last trace_session_finish
+ * (path NULL: none; a strata-node session, whose records its parent asks
+ * for with trace_session_collect). STRATA_EINVAL for an empty path,
+ * STRATA_ENOMEM / STRATA_ESYS when the buffer cannot be made. Call before
+ * the tree forks. */
 STRATA_MUST_CHECK strata_err trace_session_start(const char *path,
                                                  const char *role);
 
@@ -104,6 +158,28 @@ STRATA_MUST_CHECK strata_err trace_session_start(const char *path,
  * failure is logged and leaves the child unrecorded. */
 void trace_proc_open(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
+
+/* One process's records, as trace_session_collect hands them over: recs
+ * are n records of 104 bytes (trace_rec's layout, docs/wire.md), times
+ * in CLOCK_MONOTONIC ns, kinds plain; role NUL-terminated. */
+typedef void (*trace_collect_fn)(void *ctx, int32_t pid, int32_t ppid,
+                                 const char *role, uint64_t dropped,
+                                 const void *recs, uint32_t n);
+
+/* In the process that started the session: hands every buffer of the
+ * session (recorded so far; they stay) to fn, by pid. */
+STRATA_MUST_CHECK strata_err trace_session_collect(trace_collect_fn fn,
+                                                   void *ctx);
+
+/* In a traced L4: records of one process of its remote node `node`, whose
+ * session process is session_pid, received over the wire; they join the
+ * merge at trace_session_finish with times + shift_ns (the node's clock to
+ * this host's), pids moved out of this host's range, and the session
+ * process named "node <node> (L3)" as a child of this one. Any thread;
+ * records of a pid already added are appended. */
+void trace_remote_add(unsigned node, int32_t session_pid, int32_t pid,
+                      int32_t ppid, const char *role, uint64_t dropped,
+                      const void *recs, size_t n, int64_t shift_ns);
 
 /* Leaves the session; the last leave, in the process that started it,
  * merges every buffer of the session into the JSON file and removes them

@@ -40,9 +40,10 @@ enum wire_msg_type {
     WIRE_MSG_COMM_INIT = 12,    /* global communicator identity */
     WIRE_MSG_HEALTH = 13,       /* client -> daemon: health request */
     WIRE_MSG_HEALTH_REPLY = 14, /* daemon -> client: its health */
+    WIRE_MSG_TRACE = 15,        /* trace records: request / answer */
 };
 #define WIRE_MSG_TYPE_MIN WIRE_MSG_HELLO
-#define WIRE_MSG_TYPE_MAX WIRE_MSG_HEALTH_REPLY
+#define WIRE_MSG_TYPE_MAX WIRE_MSG_TRACE
 
 /* A decoded frame header. */
 struct wire_frame_header {

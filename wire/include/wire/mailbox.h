@@ -107,6 +107,9 @@ struct mbx_frame {
                             MBX_RESULT_NOT_RUN when the task never began */
     uint32_t done;       /* remote nodes: result final (may be out of order) */
     uint32_t claim;      /* enum mbx_claim: a control frame may be withdrawn */
+    /* Timeline trace: when the child's task ended (trace_now), which its
+     * orchestrator records as the task's completion; 0: not recorded. */
+    uint64_t trace_end;
     char msg[STRATA_ERRMSG_MAX];
     _Alignas(8) uint8_t args[WIRE_ARGS_MAX];
 };

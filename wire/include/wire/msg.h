@@ -55,6 +55,9 @@ struct wire_arena {
 /* The parent takes HEARTBEATs before HELLO_REPLY: the node sends them
  * while its chips start. */
 #define WIRE_CAP_STARTUP_HEARTBEATS (1ull << 4)
+/* The parent records a timeline trace: the node records its session too
+ * and sends the records back on a TRACE request (docs/tracing.md). */
+#define WIRE_CAP_TRACE (1ull << 5)
 
 /* The parent's opening message: who it is and the L3 it asks for. */
 struct wire_hello {
@@ -87,6 +90,12 @@ struct wire_hello_reply {
     /* optional: the node's boot id (base/hostid.h), 1..63 bytes of
      * [0-9a-zA-Z-]; with node_name it says which host the node is on */
     const char *boot_id;
+    /* optional, both or neither (has_clock): the node's monotonic clock
+     * (ns) when HELLO arrived and when this reply was sent, for the
+     * parent's estimate of the offset between their clocks */
+    bool has_clock;
+    uint64_t hello_rx_ns;
+    uint64_t time_ns; /* >= hello_rx_ns */
 };
 
 /* Picks the highest version in both [min, max] ranges: STRATA_OK and
@@ -239,6 +248,30 @@ struct wire_goodbye {
     const char *message; /* 0..4095 bytes */
 };
 
+/* ---- TRACE ---------------------------------------------------------- */
+
+/* One record of a trace buffer on the wire: trace/trace_int.h's struct
+ * trace_rec, little-endian (docs/wire.md). */
+#define WIRE_TRACE_REC_SIZE 104u
+#define WIRE_TRACE_RECS_MAX 8192u /* records per TRACE frame */
+#define WIRE_TRACE_ROLE_MAX 63u
+
+/* A request (parent -> node: request_id alone, is_data false) or a piece
+ * of the answer (node -> parent): records of one process of the node's
+ * session, times in the node's CLOCK_MONOTONIC ns. */
+struct wire_trace {
+    struct wire_arena arena;
+    uint64_t request_id;    /* >= 1 */
+    bool is_data;           /* keys 2..7 present */
+    uint32_t pid;           /* the recording process, 1..INT32_MAX */
+    uint32_t ppid;          /* its parent, 0..INT32_MAX */
+    const char *role;       /* "chip 0", 1..63 bytes */
+    uint64_t dropped;       /* records its buffer had no room for */
+    const uint8_t *records; /* num_records * WIRE_TRACE_REC_SIZE bytes */
+    size_t num_records;     /* 0..WIRE_TRACE_RECS_MAX */
+    bool last;              /* the answer's final frame */
+};
+
 /* ---- HEALTH, HEALTH_REPLY ------------------------------------------- */
 
 /* The TLS server name (SNI) a health check sends, so that strata-node
@@ -284,6 +317,7 @@ WIRE_DECLARE_CODEC(heartbeat)
 WIRE_DECLARE_CODEC(goodbye)
 WIRE_DECLARE_CODEC(health)
 WIRE_DECLARE_CODEC(health_reply)
+WIRE_DECLARE_CODEC(trace)
 
 #include "wire/msg_domain.h"
 
@@ -308,6 +342,7 @@ struct wire_msg {
         struct wire_comm_init comm_init;
         struct wire_health health;
         struct wire_health_reply health_reply;
+        struct wire_trace trace;
     } u;
 };
 

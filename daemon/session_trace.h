@@ -1,0 +1,29 @@
+/* A node session's timeline trace for a tracing parent (WIRE_CAP_TRACE,
+ * docs/tracing.md): session_trace.c. */
+#ifndef DAEMON_SESSION_TRACE_H
+#define DAEMON_SESSION_TRACE_H
+
+#include "wire/conn.h"
+#include "wire/msg.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* At HELLO: whether this session records (the parent offered TRACE and
+ * the buffer was made). Before the worker forks anything. */
+bool session_trace_start(uint64_t capabilities);
+
+/* Answers the TRACE request request_id: every process of the session's
+ * records, in TRACE frames, the last one flagged. On the loop thread. */
+void session_trace_answer(struct wire_conn *conn, uint64_t request_id);
+
+/* The task slice of a TASK this session ran from t0 (trace_now) until
+ * now: name its callable (NULL: unknown), args its tensors (NULL: none).
+ * Its frame key is the request id (slot 0). */
+void session_trace_task(uint64_t t0, const char *name,
+                        const struct wire_task *task, const strata_args *args);
+
+/* After the worker is gone: the session's buffers leave /dev/shm. */
+void session_trace_finish(void);
+
+#endif
