@@ -645,6 +645,19 @@ static void add(struct gate *g, int fd, const char *addr, const char *peer)
     }
 }
 
+/* Before a TLS connection dropped for a limit is closed: one plaintext
+ * TLS alert record (fatal, internal_error), which a client reads in
+ * place of a ServerHello and can tell from a node that died (a bare
+ * close: wire/conn.c). A new socket's buffer takes the 7 bytes; if not,
+ * the client sees a bare close. */
+static void say_busy(int fd)
+{
+    static const unsigned char alert[] = {21, 3, 3, 0, 2, 2, 80};
+
+    if (send(fd, alert, sizeof(alert), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+        LOG_DEBUG("busy alert: %s", strerror(errno));
+}
+
 void gate_accept(struct gate *g, int lfd)
 {
     for (int k = 0; k < ACCEPT_BATCH; k++) {
@@ -673,6 +686,8 @@ void gate_accept(struct gate *g, int lfd)
         if (past) {
             (*past)++;
             note_addr(g, addr);
+            if (g->ctx)
+                say_busy(fd);
             close(fd);
             continue;
         }

@@ -213,11 +213,12 @@ static void on_write(struct bufferevent *bev, void *arg)
 
 /* Writes why the connection failed; true when TLS said so. */
 static bool describe_error(struct wire_conn *c, short what, char *buf,
-                           size_t cap)
+                           size_t cap, int *reason)
 {
     unsigned long e = bufferevent_get_openssl_error(c->bev);
     char tls[256] = "";
 
+    *reason = e ? ERR_GET_REASON(e) : 0;
     /* OpenSSL 3 reports a close without close_notify as an error, and a
      * reset as a bare system error (library 0): both are the peer going
      * away without GOODBYE. */
@@ -305,6 +306,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     int seen = EVUTIL_SOCKET_ERROR(), errnum;
     char why[384];
     bool tls_error;
+    int reason;
 
     (void)bev;
     if (what & BEV_EVENT_CONNECTED) {
@@ -329,18 +331,30 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         fail(c, STRATA_EPEER, why);
         return;
     }
-    tls_error = describe_error(c, what, why, sizeof(why));
+    tls_error = describe_error(c, what, why, sizeof(why), &reason);
     /* A node that drops connections it has no room for (strata-node's
-     * --max-unauth limits) closes before it reads the ClientHello: no
-     * key was checked, so this is no authentication failure. */
+     * --max-unauth limits) answers the ClientHello with one alert,
+     * internal_error (daemon/gate.c): no key was checked, so this is no
+     * authentication failure. */
+    if (tls_error && reason == SSL_R_TLSV1_ALERT_INTERNAL_ERROR && !c->up &&
+        !c->got_frame) {
+        snprintf(why, sizeof(why),
+                 "%s refused the connection before the TLS handshake: it "
+                 "is busy with other connections (its "
+                 "unauthenticated-connection limits)",
+                 c->peer);
+        fail(c, STRATA_EBUSY, why);
+        return;
+    }
+    /* Closed before any answer: nothing that speaks TLS listens there,
+     * or the node went away. */
     if (!tls_error && unanswered(c)) {
         snprintf(why, sizeof(why),
                  "%s closed the connection before answering the TLS "
-                 "handshake: it is busy with other connections (its "
-                 "unauthenticated-connection limits), or it is no TLS "
+                 "handshake: the node went away, or it is no TLS "
                  "strata-node",
                  c->peer);
-        fail(c, STRATA_EBUSY, why);
+        fail(c, STRATA_EPEER, why);
         return;
     }
     /* The server answered our ClientHello and then closed without an

@@ -154,7 +154,7 @@ static void test_limits_unauth_full_dropped_not_eauth(void **state)
     assert_int_equal(lk_node_start(&n, RK_PSK, extra), 0);
     silent = raw_connect(n.port);
     rk_spec(&s, &n, 1);
-    expect_ebusy(&s, n.endpoint, "before answering the TLS handshake");
+    expect_ebusy(&s, n.endpoint, "busy with other connections");
     close(silent);
     /* The slot is free once the daemon has seen the close. */
     rk_assert_serves(&n);
