@@ -77,22 +77,29 @@ static pid_t member_pid(uint64_t tag, uint32_t r)
     return (pid_t)pid;
 }
 
-/* Whether process pid sleeps (state S), from /proc/<pid>/stat. */
-static bool sleeping(pid_t pid)
+/* Process pid's state letter (S sleeping, T stopped, ...) from
+ * /proc/<pid>/stat, or '?' when it is gone. */
+static char proc_state(pid_t pid)
 {
     char path[64], buf[512];
     FILE *fp;
     const char *p;
-    bool s = false;
+    char st = '?';
 
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     fp = fopen(path, "r");
     if (!fp)
-        return false;
-    if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')')) != NULL)
-        s = p[1] == ' ' && p[2] == 'S';
+        return st;
+    if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')')) != NULL &&
+        p[1] == ' ')
+        st = p[2];
     fclose(fp);
-    return s;
+    return st;
+}
+
+static bool sleeping(pid_t pid)
+{
+    return proc_state(pid) == 'S';
 }
 
 struct parked {
@@ -323,22 +330,10 @@ static strata_err wait_orch(strata_orch *o, const strata_args *args, void *user)
     return gd_submit_wait(o, &s0, strata_global_domain_id(l->g), 0, l->tag);
 }
 
-/* Whether process pid is stopped (state T), from /proc/<pid>/stat. */
+/* Whether process *arg is stopped (state T). */
 static bool stopped(void *arg)
 {
-    char path[64], buf[512];
-    FILE *fp;
-    const char *p;
-    bool t = false;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)*(pid_t *)arg);
-    fp = fopen(path, "r");
-    if (!fp)
-        return false;
-    if (fgets(buf, sizeof(buf), fp) && (p = strrchr(buf, ')')) != NULL)
-        t = p[1] == ' ' && p[2] == 'T';
-    fclose(fp);
-    return t;
+    return proc_state(*(pid_t *)arg) == 'T';
 }
 
 /* Whether the control page of this L4's global domain *id exists and is

@@ -9,6 +9,7 @@
  * no /dev/shm name of a rank and no key folder left.
  */
 #include "base/fault.h"
+#include "mt_env.h"
 #include "remote_kit.h"
 #include "worker/mpidomain_stats.h"
 
@@ -956,47 +957,16 @@ static void test_mpi_group_bad_spec_einval(void **state)
     testutil_assert_clean(&before);
 }
 
-/* Where this process's MPI jobs put their shared-memory segments: Open
- * MPI's vader BTL leaves vader_segment.* files behind when a job is
- * killed (tests here kill ranks); in a folder of our own they are
- * removed with it at the end, and never mixed with other jobs'. */
-static char seg_dir[] = "/tmp/strata-mpitest-shm-XXXXXX";
-
-static void remove_seg_dir(void)
-{
-    DIR *d = opendir(seg_dir);
-    struct dirent *e;
-    char path[sizeof(seg_dir) + 256];
-
-    if (!d)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", seg_dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(seg_dir);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    /* Open MPI refuses root unless told; this process and its mpirun only. */
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    if (!mkdtemp(seg_dir))
-        return -1;
-    setenv("OMPI_MCA_btl_vader_backing_directory", seg_dir, 1);
-    setenv("OMPI_MCA_osc_sm_backing_directory", seg_dir, 1);
-    return rk_register();
+    return mt_env_setup();
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    remove_seg_dir();
+    mt_env_teardown();
     return 0;
 }
 

@@ -13,6 +13,7 @@
  * mpirank.halo.<r>) fails the call with STRATA_EPEER instead of hanging
  * it, and nothing of the job is left.
  */
+#include "mt_env.h"
 #include "remote_kit.h"
 
 #include "halo_kit.h"
@@ -399,13 +400,13 @@ static void test_mpi_halo_without_group_einval(void **state)
 
 /* ---- failures ------------------------------------------------------------ */
 
-/* Rank 1 dies with its receives posted (fault point mpirank.halo.1): the
- * call fails with STRATA_EPEER within the heartbeat bound, not after the
- * exchange deadline, and the group is gone cleanly. */
-static void test_mpi_halo_rank_dies_mid_exchange_epeer(void **state)
+/* Rank 1 fails in its exchange as fault (STRATA_FAULT, armed through
+ * mpirun -x) says, the call's timeout_s being timeout_s: the call fails
+ * with STRATA_EPEER naming the MPI rank, well within 30 s, and the
+ * group is gone cleanly. */
+static void rank_fault_case(const char *fault, double timeout_s)
 {
-    const char *args[3] = {"--oversubscribe", "-x",
-                           "STRATA_FAULT=mpirank.halo.1:1"};
+    const char *args[3] = {"--oversubscribe", "-x", fault};
     struct menv e;
     struct gh_graph g;
     strata_csr_view v;
@@ -413,7 +414,6 @@ static void test_mpi_halo_rank_dies_mid_exchange_epeer(void **state)
     strata_halo *h = NULL;
     double t0;
 
-    (void)state;
     gh_graph_ring(&g, 64);
     v = gh_view(&g);
     menv_start(&e, 2, 1, args, 3, 4096);
@@ -422,18 +422,28 @@ static void test_mpi_halo_rank_dies_mid_exchange_epeer(void **state)
     spec.csr = &v;
     spec.members = m;
     spec.num_members = 2;
-    spec.timeout_s = 120; /* the failure must not wait for it */
+    spec.timeout_s = timeout_s;
     spec.transport = STRATA_HALO_TRANSPORT_MPI;
     it_ok(strata_halo_create(e.w, &spec, &h));
     hk_fill(e.x, STRATA_F32, 64, 1, 3);
     t0 = testutil_now();
     assert_int_equal(run_both(&e, h), STRATA_EPEER);
-    print_message("failed: %s\n", strata_errmsg());
+    print_message("failed after %.1f s: %s\n", testutil_now() - t0,
+                  strata_errmsg());
     rk_assert_contains(strata_errmsg(), "MPI rank");
     assert_true(testutil_now() - t0 < 30.0);
     it_ok(strata_halo_destroy(h));
     menv_stop(&e, STRATA_EPEER);
     gh_graph_free(&g);
+}
+
+/* Rank 1 dies with its receives posted (fault point mpirank.halo.1): the
+ * call fails within the heartbeat bound, not after the exchange deadline
+ * (120 s). */
+static void test_mpi_halo_rank_dies_mid_exchange_epeer(void **state)
+{
+    (void)state;
+    rank_fault_case("STRATA_FAULT=mpirank.halo.1:1", 120);
 }
 
 /* An edge kernel this process has and the ranks lack: every rank fails
@@ -489,78 +499,22 @@ static void test_mpi_halo_rank_kernel_fails_fast(void **state)
  * and the call fails with STRATA_EPEER instead of hanging. */
 static void test_mpi_halo_rank_hangs_mid_exchange_epeer(void **state)
 {
-    const char *args[3] = {"--oversubscribe", "-x",
-                           "STRATA_FAULT=mpirank.halo.1:1:stop"};
-    struct menv e;
-    struct gh_graph g;
-    strata_csr_view v;
-    strata_halo_spec spec;
-    strata_halo *h = NULL;
-    double t0;
-
     (void)state;
-    gh_graph_ring(&g, 64);
-    v = gh_view(&g);
-    menv_start(&e, 2, 1, args, 3, 4096);
-    const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], 0}};
-    strata_halo_spec_init(&spec);
-    spec.csr = &v;
-    spec.members = m;
-    spec.num_members = 2;
-    spec.timeout_s = 3;
-    spec.transport = STRATA_HALO_TRANSPORT_MPI;
-    it_ok(strata_halo_create(e.w, &spec, &h));
-    t0 = testutil_now();
-    assert_int_equal(run_both(&e, h), STRATA_EPEER);
-    print_message("failed after %.1f s: %s\n", testutil_now() - t0,
-                  strata_errmsg());
-    rk_assert_contains(strata_errmsg(), "MPI rank");
-    assert_true(testutil_now() - t0 < 30.0);
-    it_ok(strata_halo_destroy(h));
-    menv_stop(&e, STRATA_EPEER);
-    gh_graph_free(&g);
+    rank_fault_case("STRATA_FAULT=mpirank.halo.1:1:stop", 3);
 }
 
 /* ---- setup --------------------------------------------------------------- */
 
-/* Open MPI's shared-memory segments go to a folder of our own, removed
- * at the end (a killed job leaves them). */
-static char seg_dir[] = "/tmp/strata-mpihalo-shm-XXXXXX";
-
-static void remove_seg_dir(void)
-{
-    DIR *d = opendir(seg_dir);
-    struct dirent *ent;
-    char path[sizeof(seg_dir) + 256];
-
-    if (!d)
-        return;
-    while ((ent = readdir(d)) != NULL) {
-        if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", seg_dir, ent->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(seg_dir);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    if (!mkdtemp(seg_dir))
-        return -1;
-    setenv("OMPI_MCA_btl_vader_backing_directory", seg_dir, 1);
-    setenv("OMPI_MCA_osc_sm_backing_directory", seg_dir, 1);
-    return rk_register();
+    return mt_env_setup();
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    remove_seg_dir();
+    mt_env_teardown();
     return 0;
 }
 
