@@ -8,6 +8,7 @@
 #include "remote.h"
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/cpu.h"
 #include "base/err.h"
 #include "base/futex.h"
 #include "base/log.h"
@@ -306,7 +307,12 @@ static void linger(struct remote_node *r)
 {
     strata_worker *w = r->w;
 
-    if (any_outstanding(w))
+    /* On a machine with more runnable threads than CPUs the poster may
+     * not run before this thread's spin and yields are over, and each
+     * yield hands the CPU to another busy thread for a time slice: the
+     * round trip took 3-5 ms there instead of ~0.1 ms (bench/
+     * remote_dispatch --busy). Back to the loop at once. */
+    if (base_cpu_oversubscribed() || any_outstanding(w))
         return;
     /* Pauses, then a yield per look: the poster may share this CPU. */
     if (!base_spin_until(any_posted, w, base_spin_budget()))
