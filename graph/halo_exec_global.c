@@ -121,11 +121,9 @@ void halo_global_free(strata_halo *h)
     base_free(h->group_ranks);
 }
 
-/* The task of one member node (layout at the top of this file). */
-static strata_err node_args(const strata_halo *h,
-                            const struct halo_node_group *g, uint64_t id,
-                            bool vjp, strata_buffer *in, strata_buffer *out,
-                            strata_args *a)
+strata_err halo_node_args(const strata_halo *h, const struct halo_node_group *g,
+                          uint64_t first, bool vjp, strata_buffer *in,
+                          strata_buffer *out, strata_args *a)
 {
     const struct halo_plan_hdr *hdr = strata_buffer_data(h->plan);
     const struct halo_rank_plan *rps =
@@ -150,7 +148,7 @@ static strata_err node_args(const strata_halo *h,
                                 STRATA_OUT);
     }
     if (!err)
-        err = strata_args_add_scalar(a, id);
+        err = strata_args_add_scalar(a, first);
     if (!err)
         err = strata_args_add_scalar(a, vjp ? 1 : 0);
     if (!err)
@@ -177,7 +175,7 @@ static strata_err submit_nodes(strata_orch *o, strata_halo *h, uint64_t id,
     for (size_t k = 0; k < h->num_groups && !err; k++) {
         err = strata_args_create(&a[k]);
         if (!err)
-            err = node_args(h, &h->groups[k], id, vjp, in, out, a[k]);
+            err = halo_node_args(h, &h->groups[k], id, vjp, in, out, a[k]);
     }
     if (!err)
         err = strata_orch_scope_begin(o);

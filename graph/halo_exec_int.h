@@ -170,6 +170,15 @@ strata_err halo_add_rows(strata_args *a, const strata_halo *h,
                          strata_buffer *buf, uint64_t b, uint64_t e,
                          strata_tag tag);
 
+/* The task of member node group g (the layout at the top of
+ * halo_exec_global.c): the plan, each member's stats and owned rows of in
+ * and out, then the scalars first (the domain id; the mpi transport: the
+ * mailbox stride), vjp, the data offset, the member count and one
+ * chip << 32 | rank per member. The mpi transport appends its own. */
+strata_err halo_node_args(const strata_halo *h, const struct halo_node_group *g,
+                          uint64_t first, bool vjp, strata_buffer *in,
+                          strata_buffer *out, strata_args *a);
+
 /* Global handles (halo_exec_global.c). halo_global_check validates
  * spec->members against w; halo_global_setup fills h->chips, h->nodes and
  * the node groups; halo_global_free frees them; halo_global_run allocates

@@ -167,41 +167,16 @@ bool halo_mpi_auto(const strata_halo *h)
     return false;
 }
 
+/* The node task of the window path, then each rank's MPI rank, two per
+ * scalar. */
 static strata_err node_args(const strata_halo *h,
                             const struct halo_node_group *g, size_t stride,
                             bool vjp, strata_buffer *in, strata_buffer *out,
                             strata_args *a)
 {
-    const struct halo_plan_hdr *hdr = strata_buffer_data(h->plan);
-    const struct halo_rank_plan *rps =
-        (const struct halo_rank_plan *)((const char *)hdr + hdr->ranks_off);
-    const size_t ro_shape[1] = {hdr->ro_size};
-    const size_t st_shape[1] = {HALO_STATS_STRIDE};
+    strata_err err = halo_node_args(h, g, stride, vjp, in, out, a);
     uint64_t pair = 0;
-    strata_err err;
 
-    err = strata_args_add_tensor(a, h->plan, 0, STRATA_U8, 1, ro_shape,
-                                 STRATA_IN);
-    for (size_t k = 0; k < g->count && !err; k++) {
-        const struct halo_rank_plan *rp = &rps[g->ranks[k]];
-
-        err = strata_args_add_tensor(
-            a, h->plan, hdr->stats_off + g->ranks[k] * HALO_STATS_STRIDE,
-            STRATA_U8, 1, st_shape, STRATA_OUT);
-        if (!err && rp->owned_end > rp->owned_begin)
-            err = halo_add_rows(a, h, in, rp->owned_begin, rp->owned_end,
-                                STRATA_IN);
-        if (!err && rp->owned_end > rp->owned_begin)
-            err = halo_add_rows(a, h, out, rp->owned_begin, rp->owned_end,
-                                STRATA_OUT);
-    }
-    const uint64_t head[4] = {stride, vjp ? 1 : 0, halo_data_offset(h->world),
-                              g->count};
-    for (size_t i = 0; i < 4 && !err; i++)
-        err = strata_args_add_scalar(a, head[i]);
-    for (size_t k = 0; k < g->count && !err; k++)
-        err = strata_args_add_scalar(
-            a, (uint64_t)(uint32_t)h->chips[g->ranks[k]] << 32 | g->ranks[k]);
     for (uint32_t r = 0; r < h->world && !err; r++) {
         int mr = 0;
 
