@@ -32,12 +32,12 @@ pid_t base_pid(void)
     return p;
 }
 
-bool base_proc_start_time(pid_t pid, unsigned long long *out)
+/* The state letter and start time of pid from /proc/<pid>/stat; false
+ * when there is no such process (or /proc hides it). */
+static bool read_stat(pid_t pid, char *state, unsigned long long *start)
 {
     char path[48], buf[1024];
     const char *p;
-    unsigned long long start;
-    char state;
     FILE *f;
     size_t n;
 
@@ -51,13 +51,27 @@ bool base_proc_start_time(pid_t pid, unsigned long long *out)
     /* "pid (comm) state ...": comm may hold spaces and parentheses, so
      * the fields start after the last ')'. */
     p = strrchr(buf, ')');
-    if (!p || sscanf(p + 1,
-                     " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
-                     "%*d %*d %*d %*d %*d %*d %llu",
-                     &state, &start) != 2)
-        return false;
-    if (state == 'Z' || state == 'X')
+    return p && sscanf(p + 1,
+                       " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+                       "%*d %*d %*d %*d %*d %*d %llu",
+                       state, start) == 2;
+}
+
+bool base_proc_start_time(pid_t pid, unsigned long long *out)
+{
+    unsigned long long start;
+    char state;
+
+    if (!read_stat(pid, &state, &start) || state == 'Z' || state == 'X')
         return false;
     *out = start;
     return true;
+}
+
+bool base_proc_zombie(pid_t pid)
+{
+    unsigned long long start;
+    char state;
+
+    return read_stat(pid, &state, &start) && (state == 'Z' || state == 'X');
 }

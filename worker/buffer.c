@@ -3,6 +3,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/proc.h"
 #include "base/shm.h"
 #include "chip/chip.h"
 #include "worker_int.h"
@@ -268,10 +269,10 @@ static bool global_window(const char *name)
            (id & GLOBAL_ALLOC_TAG);
 }
 
-/* Segments are named strata-<uid>-<pid>-...; a dead <pid> can never come
- * back for them. Global domains' windows are left alone: their L4 may
- * live where kill(pid, 0) cannot see it, and a member that has not mapped
- * yet would then create a new segment beside its peers'. Their nodes
+/* Segments are named strata-<uid>-<pid>-...; a dead <pid> (gone, or a
+ * zombie) can never come back for them. Global domains' windows are left alone:
+ * their L4 may live where kill(pid, 0) cannot see it, and a member that has not
+ * mapped yet would then create a new segment beside its peers'. Their nodes
  * unlink them (ABORT, or node teardown). */
 void worker_reclaim_stale_segments(void)
 {
@@ -288,7 +289,8 @@ void worker_reclaim_stale_segments(void)
             uid != (unsigned)getuid() || pid == (int)getpid() || pid <= 0 ||
             global_window(e->d_name))
             continue;
-        if (kill(pid, 0) == 0 || errno != ESRCH)
+        /* A zombie (an orphan whose reaper never comes) maps nothing. */
+        if ((kill(pid, 0) == 0 || errno != ESRCH) && !base_proc_zombie(pid))
             continue;
         snprintf(path, sizeof(path), "/%s", e->d_name);
         if (shm_unlink(path) == 0)

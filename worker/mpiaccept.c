@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/proc.h"
 #include "mpigroup.h"
 
 #include <errno.h>
@@ -136,6 +137,8 @@ static void join(struct mpi_pending *p)
     base_host_id(&me);
     if (base_host_id_same(&id.host, &me)) {
         g->local_pids[r->rank] = (pid_t)id.pid;
+        if (!base_proc_start_time((pid_t)id.pid, &g->local_starts[r->rank]))
+            g->local_starts[r->rank] = 0;
         /* The rank is the node's process, as a session is a strata-node's:
          * strata_worker_node_pid reports it, and a dead rank's exchange
          * windows (named after it) are found by it. */

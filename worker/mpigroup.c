@@ -67,6 +67,7 @@ static void group_free(struct mpi_group *g)
     base_free(g->callback_host);
     base_free(g->key_dir);
     base_free(g->local_pids);
+    base_free(g->local_starts);
     base_free(g);
 }
 
@@ -244,7 +245,8 @@ static strata_err copy_group(struct mpi_group *g,
     g->key_dir = base_strdup_opt(s->key_dir, &fail);
     g->n = s->ranks;
     g->local_pids = base_calloc(s->ranks, sizeof(*g->local_pids));
-    fail |= !g->local_pids;
+    g->local_starts = base_calloc(s->ranks, sizeof(*g->local_starts));
+    fail |= !g->local_pids || !g->local_starts;
     g->lfd = -1;
     g->pidfd = -1;
     return fail ? base_fail(STRATA_ENOMEM, "out of memory copying an MPI spec")

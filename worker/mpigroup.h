@@ -51,6 +51,9 @@ struct mpi_group {
     /* ranks on this host, by rank: pid as joined, 0 when elsewhere or not
      * joined; what names their processes (the key folder's path) */
     pid_t *local_pids;
+    /* their start times as joined (base_proc_start_time), 0 if unread:
+     * the pid and this name one process even once it is exiting */
+    unsigned long long *local_starts;
     char tag[PATH_MAX - 16];
 };
 

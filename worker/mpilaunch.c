@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/proc.h"
 #include "mpigroup.h"
 
 #include <errno.h>
@@ -315,6 +316,20 @@ static bool of_launch(const struct mpi_group *g, pid_t pid)
     return false;
 }
 
+/* Rank i's process has not ended yet: it runs, or it is exiting, which
+ * takes a while for a process with a large address space (a sanitizer's
+ * shadow memory) and shows an empty command line meanwhile, so the start
+ * time recorded at join names it rather than the command line. */
+static bool still_ends(const struct mpi_group *g, size_t i)
+{
+    unsigned long long start;
+
+    if (g->local_starts[i] == 0)
+        return of_launch(g, g->local_pids[i]);
+    return base_proc_start_time(g->local_pids[i], &start) &&
+           start == g->local_starts[i];
+}
+
 /* mpirun is gone: a rank on this host that outlived it (mpirun died
  * before it could end it) would wait in MPI forever. */
 static void kill_orphans(struct mpi_group *g)
@@ -329,15 +344,16 @@ static void kill_orphans(struct mpi_group *g)
             LOG_WARN("MPI group: rank %zu (pid %d) outlived mpirun: SIGKILL", i,
                      (int)pid);
             kill(pid, SIGKILL);
-        } else {
+        } else if (pid > 0 && !still_ends(g, i)) {
             g->local_pids[i] = 0;
         }
     }
-    /* Their names can be reclaimed once they are gone (init reaps them). */
+    /* Their names can be reclaimed once they are gone or zombies (init
+     * reaps them, or never does). */
     do {
         left = 0;
         for (size_t i = 0; i < g->n; i++)
-            left += g->local_pids[i] > 0 && of_launch(g, g->local_pids[i]);
+            left += g->local_pids[i] > 0 && still_ends(g, i);
     } while (left > 0 && base_deadline_poll_ms(deadline) != 0 &&
              usleep(10000) == 0);
 }

@@ -15,4 +15,9 @@ pid_t base_pid(void);
  * (none, or a zombie that can do nothing more). */
 bool base_proc_start_time(pid_t pid, unsigned long long *out);
 
+/* True when pid is a zombie: it has ended (and holds nothing but its
+ * exit status) but its parent has not reaped it, which an orphan's may
+ * never do in a container whose init does not reap. */
+bool base_proc_zombie(pid_t pid);
+
 #endif
