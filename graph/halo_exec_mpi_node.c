@@ -4,11 +4,14 @@
  * from the ranks of other nodes. */
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/fault.h"
+#include "base/log.h"
 #include "graph/halo_mpi.h"
 #include "halo_exec_int.h"
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The mailbox, kept between calls so that its pages are faulted once. */
@@ -242,6 +245,24 @@ static void mailbox_clear(const struct node_call *c)
     }
 }
 
+/* This node's chips will not run (err says why), but its peers on other
+ * nodes are already waiting for its rows and sending theirs: it still
+ * takes part in the exchange, sending what its mailbox holds, so that
+ * they finish at once (their call fails with this node's error) rather
+ * than wait out timeout_s and end the MPI job. */
+static strata_err stand_in(struct node_call *c, strata_err err)
+{
+    char why[STRATA_ERRMSG_MAX];
+
+    snprintf(why, sizeof(why), "%s", strata_errmsg());
+    for (size_t i = 0; i < c->num_ops; i++)
+        if (c->ops[i].send)
+            __atomic_store_n(c->ops[i].flag, UINT32_MAX, __ATOMIC_RELEASE);
+    if (halo_mpi_exchange(c->ops, c->num_ops, c->hdr->timeout_s) != STRATA_OK)
+        base_errmsg_clear();
+    return base_fail(err, "%s", why);
+}
+
 static strata_err node_run(strata_orch *o, const strata_args *args,
                            struct node_call *c, size_t n, strata_args **a,
                            int *chips)
@@ -257,6 +278,12 @@ static strata_err node_run(strata_orch *o, const strata_args *args,
         return err;
     c->win = strata_buffer_data(mb);
     mailbox_clear(c);
+    /* Every member's messages first: the exchange needs them even when a
+     * member cannot run. */
+    for (size_t k = 0; k < n && !err; k++)
+        err = rank_ops(c, (uint32_t)strata_args_scalar(args, 4 + k));
+    if (err)
+        return err;
     for (size_t k = 0; k < n && !err; k++) {
         uint64_t pair = strata_args_scalar(args, 4 + k);
 
@@ -264,20 +291,29 @@ static strata_err node_run(strata_orch *o, const strata_args *args,
         err = strata_args_create(&a[k]);
         if (!err)
             err = member_args(args, c, mb, (uint32_t)pair, &ti, a[k]);
-        if (!err)
-            err = rank_ops(c, (uint32_t)pair);
     }
     if (!err && ti != strata_args_num_tensors(args))
         err = base_fail(STRATA_EINVAL, "halo mpi node task: tensors left over");
+    if (!err && BASE_FAULT("halo.mpinode"))
+        err = base_fail(STRATA_EIO, "halo mpi node task: injected failure");
     if (!err)
         err = strata_orch_scope_begin(o);
     if (err)
-        return err;
+        return stand_in(c, err);
     /* The chips run while this thread moves their rows. */
     err = strata_orch_submit_next_level_group(
         o, halo_kernel(c->vjp), (const strata_args *const *)a, chips, n);
-    if (!err)
-        err = halo_mpi_exchange(c->ops, c->num_ops, c->hdr->timeout_s);
+    if (err) {
+        /* Nothing went in (a group is submitted whole or not at all). */
+        char why[STRATA_ERRMSG_MAX];
+
+        err = stand_in(c, err);
+        snprintf(why, sizeof(why), "%s", strata_errmsg());
+        if (strata_orch_scope_end(o) != STRATA_OK)
+            LOG_WARN("halo mpi node task: %s", strata_errmsg());
+        return base_fail(err, "%s", why);
+    }
+    err = halo_mpi_exchange(c->ops, c->num_ops, c->hdr->timeout_s);
     end = strata_orch_scope_end(o);
     return err ? err : end;
 }

@@ -494,6 +494,66 @@ static void test_mpi_halo_rank_kernel_fails_fast(void **state)
     gh_graph_free(&g);
 }
 
+/* A node that cannot run its members fails before its chips start, while
+ * its peer is already exchanging: it still takes part in the exchange,
+ * so the call fails at once with its reason, not after timeout_s (120 s)
+ * with an ended MPI job. Two causes: a member on a chip rank 1 does not
+ * have (the L4 cannot know its chips), and an injected failure
+ * (halo.mpinode, armed on every rank for its first call). The group
+ * stays usable. */
+static void node_fails_case(const char **args, size_t nargs, int chip1,
+                            const char *why)
+{
+    struct menv e;
+    struct gh_graph g;
+    strata_csr_view v;
+    strata_halo_spec spec;
+    strata_halo *h = NULL;
+    double t0;
+
+    gh_graph_ring(&g, 64);
+    v = gh_view(&g);
+    menv_start(&e, 2, 1, args, nargs, 4096);
+    const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], chip1}};
+    strata_halo_spec_init(&spec);
+    spec.csr = &v;
+    spec.members = m;
+    spec.num_members = 2;
+    spec.timeout_s = 120;
+    spec.transport = STRATA_HALO_TRANSPORT_MPI;
+    it_ok(strata_halo_create(e.w, &spec, &h));
+    hk_fill(e.x, STRATA_F32, 64, 1, 3);
+    /* The fault fires once per rank; a missing chip stays missing. */
+    for (int i = 0; i < (chip1 == 0 ? 1 : 2); i++) {
+        t0 = testutil_now();
+        assert_int_equal(run_both(&e, h), STRATA_ETASK);
+        print_message("failed after %.1f s: %s\n", testutil_now() - t0,
+                      strata_errmsg());
+        rk_assert_contains(strata_errmsg(), why);
+        assert_true(testutil_now() - t0 < 30.0);
+    }
+    it_ok(strata_halo_destroy(h));
+    if (chip1 == 0)
+        ring_exact(&e);
+    menv_stop(&e, STRATA_OK);
+    gh_graph_free(&g);
+}
+
+static void test_mpi_halo_member_chip_missing_fails_fast(void **state)
+{
+    (void)state;
+    node_fails_case(over, 1, 7, "chip 7");
+}
+
+static void test_mpi_halo_node_task_fails_fast(void **state)
+{
+    static const char *args[3] = {"--oversubscribe", "-x",
+                                  "STRATA_FAULT=halo.mpinode:1"};
+
+    (void)state;
+    node_fails_case(args, 3, 0, "injected failure");
+}
+
 /* Rank 1 stops (SIGSTOP) in the middle of its exchange: rank 0's
  * exchange passes its deadline (timeout_s, 3 s), rank 0 ends the MPI job,
  * and the call fails with STRATA_EPEER instead of hanging. */
@@ -527,6 +587,8 @@ int main(void)
         cmocka_unit_test(test_mpi_halo_four_ranks_same_bytes_as_windows),
         cmocka_unit_test(test_mpi_halo_default_takes_mpi_across_hosts),
         cmocka_unit_test(test_mpi_halo_rank_kernel_fails_fast),
+        cmocka_unit_test(test_mpi_halo_member_chip_missing_fails_fast),
+        cmocka_unit_test(test_mpi_halo_node_task_fails_fast),
         cmocka_unit_test(test_mpi_halo_rank_dies_mid_exchange_epeer),
         cmocka_unit_test(test_mpi_halo_rank_hangs_mid_exchange_epeer),
     };
