@@ -49,6 +49,18 @@ static void *xchg_user;
 static pthread_mutex_t xchg_mu = PTHREAD_MUTEX_INITIALIZER;
 static const struct halo_node_queries *queries;
 
+static bool abandoned;
+
+void halo_mpi_abandon(void)
+{
+    __atomic_store_n(&abandoned, true, __ATOMIC_RELEASE);
+}
+
+bool halo_mpi_abandoned(void)
+{
+    return __atomic_load_n(&abandoned, __ATOMIC_ACQUIRE);
+}
+
 void halo_mpi_set_exchange(halo_exchange_fn fn, void *user)
 {
     pthread_mutex_lock(&xchg_mu);

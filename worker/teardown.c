@@ -5,6 +5,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "graph/halo_mpi.h"
 #include "worker/reclaim.h"
 #include "worker_int.h"
 
@@ -205,6 +206,8 @@ void worker_teardown_children(strata_worker *w)
 
 void worker_kill_children(strata_worker *w)
 {
+    /* An MPI rank's halo exchange waits on these chips' flags. */
+    halo_mpi_abandon();
     for (size_t i = 0; w && w->eps && i < w->num_chips + w->num_subs; i++) {
         /* A reaped pid may belong to someone else by now. */
         if (w->eps[i].pid > 0 &&

@@ -10,6 +10,7 @@
  */
 #include "base/fault.h"
 #include "mt_env.h"
+#include "mt_procs.h"
 #include "remote_kit.h"
 #include "worker/mpidomain_stats.h"
 
@@ -26,202 +27,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_RANKS 4
+#define MAX_RANKS MT_MAX_RANKS
 
 static const int chips2[2] = {0, 1};
-
-/* ---- processes and files of the group ----------------------------------- */
-
-/* argv[0] of pid ends in strata-rank. */
-static bool runs_rank_program(pid_t pid)
-{
-    char path[64], buf[512];
-    FILE *f;
-    size_t n;
-
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return false;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    n = strlen(buf);
-    return n >= 11 && strcmp(buf + n - 11, "strata-rank") == 0;
-}
-
-static pid_t parent_of(pid_t pid)
-{
-    char path[64], buf[512], *p;
-    FILE *f;
-    size_t n;
-    int ppid = 0;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return 0;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    p = strrchr(buf, ')');
-    if (p && sscanf(p + 1, " %*c %d", &ppid) != 1)
-        ppid = 0;
-    return (pid_t)ppid;
-}
-
-/* True when pid's command line names the key folder of L4 l4: its
- * mpirun, ranks and their chips (forks of the ranks). */
-static bool of_launch(pid_t pid, pid_t l4)
-{
-    char path[64], buf[8192], want[64];
-    FILE *f;
-    size_t n;
-
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return false;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    snprintf(want, sizeof(want), "/strata-mpi-%d-", (int)l4);
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        if (strstr(buf + i, want))
-            return true;
-    return false;
-}
-
-static bool running(pid_t pid);
-
-/* Processes of l4's launch that still run. */
-static size_t launch_procs(pid_t l4)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    size_t found = 0;
-
-    while (d && (e = readdir(d)) != NULL) {
-        pid_t pid = (pid_t)atoi(e->d_name);
-
-        if (pid > 0 && of_launch(pid, l4) && running(pid))
-            found++;
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
-
-/* A rank of L4 l4 (not one of its chips, which are forks of it). */
-static bool is_rank(pid_t pid, pid_t l4, int *rank_out)
-{
-    char path[64], buf[8192];
-    FILE *f;
-    size_t n;
-
-    if (!runs_rank_program(pid) || runs_rank_program(parent_of(pid)) ||
-        !of_launch(pid, l4))
-        return false;
-    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return false;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    *rank_out = -1;
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        if (strncmp(buf + i, "OMPI_COMM_WORLD_RANK=", 21) == 0)
-            *rank_out = atoi(buf + i + 21);
-    return true;
-}
-
-/* The pids of L4 l4's ranks now, by rank (0: none). */
-static size_t rank_pids_of(pid_t l4, pid_t pids[MAX_RANKS])
-{
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    size_t found = 0;
-
-    memset(pids, 0, sizeof(pid_t) * MAX_RANKS);
-    while (d && (e = readdir(d)) != NULL) {
-        int rank;
-        pid_t pid = (pid_t)atoi(e->d_name);
-
-        if (pid > 0 && is_rank(pid, l4, &rank) && rank >= 0 &&
-            rank < MAX_RANKS) {
-            pids[rank] = pid;
-            found++;
-        }
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
-
-static size_t rank_pids(pid_t pids[MAX_RANKS])
-{
-    return rank_pids_of(getpid(), pids);
-}
-
-static bool shm_of(pid_t pid)
-{
-    DIR *d = opendir("/dev/shm");
-    struct dirent *e;
-    char needle[32];
-    bool found = false;
-
-    snprintf(needle, sizeof(needle), "-%d-", (int)pid);
-    while (d && (e = readdir(d)) != NULL)
-        if (strncmp(e->d_name, "strata", 6) == 0 && strstr(e->d_name, needle))
-            found = true;
-    if (d)
-        closedir(d);
-    return found;
-}
-
-static bool key_dir_of(pid_t l4)
-{
-    const char *tmp = getenv("TMPDIR");
-    DIR *d = opendir(tmp && tmp[0] ? tmp : "/tmp");
-    struct dirent *e;
-    char want[48];
-    bool found = false;
-
-    snprintf(want, sizeof(want), "strata-mpi-%d-", (int)l4);
-    while (d && (e = readdir(d)) != NULL)
-        if (strncmp(e->d_name, want, strlen(want)) == 0)
-            found = true;
-    if (d)
-        closedir(d);
-    return found;
-}
-
-static bool key_dir_left(void)
-{
-    return key_dir_of(getpid());
-}
-
-/* pid exists and is no zombie (an orphan whose mpirun ended first waits
- * for init to reap it, which some containers' init never does). */
-static bool running(pid_t pid)
-{
-    char path[64], buf[512], *p, state = 0;
-    FILE *f;
-    size_t n;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return false;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    p = strrchr(buf, ')');
-    if (!p || sscanf(p + 1, " %c", &state) != 1)
-        return false;
-    return state != 'Z' && state != 'X';
-}
 
 /* Nothing of a group is left: no rank of ours, none of the ranks' names
  * in /dev/shm (pids as seen while they ran), no key folder, and nothing
@@ -229,17 +37,17 @@ static bool running(pid_t pid)
 static void assert_no_group_left(const testutil_snapshot *before,
                                  const pid_t seen[MAX_RANKS])
 {
-    assert_int_equal(launch_procs(getpid()), 0);
+    assert_int_equal(mt_launch_procs(getpid()), 0);
     for (size_t i = 0; i < MAX_RANKS; i++) {
         if (seen[i] > 0) {
-            if (running(seen[i]))
+            if (mt_running(seen[i]))
                 fail_msg("rank %zu (pid %d) still runs", i, (int)seen[i]);
-            if (shm_of(seen[i]))
+            if (mt_shm_of(seen[i]))
                 fail_msg("a /dev/shm name of rank %zu (pid %d) is left", i,
                          (int)seen[i]);
         }
     }
-    assert_false(key_dir_left());
+    assert_false(mt_key_dir_left());
     testutil_assert_clean(before);
 }
 
@@ -305,12 +113,12 @@ static void run_group(size_t ranks, size_t nchips)
     assert_int_equal(strata_worker_num_nodes(w), ranks);
     for (size_t i = 0; i < ranks; i++)
         assert_int_equal(ids[i], (int)i);
-    assert_int_equal(rank_pids(pids), ranks);
+    assert_int_equal(mt_rank_pids(pids), ranks);
     /* Each rank runs on this host: its node pid is the rank's process. */
     for (size_t i = 0; i < ranks; i++)
         assert_int_equal(strata_worker_node_pid(w, ids[i]), pids[i]);
     /* The key has done its work once every rank is in. */
-    assert_false(key_dir_left());
+    assert_false(mt_key_dir_left());
     for (uint32_t r = 0; r < 3; r++)
         it_ok(rk_add_run(w, ids, ranks, 1024 + r, 10 * r));
     /* One rank alone, and a run bigger than one DATA_CHUNK per rank. */
@@ -363,7 +171,7 @@ static void test_mpi_group_group_task_one_request_per_rank(void **state)
     testutil_snapshot_take(&before);
     group_spec(&s, 4, 2, over, 1);
     it_ok(l4_with_group(&s, 60, ids, &w));
-    assert_int_equal(rank_pids(pids), 4);
+    assert_int_equal(mt_rank_pids(pids), 4);
     for (uint32_t round = 1; round <= 3; round++) {
         for (size_t r = 0; r < 4; r++)
             sent[r] = worker_node_tasks_sent(w, ids[r]);
@@ -396,7 +204,7 @@ static void test_mpi_group_killed_rank_epeer(void **state)
     snprintf(mark, sizeof(mark), "%s/started", dir);
     group_spec(&s, 2, 1, over, 1);
     it_ok(l4_with_group(&s, 60, ids, &w));
-    assert_int_equal(rank_pids(pids), 2);
+    assert_int_equal(mt_rank_pids(pids), 2);
     it_ok(strata_worker_create_buffer(w, sizeof(struct rt_span), &c.span));
     it_ok(strata_worker_create_buffer(w, strlen(mark) + 1, &c.path));
     memcpy(strata_buffer_data(c.path), mark, strlen(mark) + 1);
@@ -450,7 +258,7 @@ static void test_mpi_group_two_groups_beside_forked_node_ok(void **state)
     it_ok(strata_worker_init(w));
     /* Three ranks: pids keeps one per rank number, the leftover check
      * looks for every process of the launches. */
-    assert_int_equal(rank_pids(pids), 3);
+    assert_int_equal(mt_rank_pids(pids), 3);
     all[0] = 0;
     all[1] = g1[0];
     all[2] = g1[1];
@@ -518,7 +326,7 @@ static void test_mpi_group_global_domain_ok(void **state)
     testutil_snapshot_take(&before);
     group_spec(&s, 2, 2, over, 1);
     it_ok(l4_with_group(&s, 60, ids, &w));
-    assert_int_equal(rank_pids(pids), 2);
+    assert_int_equal(mt_rank_pids(pids), 2);
     /* Two over the whole group (gathered inside it), one over part of it
      * (the L4 path), one more over the whole group. */
     for (uint32_t run = 0; run < 4; run++) {
@@ -581,7 +389,7 @@ static void test_mpi_group_global_domain_other_host_einval(void **state)
     assert_int_equal(gethostname(me, sizeof(me) - 1), 0);
     group_spec(&s, 2, 1, args, 3);
     it_ok(l4_with_group(&s, 60, ids, &w));
-    assert_int_equal(rank_pids(pids), 2);
+    assert_int_equal(mt_rank_pids(pids), 2);
     it_ok(strata_worker_run(w, far_orch, NULL, &c));
     print_message("allocate: %s\n", c.msg);
     assert_int_equal(c.err, STRATA_EINVAL);
@@ -589,7 +397,7 @@ static void test_mpi_group_global_domain_other_host_einval(void **state)
     rk_assert_contains(c.msg, "strata-other-host-1");
     rk_assert_contains(c.msg, me);
     for (size_t i = 0; i < 2; i++)
-        assert_false(shm_of(pids[i]));
+        assert_false(mt_shm_of(pids[i]));
     /* Refused before anything went out: the ranks still serve work. */
     it_ok(rk_add_run(w, ids, 2, 1024, 1));
     rk_destroy(w, STRATA_OK);
@@ -617,7 +425,7 @@ static void test_mpi_group_gather_deadline_epeer(void **state)
     testutil_snapshot_take(&before);
     group_spec(&s, 2, 2, args, 5);
     it_ok(l4_with_group(&s, 60, ids, &w));
-    assert_int_equal(rank_pids(pids), 2);
+    assert_int_equal(mt_rank_pids(pids), 2);
     gathers = worker_mpi_gathers();
     assert_int_equal(strata_worker_run(w, gd_orch, NULL, &c), STRATA_EPEER);
     print_message("allocate: %s\n", strata_errmsg());
@@ -648,7 +456,7 @@ static void test_mpi_group_lanes_independent(void **state)
     snprintf(mark, sizeof(mark), "%s/started", dir);
     group_spec(&s, 2, 1, over, 1);
     it_ok(l4_with_group(&s, 60, ids, &w));
-    assert_int_equal(rank_pids(pids), 2);
+    assert_int_equal(mt_rank_pids(pids), 2);
     it_ok(strata_worker_create_buffer(w, sizeof(struct rt_span), &c.span));
     it_ok(strata_worker_create_buffer(w, strlen(mark) + 1, &c.path));
     memcpy(strata_buffer_data(c.path), mark, strlen(mark) + 1);
@@ -658,7 +466,7 @@ static void test_mpi_group_lanes_independent(void **state)
     assert_true(testutil_wait_until(rk_file_exists, mark, 30.0));
     for (uint32_t r = 0; r < 5; r++)
         it_ok(rk_add_run(w, &ids[1], 1, 4096, r));
-    /* Rank 0's task is still running: rank 1 did not wait for it. */
+    /* Rank 0's task is still mt_running: rank 1 did not wait for it. */
     assert_int_equal(strata_run_wait(run, 0.0), STRATA_ETIMEDOUT);
     it_ok(strata_run_wait(run, 60.0));
     strata_run_free(run);
@@ -691,7 +499,7 @@ static void test_mpi_group_hung_rank_epeer(void **state)
     snprintf(mark, sizeof(mark), "%s/started", dir);
     group_spec(&s, 2, 1, over, 1);
     it_ok(l4_with_group(&s, 60, ids, &w));
-    assert_int_equal(rank_pids(pids), 2);
+    assert_int_equal(mt_rank_pids(pids), 2);
     it_ok(strata_worker_create_buffer(w, sizeof(struct rt_span), &c.span));
     it_ok(strata_worker_create_buffer(w, strlen(mark) + 1, &c.path));
     memcpy(strata_buffer_data(c.path), mark, strlen(mark) + 1);
@@ -743,7 +551,7 @@ _Noreturn static void l4_child(int fd)
 
 static bool launch_gone(void *arg)
 {
-    return launch_procs(*(pid_t *)arg) == 0;
+    return mt_launch_procs(*(pid_t *)arg) == 0;
 }
 
 /* SIGKILL of the L4 takes the whole job down: the ranks see their
@@ -773,18 +581,18 @@ static void test_mpi_group_l4_killed_ends_job(void **state)
     assert_int_equal(read(fds[0], &ok, 1), 1);
     close(fds[0]);
     assert_int_equal(ok, '1');
-    assert_int_equal(rank_pids_of(l4, pids), 2);
-    assert_true(launch_procs(l4) >= 3); /* mpirun, the ranks, their chips */
+    assert_int_equal(mt_rank_pids_of(l4, pids), 2);
+    assert_true(mt_launch_procs(l4) >= 3); /* mpirun, the ranks, their chips */
     assert_int_equal(kill(l4, SIGKILL), 0);
     assert_int_equal(waitpid(l4, NULL, 0), l4);
     /* The heartbeat bound and mpirun's abort, with room to spare. */
     assert_true(testutil_wait_until(launch_gone, &l4, 40.0));
     for (size_t i = 0; i < 2; i++)
-        if (shm_of(pids[i]))
+        if (mt_shm_of(pids[i]))
             fail_msg("a /dev/shm name of rank %zu (pid %d) is left", i,
                      (int)pids[i]);
     /* The key went once both ranks were in. */
-    assert_false(key_dir_of(l4));
+    assert_false(mt_key_dir_of(l4));
     testutil_assert_clean(&before);
 }
 

@@ -14,6 +14,7 @@
  * it, and nothing of the job is left.
  */
 #include "mt_env.h"
+#include "mt_procs.h"
 #include "remote_kit.h"
 
 #include "halo_kit.h"
@@ -21,12 +22,15 @@
 #include <strata/domain.h>
 
 #include <dirent.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_RANKS 4
+#define MAX_RANKS MT_MAX_RANKS
 #define WAIT_S 20.0
 
 static const int chips2[2] = {0, 1};
@@ -42,12 +46,14 @@ struct menv {
     size_t cap;
 };
 
-static void menv_start(struct menv *e, size_t ranks, size_t nchips,
-                       const char **args, size_t nargs, size_t cap)
+/* menv_start without asserting (a forked L4 has no test to fail). */
+static strata_err menv_try_start(struct menv *e, size_t ranks, size_t nchips,
+                                 const char **args, size_t nargs, size_t cap)
 {
     static const char *modules[1] = {RT_MODULE_PATH};
     strata_buffer **b[4] = {&e->x, &e->out, &e->grad_out, &e->grad_x};
     strata_mpi_group_spec s;
+    strata_err err;
 
     memset(e, 0, sizeof(*e));
     testutil_snapshot_take(&e->before);
@@ -62,12 +68,22 @@ static void menv_start(struct menv *e, size_t ranks, size_t nchips,
     s.modules = modules;
     s.num_modules = 1;
     /* Node 0 is forked; the group's ranks are nodes 1.. */
-    it_ok(rk_l4_create(1, NULL, 0, &e->w));
-    it_ok(strata_worker_add_mpirun_worker_group(e->w, &s, e->ids, MAX_RANKS));
-    it_ok(strata_worker_init(e->w));
+    err = rk_l4_create(1, NULL, 0, &e->w);
+    if (!err)
+        err =
+            strata_worker_add_mpirun_worker_group(e->w, &s, e->ids, MAX_RANKS);
+    if (!err)
+        err = strata_worker_init(e->w);
     e->cap = cap;
-    for (int i = 0; i < 4; i++)
-        it_ok(strata_worker_create_buffer(e->w, cap, b[i]));
+    for (int i = 0; i < 4 && !err; i++)
+        err = strata_worker_create_buffer(e->w, cap, b[i]);
+    return err;
+}
+
+static void menv_start(struct menv *e, size_t ranks, size_t nchips,
+                       const char **args, size_t nargs, size_t cap)
+{
+    it_ok(menv_try_start(e, ranks, nchips, args, nargs, cap));
 }
 
 static void menv_stop(struct menv *e, strata_err ok_too)
@@ -563,6 +579,104 @@ static void test_mpi_halo_rank_hangs_mid_exchange_epeer(void **state)
     rank_fault_case("STRATA_FAULT=mpirank.halo.1:1:stop", 3);
 }
 
+/* ---- the L4 killed mid-exchange ------------------------------------------ */
+
+/* In a forked L4: a group of 2 whose rank 1 stops in its first exchange
+ * and a handle over it (timeout_s 120), '1' on fd once they are there,
+ * then a call over it; then it waits to be killed. */
+_Noreturn static void exchange_l4_child(int fd)
+{
+    static const char *args[3] = {"--oversubscribe", "-x",
+                                  "STRATA_FAULT=mpirank.halo.1:1:stop"};
+    static struct menv e;
+    static struct gh_graph g;
+    static strata_csr_view v;
+    static struct both c;
+    strata_halo_spec spec;
+    strata_halo *h = NULL;
+    strata_err err;
+    char ok;
+
+    gh_graph_ring(&g, 64);
+    v = gh_view(&g);
+    err = menv_try_start(&e, 2, 1, args, 3, 4096);
+    const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], 0}};
+    strata_halo_spec_init(&spec);
+    spec.csr = &v;
+    spec.members = m;
+    spec.num_members = 2;
+    spec.timeout_s = 120;
+    spec.transport = STRATA_HALO_TRANSPORT_MPI;
+    if (!err)
+        err = strata_halo_create(e.w, &spec, &h);
+    c.e = &e;
+    c.h = h;
+    ok = err ? '0' : '1';
+    if (err)
+        fprintf(stderr, "l4 child: %s\n", strata_errmsg());
+    if (write(fd, &ok, 1) != 1)
+        _exit(1);
+    /* Returns only when the call fails (rank 1 stopped): by then the
+     * test has killed this process. */
+    if (!err && strata_worker_run(e.w, both_orch, NULL, &c) != STRATA_OK)
+        fprintf(stderr, "l4 child: %s\n", strata_errmsg());
+    for (;;)
+        pause();
+}
+
+static bool launch_gone(void *arg)
+{
+    return mt_launch_procs(*(pid_t *)arg) == 0;
+}
+
+static bool stopped(void *arg)
+{
+    return mt_state(*(pid_t *)arg) == 'T';
+}
+
+/* The L4 SIGKILLed while rank 0 waits in an exchange on rank 1 (stopped
+ * there): rank 0's session ends, its chips are killed, and its exchange
+ * gives up at once and ends the job, instead of waiting out timeout_s
+ * (120 s) with mpirun and both ranks left running. */
+static void test_mpi_halo_l4_killed_mid_exchange_ends_job(void **state)
+{
+    testutil_snapshot before;
+    int fds[2];
+    pid_t l4, pids[MAX_RANKS];
+    char ok = 0;
+    struct pollfd pfd;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    l4 = fork();
+    assert_true(l4 >= 0);
+    if (l4 == 0) {
+        close(fds[0]);
+        exchange_l4_child(fds[1]);
+    }
+    close(fds[1]);
+    pfd.fd = fds[0];
+    pfd.events = POLLIN;
+    assert_int_equal(poll(&pfd, 1, 90000), 1);
+    assert_int_equal(read(fds[0], &ok, 1), 1);
+    close(fds[0]);
+    assert_int_equal(ok, '1');
+    assert_int_equal(mt_rank_pids_of(l4, pids), 2);
+    assert_true(testutil_wait_until(stopped, &pids[1], 60.0));
+    assert_int_equal(kill(l4, SIGKILL), 0);
+    assert_int_equal(waitpid(l4, NULL, 0), l4);
+    /* The heartbeat bound and mpirun's abort, with room to spare. */
+    assert_true(testutil_wait_until(launch_gone, &l4, 40.0));
+    for (size_t i = 0; i < 2; i++)
+        if (mt_shm_of(pids[i]))
+            fail_msg("a /dev/shm name of rank %zu (pid %d) is left", i,
+                     (int)pids[i]);
+    assert_false(mt_key_dir_of(l4));
+    testutil_assert_clean(&before);
+}
+
 /* ---- setup --------------------------------------------------------------- */
 
 static int setup(void **state)
@@ -591,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_mpi_halo_node_task_fails_fast),
         cmocka_unit_test(test_mpi_halo_rank_dies_mid_exchange_epeer),
         cmocka_unit_test(test_mpi_halo_rank_hangs_mid_exchange_epeer),
+        cmocka_unit_test(test_mpi_halo_l4_killed_mid_exchange_ends_job),
     };
 
     rk_filter_from_env();

@@ -7,7 +7,9 @@
  * Nothing blocks in MPI: the loop tests the requests and yields when
  * nothing moved. Past the deadline a rank is stuck or gone: this rank
  * ends the MPI job (as a collective past its deadline does), and the L4
- * loses the group with STRATA_EPEER. */
+ * loses the group with STRATA_EPEER. When the node's chips are killed
+ * (its L4 is lost) the exchange gives up at once: the session ends, and
+ * the rank ends the job. */
 #include "rank_halo.h"
 
 #include "base/clock.h"
@@ -27,6 +29,10 @@
 
 /* Per op: 0 waiting for its flag (sends), 1 posted, 2 done, 3 signalled. */
 enum { WAITING, POSTED, DONE, SIGNALLED };
+
+/* run's answer when the node gave the exchange up: no MPI error code
+ * (those are small and positive). */
+#define ABANDONED (-1)
 
 struct xjob {
     struct halo_p2p *ops;
@@ -143,6 +149,12 @@ static int run(void *arg)
             continue;
         if (base_now_ns() >= deadline)
             past_deadline(j);
+        /* The node's chips are being killed (its L4 is gone, most
+         * likely): no flag moves again. Return, so that the session
+         * tears the node down (its names in /dev/shm go) before the
+         * rank ends the MPI job for its lost L4. */
+        if (halo_mpi_abandoned())
+            return ABANDONED;
         sched_yield();
     }
     return rc;
@@ -166,7 +178,12 @@ static strata_err exchange(struct halo_p2p *ops, size_t n, double timeout_s,
     j.state = calloc(n, 1);
     if (!j.req || !j.idx || !j.state)
         err = base_fail(STRATA_ENOMEM, "halo exchange: out of memory");
-    if (!err && (rc = rank_coll_call(run, &j)) != MPI_SUCCESS)
+    if (!err && (rc = rank_coll_call(run, &j)) == ABANDONED)
+        err = base_fail(STRATA_EPEER,
+                        "rank %d: halo exchange abandoned (%zu of %zu "
+                        "messages left): the node is ending",
+                        my_rank, j.left, j.n);
+    else if (!err && rc != MPI_SUCCESS)
         err = base_fail(STRATA_EPEER,
                         "rank %d: halo exchange failed (MPI "
                         "error %d)",

@@ -34,6 +34,14 @@ struct halo_p2p {
 typedef strata_err (*halo_exchange_fn)(struct halo_p2p *ops, size_t n,
                                        double timeout_s, void *user);
 
+/* This process's chips are being killed (its session is abandoned, or
+ * its runs passed their deadline): no flag will move again, so an
+ * exchange in flight, or one begun later, cannot finish. Sticky. An
+ * exchange fn polls halo_mpi_abandoned() and gives up (the rank program
+ * ends the MPI job) rather than wait out its timeout. */
+void halo_mpi_abandon(void);
+bool halo_mpi_abandoned(void);
+
 /* Installs fn for this process's node (NULL: none). */
 void halo_mpi_set_exchange(halo_exchange_fn fn, void *user);
 /* Runs ops through the installed exchange: STRATA_ENOTSUP when this

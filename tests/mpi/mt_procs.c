@@ -1,0 +1,203 @@
+/* The processes and files of an MPI group as the tests see them from
+ * outside (mt_procs.h): /proc and /dev/shm, nothing of strata's. */
+#include "mt_procs.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* argv[0] of pid ends in strata-rank. */
+static bool mt_runs_rank_program(pid_t pid)
+{
+    char path[64], buf[512];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    n = strlen(buf);
+    return n >= 11 && strcmp(buf + n - 11, "strata-rank") == 0;
+}
+
+static pid_t mt_parent_of(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    FILE *f;
+    size_t n;
+    int ppid = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    if (p && sscanf(p + 1, " %*c %d", &ppid) != 1)
+        ppid = 0;
+    return (pid_t)ppid;
+}
+
+/* True when pid's command line names the key folder of L4 l4: its
+ * mpirun, ranks and their chips (forks of the ranks). */
+static bool mt_of_launch(pid_t pid, pid_t l4)
+{
+    char path[64], buf[8192], want[64];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    snprintf(want, sizeof(want), "/strata-mpi-%d-", (int)l4);
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+        if (strstr(buf + i, want))
+            return true;
+    return false;
+}
+
+/* Processes of l4's launch that still run. */
+size_t mt_launch_procs(pid_t l4)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    size_t found = 0;
+
+    while (d && (e = readdir(d)) != NULL) {
+        pid_t pid = (pid_t)atoi(e->d_name);
+
+        if (pid > 0 && mt_of_launch(pid, l4) && mt_running(pid))
+            found++;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* A rank of L4 l4 (not one of its chips, which are forks of it). */
+static bool mt_is_rank(pid_t pid, pid_t l4, int *rank_out)
+{
+    char path[64], buf[8192];
+    FILE *f;
+    size_t n;
+
+    if (!mt_runs_rank_program(pid) || mt_runs_rank_program(mt_parent_of(pid)) ||
+        !mt_of_launch(pid, l4))
+        return false;
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return false;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    *rank_out = -1;
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+        if (strncmp(buf + i, "OMPI_COMM_WORLD_RANK=", 21) == 0)
+            *rank_out = atoi(buf + i + 21);
+    return true;
+}
+
+/* The pids of L4 l4's ranks now, by rank (0: none). */
+size_t mt_rank_pids_of(pid_t l4, pid_t pids[MT_MAX_RANKS])
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    size_t found = 0;
+
+    memset(pids, 0, sizeof(pid_t) * MT_MAX_RANKS);
+    while (d && (e = readdir(d)) != NULL) {
+        int rank;
+        pid_t pid = (pid_t)atoi(e->d_name);
+
+        if (pid > 0 && mt_is_rank(pid, l4, &rank) && rank >= 0 &&
+            rank < MT_MAX_RANKS) {
+            pids[rank] = pid;
+            found++;
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+size_t mt_rank_pids(pid_t pids[MT_MAX_RANKS])
+{
+    return mt_rank_pids_of(getpid(), pids);
+}
+
+bool mt_shm_of(pid_t pid)
+{
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    char needle[32];
+    bool found = false;
+
+    snprintf(needle, sizeof(needle), "-%d-", (int)pid);
+    while (d && (e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, "strata", 6) == 0 && strstr(e->d_name, needle))
+            found = true;
+    if (d)
+        closedir(d);
+    return found;
+}
+
+bool mt_key_dir_of(pid_t l4)
+{
+    const char *tmp = getenv("TMPDIR");
+    DIR *d = opendir(tmp && tmp[0] ? tmp : "/tmp");
+    struct dirent *e;
+    char want[48];
+    bool found = false;
+
+    snprintf(want, sizeof(want), "strata-mpi-%d-", (int)l4);
+    while (d && (e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, want, strlen(want)) == 0)
+            found = true;
+    if (d)
+        closedir(d);
+    return found;
+}
+
+bool mt_key_dir_left(void)
+{
+    return mt_key_dir_of(getpid());
+}
+
+char mt_state(pid_t pid)
+{
+    char path[64], buf[512], *p, state = 0;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    if (!p || sscanf(p + 1, " %c", &state) != 1)
+        return 0;
+    return state;
+}
+
+bool mt_running(pid_t pid)
+{
+    char state = mt_state(pid);
+
+    return state != 0 && state != 'Z' && state != 'X';
+}

@@ -1,0 +1,32 @@
+/* What an MPI group test looks for outside strata: the processes of an
+ * L4's launch (its mpirun, ranks and their chips, whose command lines
+ * name the launch's key folder), the ranks by MPI rank, their /dev/shm
+ * names and the key folder. */
+#ifndef STRATA_MT_PROCS_H
+#define STRATA_MT_PROCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define MT_MAX_RANKS 4
+
+/* Processes of l4's launch that still run (zombies not counted). */
+size_t mt_launch_procs(pid_t l4);
+/* The pids of L4 l4's ranks now, by rank (0: none); how many. */
+size_t mt_rank_pids_of(pid_t l4, pid_t pids[MT_MAX_RANKS]);
+/* The same for this process's launches. */
+size_t mt_rank_pids(pid_t pids[MT_MAX_RANKS]);
+/* A strata name in /dev/shm holds "-<pid>-". */
+bool mt_shm_of(pid_t pid);
+/* A key folder of L4 l4 (strata-mpi-<l4>-*) is in $TMPDIR or /tmp. */
+bool mt_key_dir_of(pid_t l4);
+/* The same for this process. */
+bool mt_key_dir_left(void);
+/* pid exists and is no zombie (an orphan whose mpirun ended first waits
+ * for init to reap it, which some containers' init never does). */
+bool mt_running(pid_t pid);
+/* pid's state letter in /proc/<pid>/stat (R, S, T ...), 0 if none. */
+char mt_state(pid_t pid);
+
+#endif
