@@ -33,6 +33,9 @@ struct mpi_group {
     /* the launch (the connection thread's once the loop runs) */
     char dir_path[PATH_MAX - 16]; /* mode 700, holds the key; "" when gone */
     char key_path[PATH_MAX];
+    /* Open MPI's session folder (orte_tmpdir_base), this launch's own;
+     * "" when gone or the user's own is set (mpitmp.c) */
+    char ompi_dir[PATH_MAX - 16];
     char dial[300]; /* host:port the ranks dial */
     SSL_CTX *ctx;
     int lfd;
@@ -66,6 +69,15 @@ static inline struct remote_node *mpigroup_node(struct mpi_group *g,
 /* mpihalo.c: tells the halo mpi transport (graph) how to ask which MPI
  * rank a node is; idempotent. */
 void mpihalo_install(void);
+
+/* mpitmp.c: Open MPI's session folder for a launch. make: creates it
+ * (nothing when OMPI_MCA_orte_tmpdir_base is set); env: this process's
+ * environment with it added, for mpirun (NULL: out of memory; free with
+ * mpitmp_env_free); remove: the folder and all in it. */
+strata_err mpitmp_make(struct mpi_group *g);
+char **mpitmp_env(const struct mpi_group *g);
+void mpitmp_env_free(const struct mpi_group *g, char **env);
+void mpitmp_remove(struct mpi_group *g);
 
 /* mpilaunch.c */
 strata_err mpilaunch_start(struct mpi_group *g, struct event_base *base,

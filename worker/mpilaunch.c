@@ -28,8 +28,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 #if defined(__GLIBC__) &&                                                      \
     (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
 #define MPI_CLOSEFROM 1
@@ -185,7 +183,7 @@ static strata_err spawn_mpirun(struct mpi_group *g)
     posix_spawn_file_actions_t fa;
     sigset_t none, dfl;
     char np[24];
-    char **argv;
+    char **argv, **env;
     int rc;
 
     snprintf(np, sizeof(np), "%zu", g->n);
@@ -214,7 +212,10 @@ static strata_err spawn_mpirun(struct mpi_group *g)
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 #endif
     fflush(NULL);
-    rc = posix_spawnp(&g->mpirun, g->mpirun_path, &fa, &attr, argv, environ);
+    env = mpitmp_env(g);
+    rc = env ? posix_spawnp(&g->mpirun, g->mpirun_path, &fa, &attr, argv, env)
+             : ENOMEM;
+    mpitmp_env_free(g, env);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     free(argv);
@@ -240,6 +241,8 @@ strata_err mpilaunch_start(struct mpi_group *g, struct event_base *base,
     g->base = base;
     g->deadline = deadline;
     err = write_key(g);
+    if (!err)
+        err = mpitmp_make(g);
     if (!err)
         err = wire_tls_ctx_create(&tls, true, &g->ctx);
     if (!err)
@@ -413,6 +416,9 @@ void mpilaunch_stop(struct mpi_group *g)
     mpilaunch_forget_key(g);
     if (g->mpirun > 0 && g->reaped)
         kill_orphans(g);
+    /* mpirun removed what it made there, unless it was killed. */
+    if (g->mpirun <= 0 || g->reaped)
+        mpitmp_remove(g);
     /* mpirun has reaped its ranks here: the /dev/shm names of one that
      * was killed (its buffers, its chips') have no owner left. */
     if (g->mpirun > 0 && g->reaped)

@@ -154,21 +154,60 @@ bool mt_shm_of(pid_t pid)
     return found;
 }
 
-bool mt_key_dir_of(pid_t l4)
+/* Entries of $TMPDIR (or /tmp) that start with prefix; with inner, only
+ * folders holding an entry that starts with inner. */
+static size_t tmp_entries(const char *prefix, const char *inner)
 {
     const char *tmp = getenv("TMPDIR");
     DIR *d = opendir(tmp && tmp[0] ? tmp : "/tmp");
     struct dirent *e;
-    char want[48];
-    bool found = false;
+    size_t found = 0;
 
-    snprintf(want, sizeof(want), "strata-mpi-%d-", (int)l4);
-    while (d && (e = readdir(d)) != NULL)
-        if (strncmp(e->d_name, want, strlen(want)) == 0)
-            found = true;
+    while (d && (e = readdir(d)) != NULL) {
+        char path[512];
+        DIR *sub;
+        struct dirent *f;
+        bool has = !inner;
+
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", tmp && tmp[0] ? tmp : "/tmp",
+                 e->d_name);
+        sub = inner ? opendir(path) : NULL;
+        while (sub && (f = readdir(sub)) != NULL)
+            if (strncmp(f->d_name, inner, strlen(inner)) == 0)
+                has = true;
+        if (sub)
+            closedir(sub);
+        found += has;
+    }
     if (d)
         closedir(d);
     return found;
+}
+
+bool mt_key_dir_of(pid_t l4)
+{
+    char key[48];
+
+    snprintf(key, sizeof(key), "strata-mpi-%d-", (int)l4);
+    return tmp_entries(key, NULL) > 0;
+}
+
+bool mt_ompi_dir_of(pid_t l4)
+{
+    char ompi[48];
+
+    snprintf(ompi, sizeof(ompi), "strata-ompi-%d-", (int)l4);
+    return tmp_entries(ompi, NULL) > 0;
+}
+
+size_t mt_ompi_dirs_in_use(pid_t l4)
+{
+    char ompi[48];
+
+    snprintf(ompi, sizeof(ompi), "strata-ompi-%d-", (int)l4);
+    return tmp_entries(ompi, "ompi.");
 }
 
 bool mt_key_dir_left(void)

@@ -19,8 +19,12 @@ size_t mt_rank_pids_of(pid_t l4, pid_t pids[MT_MAX_RANKS]);
 size_t mt_rank_pids(pid_t pids[MT_MAX_RANKS]);
 /* A strata name in /dev/shm holds "-<pid>-". */
 bool mt_shm_of(pid_t pid);
-/* A key folder of L4 l4 (strata-mpi-<l4>-*) is in $TMPDIR or /tmp. */
+/* A key folder (strata-mpi-<l4>-*) of L4 l4 is in $TMPDIR or /tmp. */
 bool mt_key_dir_of(pid_t l4);
+/* An Open MPI session folder (strata-ompi-<l4>-*) of L4 l4 is there. */
+bool mt_ompi_dir_of(pid_t l4);
+/* L4 l4's session folders that an mpirun uses now (an ompi.* inside). */
+size_t mt_ompi_dirs_in_use(pid_t l4);
 /* The same for this process. */
 bool mt_key_dir_left(void);
 /* pid exists and is no zombie (an orphan whose mpirun ended first waits

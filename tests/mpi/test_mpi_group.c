@@ -13,6 +13,7 @@
 #include "mt_procs.h"
 #include "remote_kit.h"
 #include "worker/mpidomain_stats.h"
+#include "worker/reclaim.h"
 
 #include <strata/domain.h>
 
@@ -48,6 +49,7 @@ static void assert_no_group_left(const testutil_snapshot *before,
         }
     }
     assert_false(mt_key_dir_left());
+    assert_false(mt_ompi_dir_of(getpid()));
     testutil_assert_clean(before);
 }
 
@@ -259,6 +261,9 @@ static void test_mpi_group_two_groups_beside_forked_node_ok(void **state)
     /* Three ranks: pids keeps one per rank number, the leftover check
      * looks for every process of the launches. */
     assert_int_equal(mt_rank_pids(pids), 3);
+    /* Each mpirun has a session folder of its own (Open MPI's shared one
+     * races when two start at once). */
+    assert_int_equal(mt_ompi_dirs_in_use(getpid()), 2);
     all[0] = 0;
     all[1] = g1[0];
     all[2] = g1[1];
@@ -591,8 +596,11 @@ static void test_mpi_group_l4_killed_ends_job(void **state)
         if (mt_shm_of(pids[i]))
             fail_msg("a /dev/shm name of rank %zu (pid %d) is left", i,
                      (int)pids[i]);
-    /* The key went once both ranks were in. */
+    /* The key went once both ranks were in; the session folder of the
+     * killed L4 goes at the next launch (done here). */
     assert_false(mt_key_dir_of(l4));
+    worker_mpi_reclaim_stale_dirs(NULL);
+    assert_false(mt_ompi_dir_of(l4));
     testutil_assert_clean(&before);
 }
 

@@ -16,6 +16,7 @@
 #include "mt_env.h"
 #include "mt_procs.h"
 #include "remote_kit.h"
+#include "worker/reclaim.h"
 
 #include "halo_kit.h"
 
@@ -94,6 +95,7 @@ static void menv_stop(struct menv *e, strata_err ok_too)
         it_ok(strata_buffer_release(b[i]));
     rk_destroy(e->w, ok_too);
     testutil_assert_clean_within(&e->before, 10.0);
+    assert_false(mt_ompi_dir_of(getpid()));
 }
 
 struct both {
@@ -674,6 +676,8 @@ static void test_mpi_halo_l4_killed_mid_exchange_ends_job(void **state)
             fail_msg("a /dev/shm name of rank %zu (pid %d) is left", i,
                      (int)pids[i]);
     assert_false(mt_key_dir_of(l4));
+    worker_mpi_reclaim_stale_dirs(NULL); /* the next launch would */
+    assert_false(mt_ompi_dir_of(l4));
     testutil_assert_clean(&before);
 }
 

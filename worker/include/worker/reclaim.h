@@ -1,6 +1,7 @@
 /* Removing the /dev/shm names of processes that died without doing it
  * themselves: a session killed under strata-node, a node, chip or sub
- * worker killed under its parent. */
+ * worker killed under its parent; and the folders a killed L4's MPI
+ * launches left in /tmp. */
 #ifndef WORKER_RECLAIM_H
 #define WORKER_RECLAIM_H
 
@@ -14,5 +15,11 @@
  * reaped, so that none can be some new process's. Returns how many names were
  * removed (a journal's domains count one each). Any thread. */
 size_t worker_reclaim_names(const pid_t *pids, size_t n);
+
+/* Removes every strata-ompi-<pid>-* folder (Open MPI's session folder of
+ * an MPI group launch, worker/mpitmp.c) of a dead <pid> of this user in
+ * dir (NULL: $TMPDIR, else /tmp): what a killed L4 left. Every launch
+ * does this before it makes its own. */
+void worker_mpi_reclaim_stale_dirs(const char *dir);
 
 #endif
