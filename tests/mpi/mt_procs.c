@@ -3,9 +3,11 @@
 #include "mt_procs.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 /* argv[0] of pid ends in strata-rank. */
@@ -239,4 +241,11 @@ bool mt_running(pid_t pid)
     char state = mt_state(pid);
 
     return state != 0 && state != 'Z' && state != 'X';
+}
+
+void mt_die_with_parent(pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(1);
 }

@@ -33,4 +33,9 @@ bool mt_running(pid_t pid);
 /* pid's state letter in /proc/<pid>/stat (R, S, T ...), 0 if none. */
 char mt_state(pid_t pid);
 
+/* In a child forked by the test (parent: the test's pid, read before
+ * the fork): it is SIGKILLed when the test ends, even by a failed assert
+ * that never reaches its kill. */
+void mt_die_with_parent(pid_t parent);
+
 #endif

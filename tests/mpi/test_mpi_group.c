@@ -565,7 +565,7 @@ static void test_mpi_group_l4_killed_ends_job(void **state)
 {
     testutil_snapshot before;
     int fds[2];
-    pid_t l4, pids[MAX_RANKS];
+    pid_t l4, parent, pids[MAX_RANKS];
     char ok = 0;
     struct pollfd pfd;
 
@@ -573,9 +573,11 @@ static void test_mpi_group_l4_killed_ends_job(void **state)
     testutil_snapshot_take(&before);
     assert_int_equal(pipe(fds), 0);
     fflush(NULL);
+    parent = getpid();
     l4 = fork();
     assert_true(l4 >= 0);
     if (l4 == 0) {
+        mt_die_with_parent(parent);
         close(fds[0]);
         l4_child(fds[1]);
     }
