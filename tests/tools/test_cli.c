@@ -453,6 +453,29 @@ static void test_cli_trace_validate_summary_ok_and_refused(void **state)
     assert_non_null(strstr(out, "ends with: k.b <- k.a"));
     assert_non_null(strstr(out, "node 0 / chip 1"));
     assert_non_null(strstr(out, "55.000")); /* k.b's median queue wait */
+    assert_null(strstr(out, "dropped"));
+    /* Two waits (0 and 40 us): the median is their mean; two processes
+     * dropped 7 records between them. */
+    write_text(good, "{\"traceEvents\":["
+                     "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"k\","
+                     "\"pid\":1,\"tid\":0,\"ts\":10,\"dur\":10},"
+                     "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"k\","
+                     "\"pid\":1,\"tid\":0,\"ts\":30,\"dur\":30},"
+                     "{\"ph\":\"b\",\"cat\":\"dispatch\",\"name\":\"k\","
+                     "\"id\":\"0x1\",\"pid\":3,\"tid\":0,\"ts\":5,"
+                     "\"args\":{\"queue_wait_us\":0}},"
+                     "{\"ph\":\"e\",\"cat\":\"dispatch\",\"name\":\"k\","
+                     "\"id\":\"0x1\",\"pid\":3,\"tid\":0,\"ts\":21},"
+                     "{\"ph\":\"b\",\"cat\":\"dispatch\",\"name\":\"k\","
+                     "\"id\":\"0x2\",\"pid\":3,\"tid\":0,\"ts\":6,"
+                     "\"args\":{\"queue_wait_us\":40}},"
+                     "{\"ph\":\"e\",\"cat\":\"dispatch\",\"name\":\"k\","
+                     "\"id\":\"0x2\",\"pid\":3,\"tid\":0,\"ts\":61}],"
+                     "\"otherData\":{\"dropped\":{\"1\":5,\"3\":2}}}");
+    assert_int_equal(RUN("trace", "summary", good), 0);
+    assert_non_null(strstr(out, "warning: 7 records were dropped"));
+    assert_non_null(strstr(out, "20.000"));    /* the median run time */
+    assert_non_null(strstr(out, " 20.000\n")); /* the median wait */
     /* Slices of one thread that overlap without nesting. */
     write_text(bad, "{\"traceEvents\":["
                     "{\"ph\":\"X\",\"name\":\"a\",\"pid\":1,\"tid\":0,"

@@ -230,6 +230,24 @@ static int check_all(struct tr_event *ev, size_t n, char *err, size_t cap)
     return rc;
 }
 
+/* The sum of otherData.dropped's per-process counts, where present. */
+static uint64_t dropped_of(const json_t *root)
+{
+    json_t *d = json_object_get(json_object_get(root, "otherData"), "dropped");
+    const char *key;
+    json_t *v;
+    uint64_t sum = 0;
+
+    if (!json_is_object(d))
+        return 0;
+    json_object_foreach(d, key, v)
+    {
+        if (json_is_integer(v) && json_integer_value(v) > 0)
+            sum += (uint64_t)json_integer_value(v);
+    }
+    return sum;
+}
+
 int tr_load(const char *data, size_t len, struct tr_file *out, char *err,
             size_t cap)
 {
@@ -267,6 +285,7 @@ int tr_load(const char *data, size_t len, struct tr_file *out, char *err,
     out->root = root;
     out->ev = ev;
     out->n = n;
+    out->dropped = json_is_object(root) ? dropped_of(root) : 0;
     return 0;
 }
 

@@ -28,6 +28,9 @@ struct tr_file {
     void *root; /* the jansson tree the strings point into */
     struct tr_event *ev;
     size_t n;
+    /* records the recording processes had no room for (otherData.dropped,
+     * strata's traces; 0 for others): the events are a lower bound */
+    uint64_t dropped;
 };
 
 /* Parses and checks len bytes of JSON (need not end in NUL): the object

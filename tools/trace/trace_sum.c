@@ -49,6 +49,13 @@ static double pct(const double *v, size_t n, double p)
     return v[k ? (k > n ? n - 1 : k - 1) : 0];
 }
 
+/* The median of n >= 1 sorted values: the mean of the middle two when n
+ * is even (the lower one alone reads 0 for a pair of one 0). */
+static double median(const double *v, size_t n)
+{
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* Median queue wait of callable name's dispatch events; -1: none. */
 static double wait_median(const struct tr_file *f, const char *name)
 {
@@ -63,7 +70,7 @@ static double wait_median(const struct tr_file *f, const char *name)
             w[n++] = f->ev[i].wait_us;
     if (n) {
         qsort(w, n, sizeof(*w), dbl_cmp);
-        m = pct(w, n, 50);
+        m = median(w, n);
     }
     free(w);
     return m;
@@ -96,7 +103,7 @@ static void callables(const struct sum *s, FILE *out)
         qsort(d, j - i, sizeof(*d), dbl_cmp);
         wm = wait_median(s->f, v[i]->name);
         fprintf(out, "%-28.28s %7zu %12.3f %12.3f %12.3f ", v[i]->name, j - i,
-                total / 1e3, pct(d, j - i, 50), pct(d, j - i, 99));
+                total / 1e3, median(d, j - i), pct(d, j - i, 99));
         if (wm >= 0)
             fprintf(out, "%12.3f\n", wm);
         else
@@ -333,6 +340,12 @@ void tr_summary(const struct tr_file *f, FILE *out)
             "%zu events, %zu processes, %zu task slices, %zu flows, "
             "span %.3f ms\n",
             f->n, procs, s.num_task, flows, (s.t_end - s.t_begin) / 1e3);
+    if (f->dropped)
+        fprintf(out,
+                "warning: %llu records were dropped (trace buffers full; "
+                "STRATA_TRACE_EVENTS raises the cap): counts, times and the "
+                "path below miss them\n",
+                (unsigned long long)f->dropped);
     callables(&s, out);
     critical_path(&s, out);
     idle_shares(&s, out);
