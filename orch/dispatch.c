@@ -231,7 +231,9 @@ static bool try_launch(struct orch_sched *s, struct orch_group *g)
 
         if (dead)
             orch_complete(s, m, STRATA_EPEER,
-                          "a member of its group lives on a dead chip");
+                          s->directed_kind == STRATA_CALLABLE_KERNEL
+                              ? "a member of its group lives on a dead chip"
+                              : "a member of its group lives on a lost node");
         else
             post(s, &s->eps[m->ep], m);
     }

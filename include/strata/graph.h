@@ -348,7 +348,9 @@ typedef struct strata_halo strata_halo;
  * listed twice, a node with more than STRATA_HALO_NODE_MAX_MEMBERS
  * members, features 0, a dtype other than F32/F64, an unknown reducer or
  * schedule, a NaN timeout_s, STRATA_HALO_EDGE without a registered edge_kernel,
- * or sizes that overflow; errors of strata_gfg_open and
+ * an unknown transport, STRATA_HALO_TRANSPORT_MPI on a local handle or with
+ * a member that is no rank of one MPI group (or too many members for its
+ * tags and scalars), or sizes that overflow; errors of strata_gfg_open and
  * strata_halo_map_derive_gfg for a store; STRATA_ENOMEM. Chips that the worker
  * (or a member's node) lacks are found at the first call. On STRATA_OK the
  * caller owns *out. Main thread (the worker's owner). */
@@ -374,16 +376,22 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_halo_destroy(strata_halo *h);
  * module for it). Each rank packs its send_to rows into its window,
  * signals each receiver, computes its interior rows (when overlapped),
  * waits for each owner it receives from, reads those ghosts from the
- * owners' windows and computes its boundary rows. Returns once every
+ * owners' windows and computes its boundary rows. Over the mpi transport
+ * (strata_halo_spec.transport) no domain is allocated: each member node
+ * runs "strata.halo.mpinode", whose rank process sends and receives the
+ * rows between nodes as MPI messages while its chips compute (chips of
+ * one node still read each other in place). Returns once every
  * rank is done, and writes the trace. Inside an orch fn of the worker
  * (the L4's for a global handle); one call at a time per handle.
  * STRATA_EINVAL for a NULL argument, x == out, a buffer smaller than the
  * field, or a global handle called from another worker's orch fn;
  * STRATA_EBUSY when another call on h is in progress; domain allocation
  * errors (an unknown chip or node, STRATA_EPEER for a dead node);
- * STRATA_ETASK when a rank fails (a wait that times out included);
- * STRATA_EPEER when a node dies; STRATA_EIO when the trace cannot be
- * written. */
+ * STRATA_ETASK when a rank fails (a wait that times out included; over
+ * the mpi transport also a member node that cannot start its chips, at
+ * once); STRATA_EPEER when a node dies (over the mpi transport also an
+ * MPI exchange past timeout_s: the rank ends the MPI job and the group is
+ * lost); STRATA_EIO when the trace cannot be written. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_halo_forward(strata_orch *o,
                                                             strata_halo *h,
                                                             strata_buffer *x,
