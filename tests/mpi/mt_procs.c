@@ -2,12 +2,23 @@
  * outside (mt_procs.h): /proc and /dev/shm, nothing of strata's. */
 #include "mt_procs.h"
 
+#include "testutil.h"
+#include "worker/reclaim.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
 #include <dirent.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* argv[0] of pid ends in strata-rank. */
@@ -248,4 +259,52 @@ void mt_die_with_parent(pid_t parent)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(1);
+}
+
+pid_t mt_fork_l4(void (*child)(int fd), pid_t pids[MT_MAX_RANKS])
+{
+    struct pollfd pfd;
+    pid_t l4, parent = getpid();
+    int fds[2];
+    char ok = 0;
+
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    l4 = fork();
+    assert_true(l4 >= 0);
+    if (l4 == 0) {
+        mt_die_with_parent(parent);
+        close(fds[0]);
+        child(fds[1]);
+        _exit(1);
+    }
+    close(fds[1]);
+    pfd.fd = fds[0];
+    pfd.events = POLLIN;
+    assert_int_equal(poll(&pfd, 1, 90000), 1);
+    assert_int_equal(read(fds[0], &ok, 1), 1);
+    close(fds[0]);
+    assert_int_equal(ok, '1');
+    assert_int_equal(mt_rank_pids_of(l4, pids), 2);
+    return l4;
+}
+
+static bool launch_gone(void *arg)
+{
+    return mt_launch_procs(*(pid_t *)arg) == 0;
+}
+
+void mt_kill_l4_expect_gone(pid_t l4, const pid_t pids[MT_MAX_RANKS])
+{
+    assert_int_equal(kill(l4, SIGKILL), 0);
+    assert_int_equal(waitpid(l4, NULL, 0), l4);
+    assert_true(testutil_wait_until(launch_gone, &l4, 40.0));
+    for (size_t i = 0; i < 2; i++)
+        if (mt_shm_of(pids[i]))
+            fail_msg("a /dev/shm name of rank %zu (pid %d) is left", i,
+                     (int)pids[i]);
+    /* The key went once both ranks were in. */
+    assert_false(mt_key_dir_of(l4));
+    worker_mpi_reclaim_stale_dirs(NULL);
+    assert_false(mt_ompi_dir_of(l4));
 }

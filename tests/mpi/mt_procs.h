@@ -38,4 +38,14 @@ char mt_state(pid_t pid);
  * that never reaches its kill. */
 void mt_die_with_parent(pid_t parent);
 
+/* Forks an L4 that runs child(fd) (dying with the test): child writes '1'
+ * on fd once its group is up ('0' if not) and never returns. Returns the
+ * L4's pid once it said '1', with its 2 ranks' pids in pids. Asserts. */
+pid_t mt_fork_l4(void (*child)(int fd), pid_t pids[MT_MAX_RANKS]);
+/* SIGKILLs and reaps L4 l4, then asserts its whole launch is gone within
+ * 40 s (the heartbeat bound and mpirun's abort, with room to spare), no
+ * /dev/shm name of its 2 ranks (pids) is left, nor its key folder, and
+ * its Open MPI session folder goes at the next launch (run here). */
+void mt_kill_l4_expect_gone(pid_t l4, const pid_t pids[MT_MAX_RANKS]);
+
 #endif

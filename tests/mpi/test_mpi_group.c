@@ -554,55 +554,18 @@ _Noreturn static void l4_child(int fd)
         pause();
 }
 
-static bool launch_gone(void *arg)
-{
-    return mt_launch_procs(*(pid_t *)arg) == 0;
-}
-
 /* SIGKILL of the L4 takes the whole job down: the ranks see their
  * connection go, abort the MPI job, and mpirun ends. */
 static void test_mpi_group_l4_killed_ends_job(void **state)
 {
     testutil_snapshot before;
-    int fds[2];
-    pid_t l4, parent, pids[MAX_RANKS];
-    char ok = 0;
-    struct pollfd pfd;
+    pid_t l4, pids[MAX_RANKS];
 
     (void)state;
     testutil_snapshot_take(&before);
-    assert_int_equal(pipe(fds), 0);
-    fflush(NULL);
-    parent = getpid();
-    l4 = fork();
-    assert_true(l4 >= 0);
-    if (l4 == 0) {
-        mt_die_with_parent(parent);
-        close(fds[0]);
-        l4_child(fds[1]);
-    }
-    close(fds[1]);
-    pfd.fd = fds[0];
-    pfd.events = POLLIN;
-    assert_int_equal(poll(&pfd, 1, 90000), 1);
-    assert_int_equal(read(fds[0], &ok, 1), 1);
-    close(fds[0]);
-    assert_int_equal(ok, '1');
-    assert_int_equal(mt_rank_pids_of(l4, pids), 2);
+    l4 = mt_fork_l4(l4_child, pids);
     assert_true(mt_launch_procs(l4) >= 3); /* mpirun, the ranks, their chips */
-    assert_int_equal(kill(l4, SIGKILL), 0);
-    assert_int_equal(waitpid(l4, NULL, 0), l4);
-    /* The heartbeat bound and mpirun's abort, with room to spare. */
-    assert_true(testutil_wait_until(launch_gone, &l4, 40.0));
-    for (size_t i = 0; i < 2; i++)
-        if (mt_shm_of(pids[i]))
-            fail_msg("a /dev/shm name of rank %zu (pid %d) is left", i,
-                     (int)pids[i]);
-    /* The key went once both ranks were in; the session folder of the
-     * killed L4 goes at the next launch (done here). */
-    assert_false(mt_key_dir_of(l4));
-    worker_mpi_reclaim_stale_dirs(NULL);
-    assert_false(mt_ompi_dir_of(l4));
+    mt_kill_l4_expect_gone(l4, pids);
     testutil_assert_clean(&before);
 }
 

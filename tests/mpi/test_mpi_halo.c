@@ -418,6 +418,32 @@ static void test_mpi_halo_without_group_einval(void **state)
 
 /* ---- failures ------------------------------------------------------------ */
 
+/* A handle over two members of the mpi transport, rows of v. */
+static void mpi_spec2(strata_halo_spec *spec, const strata_csr_view *v,
+                      const strata_global_member *m, double timeout_s)
+{
+    strata_halo_spec_init(spec);
+    spec->csr = v;
+    spec->members = m;
+    spec->num_members = 2;
+    spec->timeout_s = timeout_s;
+    spec->transport = STRATA_HALO_TRANSPORT_MPI;
+}
+
+/* A forward and VJP over h fail with want, naming needle, well within
+ * 30 s (the calls' timeout_s is longer). */
+static void fails_fast(struct menv *e, strata_halo *h, strata_err want,
+                       const char *needle)
+{
+    double t0 = testutil_now();
+
+    assert_int_equal(run_both(e, h), want);
+    print_message("failed after %.1f s: %s\n", testutil_now() - t0,
+                  strata_errmsg());
+    rk_assert_contains(strata_errmsg(), needle);
+    assert_true(testutil_now() - t0 < 30.0);
+}
+
 /* Rank 1 fails in its exchange as fault (STRATA_FAULT, armed through
  * mpirun -x) says, the call's timeout_s being timeout_s: the call fails
  * with STRATA_EPEER naming the MPI rank, well within 30 s, and the
@@ -430,26 +456,15 @@ static void rank_fault_case(const char *fault, double timeout_s)
     strata_csr_view v;
     strata_halo_spec spec;
     strata_halo *h = NULL;
-    double t0;
 
     gh_graph_ring(&g, 64);
     v = gh_view(&g);
     menv_start(&e, 2, 1, args, 3, 4096);
     const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], 0}};
-    strata_halo_spec_init(&spec);
-    spec.csr = &v;
-    spec.members = m;
-    spec.num_members = 2;
-    spec.timeout_s = timeout_s;
-    spec.transport = STRATA_HALO_TRANSPORT_MPI;
+    mpi_spec2(&spec, &v, m, timeout_s);
     it_ok(strata_halo_create(e.w, &spec, &h));
     hk_fill(e.x, STRATA_F32, 64, 1, 3);
-    t0 = testutil_now();
-    assert_int_equal(run_both(&e, h), STRATA_EPEER);
-    print_message("failed after %.1f s: %s\n", testutil_now() - t0,
-                  strata_errmsg());
-    rk_assert_contains(strata_errmsg(), "MPI rank");
-    assert_true(testutil_now() - t0 < 30.0);
+    fails_fast(&e, h, STRATA_EPEER, "MPI rank");
     it_ok(strata_halo_destroy(h));
     menv_stop(&e, STRATA_EPEER);
     gh_graph_free(&g);
@@ -527,29 +542,17 @@ static void node_fails_case(const char **args, size_t nargs, int chip1,
     strata_csr_view v;
     strata_halo_spec spec;
     strata_halo *h = NULL;
-    double t0;
 
     gh_graph_ring(&g, 64);
     v = gh_view(&g);
     menv_start(&e, 2, 1, args, nargs, 4096);
     const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], chip1}};
-    strata_halo_spec_init(&spec);
-    spec.csr = &v;
-    spec.members = m;
-    spec.num_members = 2;
-    spec.timeout_s = 120;
-    spec.transport = STRATA_HALO_TRANSPORT_MPI;
+    mpi_spec2(&spec, &v, m, 120);
     it_ok(strata_halo_create(e.w, &spec, &h));
     hk_fill(e.x, STRATA_F32, 64, 1, 3);
     /* The fault fires once per rank; a missing chip stays missing. */
-    for (int i = 0; i < (chip1 == 0 ? 1 : 2); i++) {
-        t0 = testutil_now();
-        assert_int_equal(run_both(&e, h), STRATA_ETASK);
-        print_message("failed after %.1f s: %s\n", testutil_now() - t0,
-                      strata_errmsg());
-        rk_assert_contains(strata_errmsg(), why);
-        assert_true(testutil_now() - t0 < 30.0);
-    }
+    for (int i = 0; i < (chip1 == 0 ? 1 : 2); i++)
+        fails_fast(&e, h, STRATA_ETASK, why);
     it_ok(strata_halo_destroy(h));
     if (chip1 == 0)
         ring_exact(&e);
@@ -603,12 +606,7 @@ _Noreturn static void exchange_l4_child(int fd)
     v = gh_view(&g);
     err = menv_try_start(&e, 2, 1, args, 3, 4096);
     const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], 0}};
-    strata_halo_spec_init(&spec);
-    spec.csr = &v;
-    spec.members = m;
-    spec.num_members = 2;
-    spec.timeout_s = 120;
-    spec.transport = STRATA_HALO_TRANSPORT_MPI;
+    mpi_spec2(&spec, &v, m, 120);
     if (!err)
         err = strata_halo_create(e.w, &spec, &h);
     c.e = &e;
@@ -626,11 +624,6 @@ _Noreturn static void exchange_l4_child(int fd)
         pause();
 }
 
-static bool launch_gone(void *arg)
-{
-    return mt_launch_procs(*(pid_t *)arg) == 0;
-}
-
 static bool stopped(void *arg)
 {
     return mt_state(*(pid_t *)arg) == 'T';
@@ -643,43 +636,13 @@ static bool stopped(void *arg)
 static void test_mpi_halo_l4_killed_mid_exchange_ends_job(void **state)
 {
     testutil_snapshot before;
-    int fds[2];
-    pid_t l4, parent, pids[MAX_RANKS];
-    char ok = 0;
-    struct pollfd pfd;
+    pid_t l4, pids[MAX_RANKS];
 
     (void)state;
     testutil_snapshot_take(&before);
-    assert_int_equal(pipe(fds), 0);
-    fflush(NULL);
-    parent = getpid();
-    l4 = fork();
-    assert_true(l4 >= 0);
-    if (l4 == 0) {
-        mt_die_with_parent(parent);
-        close(fds[0]);
-        exchange_l4_child(fds[1]);
-    }
-    close(fds[1]);
-    pfd.fd = fds[0];
-    pfd.events = POLLIN;
-    assert_int_equal(poll(&pfd, 1, 90000), 1);
-    assert_int_equal(read(fds[0], &ok, 1), 1);
-    close(fds[0]);
-    assert_int_equal(ok, '1');
-    assert_int_equal(mt_rank_pids_of(l4, pids), 2);
+    l4 = mt_fork_l4(exchange_l4_child, pids);
     assert_true(testutil_wait_until(stopped, &pids[1], 60.0));
-    assert_int_equal(kill(l4, SIGKILL), 0);
-    assert_int_equal(waitpid(l4, NULL, 0), l4);
-    /* The heartbeat bound and mpirun's abort, with room to spare. */
-    assert_true(testutil_wait_until(launch_gone, &l4, 40.0));
-    for (size_t i = 0; i < 2; i++)
-        if (mt_shm_of(pids[i]))
-            fail_msg("a /dev/shm name of rank %zu (pid %d) is left", i,
-                     (int)pids[i]);
-    assert_false(mt_key_dir_of(l4));
-    worker_mpi_reclaim_stale_dirs(NULL); /* the next launch would */
-    assert_false(mt_ompi_dir_of(l4));
+    mt_kill_l4_expect_gone(l4, pids);
     testutil_assert_clean(&before);
 }
 
