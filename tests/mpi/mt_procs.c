@@ -21,38 +21,42 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* argv[0] of pid ends in strata-rank. */
-static bool mt_runs_rank_program(pid_t pid)
+/* /proc/<pid>/<what> into buf, NUL-terminated: its length, -1 if none. */
+static long proc_read(pid_t pid, const char *what, char *buf, size_t cap)
 {
-    char path[64], buf[512];
+    char path[64];
     FILE *f;
     size_t n;
 
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
     f = fopen(path, "r");
     if (!f)
-        return false;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
+        return -1;
+    n = fread(buf, 1, cap - 1, f);
     fclose(f);
     buf[n] = '\0';
+    return (long)n;
+}
+
+/* argv[0] of pid ends in strata-rank. */
+static bool mt_runs_rank_program(pid_t pid)
+{
+    char buf[512];
+    size_t n;
+
+    if (proc_read(pid, "cmdline", buf, sizeof(buf)) < 0)
+        return false;
     n = strlen(buf);
     return n >= 11 && strcmp(buf + n - 11, "strata-rank") == 0;
 }
 
 static pid_t mt_parent_of(pid_t pid)
 {
-    char path[64], buf[512], *p;
-    FILE *f;
-    size_t n;
+    char buf[512], *p;
     int ppid = 0;
 
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
+    if (proc_read(pid, "stat", buf, sizeof(buf)) < 0)
         return 0;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     p = strrchr(buf, ')');
     if (p && sscanf(p + 1, " %*c %d", &ppid) != 1)
         ppid = 0;
@@ -63,19 +67,11 @@ static pid_t mt_parent_of(pid_t pid)
  * mpirun, ranks and their chips (forks of the ranks). */
 static bool mt_of_launch(pid_t pid, pid_t l4)
 {
-    char path[64], buf[8192], want[64];
-    FILE *f;
-    size_t n;
+    char buf[8192], want[64];
+    long n = proc_read(pid, "cmdline", buf, sizeof(buf));
 
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return false;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     snprintf(want, sizeof(want), "/strata-mpi-%d-", (int)l4);
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+    for (long i = 0; i < n; i += (long)strlen(buf + i) + 1)
         if (strstr(buf + i, want))
             return true;
     return false;
@@ -102,22 +98,17 @@ size_t mt_launch_procs(pid_t l4)
 /* A rank of L4 l4 (not one of its chips, which are forks of it). */
 static bool mt_is_rank(pid_t pid, pid_t l4, int *rank_out)
 {
-    char path[64], buf[8192];
-    FILE *f;
-    size_t n;
+    char buf[8192];
+    long n;
 
     if (!mt_runs_rank_program(pid) || mt_runs_rank_program(mt_parent_of(pid)) ||
         !mt_of_launch(pid, l4))
         return false;
-    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
+    n = proc_read(pid, "environ", buf, sizeof(buf));
+    if (n < 0)
         return false;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     *rank_out = -1;
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+    for (long i = 0; i < n; i += (long)strlen(buf + i) + 1)
         if (strncmp(buf + i, "OMPI_COMM_WORLD_RANK=", 21) == 0)
             *rank_out = atoi(buf + i + 21);
     return true;
@@ -230,17 +221,10 @@ bool mt_key_dir_left(void)
 
 char mt_state(pid_t pid)
 {
-    char path[64], buf[512], *p, state = 0;
-    FILE *f;
-    size_t n;
+    char buf[512], *p, state = 0;
 
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
+    if (proc_read(pid, "stat", buf, sizeof(buf)) < 0)
         return 0;
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     p = strrchr(buf, ')');
     if (!p || sscanf(p + 1, " %c", &state) != 1)
         return 0;
