@@ -25,12 +25,14 @@
  */
 #include "base/alloc.h"
 #include "base/err.h"
+#include "base/fault.h"
 #include "base/log.h"
 #include "graph/halo_mpi.h"
 #include "halo_kernel.h"
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 static strata_callable mpinode_callable;
@@ -61,6 +63,18 @@ bool halo_mpi_abandoned(void)
     return __atomic_load_n(&abandoned, __ATOMIC_ACQUIRE);
 }
 
+static uint64_t deaths;
+
+void halo_mpi_child_died(void)
+{
+    __atomic_fetch_add(&deaths, 1, __ATOMIC_RELEASE);
+}
+
+uint64_t halo_mpi_deaths(void)
+{
+    return __atomic_load_n(&deaths, __ATOMIC_ACQUIRE);
+}
+
 void halo_mpi_set_exchange(halo_exchange_fn fn, void *user)
 {
     pthread_mutex_lock(&xchg_mu);
@@ -69,7 +83,8 @@ void halo_mpi_set_exchange(halo_exchange_fn fn, void *user)
     pthread_mutex_unlock(&xchg_mu);
 }
 
-strata_err halo_mpi_exchange(struct halo_p2p *ops, size_t n, double timeout_s)
+strata_err halo_mpi_exchange(struct halo_p2p *ops, size_t n, double timeout_s,
+                             uint64_t since)
 {
     strata_err err;
 
@@ -79,7 +94,7 @@ strata_err halo_mpi_exchange(struct halo_p2p *ops, size_t n, double timeout_s)
                         "this node is not a rank of an MPI group (or its MPI "
                         "gives no thread support): no mpi exchange");
     else
-        err = xchg_fn(ops, n, timeout_s, xchg_user);
+        err = xchg_fn(ops, n, timeout_s, since, xchg_user);
     pthread_mutex_unlock(&xchg_mu);
     return err;
 }
@@ -257,6 +272,7 @@ strata_err halo_mpi_kernel_windows(const strata_args *args, size_t nt,
                                    struct rank_ctx *c)
 {
     size_t stride = (size_t)strata_args_scalar(args, 3);
+    char point[40];
 
     if (strata_args_scalar(args, 4) != HALO_MPI_MARK ||
         c->rank >= c->hdr->world || stride < c->data_off ||
@@ -266,5 +282,9 @@ strata_err halo_mpi_kernel_windows(const strata_args *args, size_t nt,
                          "halo kernel: rank %u: not an mpi mailbox", c->rank);
     c->win_stride = stride;
     c->win = strata_args_tensor_data(args, nt);
+    /* Test hook: the chip of halo rank r dies as its kernel starts
+     * (STRATA_FAULT=halo.mpichip.<r>:1:kill). */
+    snprintf(point, sizeof(point), "halo.mpichip.%u", c->rank);
+    (void)BASE_FAULT(point);
     return STRATA_OK;
 }

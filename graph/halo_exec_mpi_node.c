@@ -258,7 +258,8 @@ static strata_err stand_in(struct node_call *c, strata_err err)
     for (size_t i = 0; i < c->num_ops; i++)
         if (c->ops[i].send)
             __atomic_store_n(c->ops[i].flag, UINT32_MAX, __ATOMIC_RELEASE);
-    if (halo_mpi_exchange(c->ops, c->num_ops, c->hdr->timeout_s) != STRATA_OK)
+    if (halo_mpi_exchange(c->ops, c->num_ops, c->hdr->timeout_s, 0) !=
+        STRATA_OK)
         base_errmsg_clear();
     return base_fail(err, "%s", why);
 }
@@ -269,9 +270,10 @@ static strata_err node_run(strata_orch *o, const strata_args *args,
 {
     strata_buffer *mb = NULL;
     size_t ti = 1;
+    uint64_t since;
     strata_err err, end;
 
-    err = halo_mpi_exchange(NULL, 0, 0);
+    err = halo_mpi_exchange(NULL, 0, 0, 0);
     if (!err)
         err = mailbox(strata_orch_worker(o), c->stride * c->world, &mb);
     if (err)
@@ -300,7 +302,9 @@ static strata_err node_run(strata_orch *o, const strata_args *args,
         err = strata_orch_scope_begin(o);
     if (err)
         return stand_in(c, err);
-    /* The chips run while this thread moves their rows. */
+    /* The chips run while this thread moves their rows; one that dies
+     * from here on is noticed by the exchange. */
+    since = halo_mpi_deaths();
     err = strata_orch_submit_next_level_group(
         o, halo_kernel(c->vjp), (const strata_args *const *)a, chips, n);
     if (err) {
@@ -313,7 +317,7 @@ static strata_err node_run(strata_orch *o, const strata_args *args,
             LOG_WARN("halo mpi node task: %s", strata_errmsg());
         return base_fail(err, "%s", why);
     }
-    err = halo_mpi_exchange(c->ops, c->num_ops, c->hdr->timeout_s);
+    err = halo_mpi_exchange(c->ops, c->num_ops, c->hdr->timeout_s, since);
     end = strata_orch_scope_end(o);
     return err ? err : end;
 }

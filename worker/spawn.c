@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "chip/chip.h"
 #include "chip/registry.h"
+#include "graph/halo_mpi.h"
 #include "orch/control.h"
 #include "worker/reclaim.h"
 #include "worker_int.h"
@@ -230,6 +231,8 @@ static void child_died(struct orch_sched *s, int ep, const char *why, void *arg)
 
     (void)s;
     (void)why;
+    /* An MPI rank's halo exchange waits on its chips' flags. */
+    halo_mpi_child_died();
     if (pid <= 0 || !__atomic_load_n(&e->reaped, __ATOMIC_ACQUIRE) ||
         (e->kind == ORCH_EP_NODE && w->nodes && w->nodes[ep].remote))
         return;

@@ -575,6 +575,45 @@ static void test_mpi_halo_node_task_fails_fast(void **state)
     node_fails_case(args, 3, 0, "injected failure");
 }
 
+/* The chip of halo rank 1 dies as its kernel starts
+ * (halo.mpichip.1:1:kill) while rank 0's exchange waits for its rows:
+ * rank 1's node sends its rows as they are, so the call fails at once
+ * naming the dead chip instead of waiting out timeout_s (120 s) and
+ * ending the MPI job; the rank and its node live on. */
+static void test_mpi_halo_chip_dies_mid_exchange_fails_fast(void **state)
+{
+    static const char *args[3] = {"--oversubscribe", "-x",
+                                  "STRATA_FAULT=halo.mpichip.1:1:kill"};
+    struct menv e;
+    struct gh_graph g;
+    strata_csr_view v;
+    strata_halo_spec spec;
+    strata_halo *h = NULL;
+    double t0;
+    strata_err err;
+
+    (void)state;
+    gh_graph_ring(&g, 64);
+    v = gh_view(&g);
+    menv_start(&e, 2, 1, args, 3, 4096);
+    const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], 0}};
+    mpi_spec2(&spec, &v, m, 120);
+    it_ok(strata_halo_create(e.w, &spec, &h));
+    hk_fill(e.x, STRATA_F32, 64, 1, 3);
+    t0 = testutil_now();
+    err = run_both(&e, h);
+    print_message("failed after %.1f s: %s\n", testutil_now() - t0,
+                  strata_errmsg());
+    assert_true(err == STRATA_ETASK || err == STRATA_EPEER);
+    rk_assert_contains(strata_errmsg(), "died");
+    assert_true(testutil_now() - t0 < 30.0);
+    /* The group is still there: rank 1's node answers (its chip is gone). */
+    assert_true(strata_worker_node_pid(e.w, e.ids[1]) > 0);
+    it_ok(strata_halo_destroy(h));
+    menv_stop(&e, STRATA_EPEER);
+    gh_graph_free(&g);
+}
+
 /* Rank 1 stops (SIGSTOP) in the middle of its exchange: rank 0's
  * exchange passes its deadline (timeout_s, 3 s), rank 0 ends the MPI job,
  * and the call fails with STRATA_EPEER instead of hanging. */
@@ -674,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_mpi_halo_node_task_fails_fast),
         cmocka_unit_test(test_mpi_halo_rank_dies_mid_exchange_epeer),
         cmocka_unit_test(test_mpi_halo_rank_hangs_mid_exchange_epeer),
+        cmocka_unit_test(test_mpi_halo_chip_dies_mid_exchange_fails_fast),
         cmocka_unit_test(test_mpi_halo_l4_killed_mid_exchange_ends_job),
     };
 

@@ -38,6 +38,8 @@ struct xjob {
     struct halo_p2p *ops;
     size_t n;
     double timeout_s;
+    uint64_t since; /* halo_mpi_deaths() before the chips started */
+    bool stood_in;  /* a chip died: every send went out as it was */
     MPI_Request *req;
     int *idx;
     unsigned char *state;
@@ -149,6 +151,20 @@ static int run(void *arg)
             continue;
         if (base_now_ns() >= deadline)
             past_deadline(j);
+        /* A chip of this node died: its flags never move. Send what
+         * the buffers hold, so that the peers finish (the call fails
+         * with the chip's death, at the node's scope end). */
+        if (!j->stood_in && halo_mpi_deaths() != j->since) {
+            LOG_WARN("rank %d: a chip died during the halo exchange: "
+                     "sending its rows as they are",
+                     my_rank);
+            for (size_t i = 0; i < j->n; i++)
+                if (j->ops[i].send)
+                    __atomic_store_n(j->ops[i].flag, UINT32_MAX,
+                                     __ATOMIC_RELEASE);
+            j->stood_in = true;
+            continue;
+        }
         /* The node's chips are being killed (its L4 is gone, most
          * likely): no flag moves again. Return, so that the session
          * tears the node down (its names in /dev/shm go) before the
@@ -161,9 +177,9 @@ static int run(void *arg)
 }
 
 static strata_err exchange(struct halo_p2p *ops, size_t n, double timeout_s,
-                           void *user)
+                           uint64_t since, void *user)
 {
-    struct xjob j = {.ops = ops, .n = n, .left = n};
+    struct xjob j = {.ops = ops, .n = n, .left = n, .since = since};
     strata_err err = STRATA_OK;
     int rc;
 

@@ -30,9 +30,18 @@ struct halo_p2p {
 
 /* Runs every op to completion, posting sends as their flags allow, within
  * timeout_s seconds; on expiry it does not return STRATA_OK (the rank
- * program ends the MPI job). n 0: STRATA_OK at once. */
+ * program ends the MPI job). n 0: STRATA_OK at once. When a child of this
+ * process dies after halo_mpi_deaths() read since (a chip of the node:
+ * its flags will never move), it posts every send at once with what the
+ * buffers hold, so that the peers finish and the call fails with the
+ * chip's death rather than at timeout_s. */
 typedef strata_err (*halo_exchange_fn)(struct halo_p2p *ops, size_t n,
-                                       double timeout_s, void *user);
+                                       double timeout_s, uint64_t since,
+                                       void *user);
+
+/* Children of this process that died so far (the worker counts them). */
+void halo_mpi_child_died(void);
+uint64_t halo_mpi_deaths(void);
 
 /* This process's chips are being killed (its session is abandoned, or
  * its runs passed their deadline): no flag will move again, so an
@@ -47,7 +56,8 @@ void halo_mpi_set_exchange(halo_exchange_fn fn, void *user);
 /* Runs ops through the installed exchange: STRATA_ENOTSUP when this
  * process is not a rank of an MPI group. One exchange at a time per
  * process (a lock). */
-strata_err halo_mpi_exchange(struct halo_p2p *ops, size_t n, double timeout_s);
+strata_err halo_mpi_exchange(struct halo_p2p *ops, size_t n, double timeout_s,
+                             uint64_t since);
 
 /* The L4's view of its nodes. group: when node id of w is a rank of an
  * MPI group, its rank in the group (*rank_out) and a token naming the
