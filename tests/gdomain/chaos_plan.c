@@ -12,17 +12,6 @@
 #include "chaos_module.h"
 #include "testutil.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define CHAOS_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CHAOS_ASAN 1
-#endif
-#endif
-#ifndef CHAOS_ASAN
-#define CHAOS_ASAN 0
-#endif
-
 /* Kill plans skipped because of a known bug, "kind@phase" (phase "*":
  * all): kills that hang or leave things behind. Each names the bug;
  * CHAOS_KNOWN_BUGS=1 plans them anyway. */
@@ -40,14 +29,6 @@ static const struct known_result {
     strata_err err;
     const char *bug;
 } known_results[] = {
-#if CHAOS_ASAN
-    /* Sanitizer builds only: the session's exit() runs LeakSanitizer. */
-    {CHAOS_KILL_CHIP, "processes", STRATA_OK,
-     "ASan build: a session whose chip was killed during destroy spins in "
-     "LeakSanitizer's StopTheWorld at its exit() (daemon/"
-     "strata_node.c run_session) and never ends; its dead chip stays a "
-     "zombie"},
-#endif
     {0, NULL, STRATA_OK, NULL}, /* the end */
 };
 

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,20 @@ size_t chaos_children(pid_t pid, pid_t *out, size_t cap)
     }
     close(fd);
     return n;
+}
+
+bool chaos_forked(pid_t pid)
+{
+    char path[64], buf[1024], *p;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if (!slurp(path, buf, sizeof(buf)) || !(p = strrchr(buf, ')')))
+        return false;
+    /* The comm may hold spaces: fields are counted from its ')'; p ends
+     * on the space before field 38, exit_signal. */
+    for (int f = 2; f < 38 && p; f++)
+        p = strchr(p + 1, ' ');
+    return p && strtol(p + 1, NULL, 10) == SIGCHLD;
 }
 
 size_t chaos_descendants(pid_t root, pid_t *out, size_t cap)

@@ -24,6 +24,12 @@
 
 /* The children of pid (every thread's), in order; returns how many. */
 size_t chaos_children(pid_t pid, pid_t *out, size_t cap);
+/* True when pid is alive or a zombie and was made by fork() (it signals
+ * SIGCHLD when it ends): a chip or a sub. Not so a sanitizer's tracer:
+ * at exit() LeakSanitizer clones one (CLONE_VM, no exit signal) that
+ * ptrace-stops the process, and the process spins until the tracer says
+ * it is done; killed, it never says so (a hang). */
+bool chaos_forked(pid_t pid);
 /* Every process below root, breadth first; returns how many. */
 size_t chaos_descendants(pid_t root, pid_t *out, size_t cap);
 
