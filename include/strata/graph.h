@@ -305,7 +305,10 @@ typedef struct strata_halo_spec {
      * "strata.halo-trace.v1" (docs/halo.md). NULL: no file. */
     const char *trace_path;
     double timeout_s; /* bound on each in-kernel wait; <= 0: 60 s; NaN:
-                         STRATA_EINVAL */
+                         STRATA_EINVAL. Over the mpi transport it also
+                         bounds each call's whole MPI exchange on a rank:
+                         past it the rank ends the MPI job (the group is
+                         lost, STRATA_EPEER), so give a large call room */
     /* Forward: a rank hands its rows to each neighbour in chunks of about
      * this many bytes (whole rows, at least one), and computes a boundary
      * row as soon as the chunks it reads are in (docs/halo.md, "Chunked
