@@ -1,7 +1,9 @@
 /* base/proc.h. */
 #include "base/proc.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -74,4 +76,9 @@ bool base_proc_zombie(pid_t pid)
     char state;
 
     return read_stat(pid, &state, &start) && (state == 'Z' || state == 'X');
+}
+
+bool base_proc_gone(pid_t pid)
+{
+    return (kill(pid, 0) != 0 && errno == ESRCH) || base_proc_zombie(pid);
 }

@@ -272,7 +272,6 @@ strata_err halo_mpi_kernel_windows(const strata_args *args, size_t nt,
                                    struct rank_ctx *c)
 {
     size_t stride = (size_t)strata_args_scalar(args, 3);
-    char point[40];
 
     if (strata_args_scalar(args, 4) != HALO_MPI_MARK ||
         c->rank >= c->hdr->world || stride < c->data_off ||
@@ -282,9 +281,15 @@ strata_err halo_mpi_kernel_windows(const strata_args *args, size_t nt,
                          "halo kernel: rank %u: not an mpi mailbox", c->rank);
     c->win_stride = stride;
     c->win = strata_args_tensor_data(args, nt);
+#ifdef STRATA_TESTING
     /* Test hook: the chip of halo rank r dies as its kernel starts
      * (STRATA_FAULT=halo.mpichip.<r>:1:kill). */
-    snprintf(point, sizeof(point), "halo.mpichip.%u", c->rank);
-    (void)BASE_FAULT(point);
+    {
+        char point[40];
+
+        snprintf(point, sizeof(point), "halo.mpichip.%u", c->rank);
+        (void)BASE_FAULT(point);
+    }
+#endif
     return STRATA_OK;
 }

@@ -250,27 +250,25 @@ static void mailbox_clear(const struct node_call *c)
  * takes part in the exchange, sending what its mailbox holds, so that
  * they finish at once (their call fails with this node's error) rather
  * than wait out timeout_s and end the MPI job. */
-static strata_err stand_in(struct node_call *c, strata_err err)
+static void stand_in(struct node_call *c)
 {
-    char why[STRATA_ERRMSG_MAX];
-
-    snprintf(why, sizeof(why), "%s", strata_errmsg());
     for (size_t i = 0; i < c->num_ops; i++)
         if (c->ops[i].send)
             __atomic_store_n(c->ops[i].flag, UINT32_MAX, __ATOMIC_RELEASE);
     if (halo_mpi_exchange(c->ops, c->num_ops, c->hdr->timeout_s, 0) !=
         STRATA_OK)
-        base_errmsg_clear();
-    return base_fail(err, "%s", why);
+        LOG_WARN("halo mpi node task: %s", strata_errmsg());
 }
 
 static strata_err node_run(strata_orch *o, const strata_args *args,
                            struct node_call *c, size_t n, strata_args **a,
                            int *chips)
 {
+    char why[STRATA_ERRMSG_MAX];
     strata_buffer *mb = NULL;
     size_t ti = 1;
     uint64_t since;
+    bool scope;
     strata_err err, end;
 
     err = halo_mpi_exchange(NULL, 0, 0, 0);
@@ -300,26 +298,28 @@ static strata_err node_run(strata_orch *o, const strata_args *args,
         err = base_fail(STRATA_EIO, "halo mpi node task: injected failure");
     if (!err)
         err = strata_orch_scope_begin(o);
-    if (err)
-        return stand_in(c, err);
+    scope = !err;
     /* The chips run while this thread moves their rows; one that dies
-     * from here on is noticed by the exchange. */
+     * from here on is noticed by the exchange. A group goes in whole or
+     * not at all: when it does not, no chip of this node runs. */
     since = halo_mpi_deaths();
-    err = strata_orch_submit_next_level_group(
-        o, halo_kernel(c->vjp), (const strata_args *const *)a, chips, n);
+    if (!err)
+        err = strata_orch_submit_next_level_group(
+            o, halo_kernel(c->vjp), (const strata_args *const *)a, chips, n);
     if (err) {
-        /* Nothing went in (a group is submitted whole or not at all). */
-        char why[STRATA_ERRMSG_MAX];
-
-        err = stand_in(c, err);
         snprintf(why, sizeof(why), "%s", strata_errmsg());
-        if (strata_orch_scope_end(o) != STRATA_OK)
-            LOG_WARN("halo mpi node task: %s", strata_errmsg());
-        return base_fail(err, "%s", why);
+        stand_in(c);
+    } else {
+        err = halo_mpi_exchange(c->ops, c->num_ops, c->hdr->timeout_s, since);
+        snprintf(why, sizeof(why), "%s", err ? strata_errmsg() : "");
     }
-    err = halo_mpi_exchange(c->ops, c->num_ops, c->hdr->timeout_s, since);
-    end = strata_orch_scope_end(o);
-    return err ? err : end;
+    /* The scope's end waits for the chips; its error must not hide err. */
+    end = scope ? strata_orch_scope_end(o) : STRATA_OK;
+    if (!err)
+        return end;
+    if (end)
+        LOG_WARN("halo mpi node task: %s", strata_errmsg());
+    return base_fail(err, "%s", why);
 }
 
 strata_err halo_mpi_node_orch(strata_orch *o, const strata_args *args,

@@ -290,7 +290,7 @@ void worker_reclaim_stale_segments(void)
             global_window(e->d_name))
             continue;
         /* A zombie (an orphan whose reaper never comes) maps nothing. */
-        if ((kill(pid, 0) == 0 || errno != ESRCH) && !base_proc_zombie(pid))
+        if (!base_proc_gone(pid))
             continue;
         snprintf(path, sizeof(path), "/%s", e->d_name);
         if (shm_unlink(path) == 0)

@@ -17,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +68,7 @@ void worker_mpi_reclaim_stale_dirs(const char *dir)
         if (sscanf(e->d_name, "strata-ompi-%d-", &pid) != 1 || pid <= 0 ||
             pid == (int)getpid())
             continue;
-        if ((kill(pid, 0) == 0 || errno != ESRCH) && !base_proc_zombie(pid))
+        if (!base_proc_gone(pid))
             continue;
         if (snprintf(path, sizeof(path), "%s/%s", tmp_of(dir), e->d_name) >=
                 (int)sizeof(path) ||

@@ -430,6 +430,27 @@ static void mpi_spec2(strata_halo_spec *spec, const strata_csr_view *v,
     spec->transport = STRATA_HALO_TRANSPORT_MPI;
 }
 
+/* A group of 2 ranks x 1 chip (mpirun arguments args) and an mpi
+ * handle over a 64-row ring on chip 0 of rank 0 and chip chip1 of rank 1
+ * (timeout_s), x filled. The graph is g's, to free after the handle. */
+static strata_halo *ring64_start(struct menv *e, struct gh_graph *g,
+                                 const char **args, size_t nargs, int chip1,
+                                 double timeout_s)
+{
+    strata_csr_view v;
+    strata_halo_spec spec;
+    strata_halo *h = NULL;
+
+    gh_graph_ring(g, 64);
+    v = gh_view(g);
+    menv_start(e, 2, 1, args, nargs, 4096);
+    const strata_global_member m[2] = {{e->ids[0], 0}, {e->ids[1], chip1}};
+    mpi_spec2(&spec, &v, m, timeout_s);
+    it_ok(strata_halo_create(e->w, &spec, &h));
+    hk_fill(e->x, STRATA_F32, 64, 1, 3);
+    return h;
+}
+
 /* A forward and VJP over h fail with want, naming needle, well within
  * 30 s (the calls' timeout_s is longer). */
 static void fails_fast(struct menv *e, strata_halo *h, strata_err want,
@@ -453,17 +474,8 @@ static void rank_fault_case(const char *fault, double timeout_s)
     const char *args[3] = {"--oversubscribe", "-x", fault};
     struct menv e;
     struct gh_graph g;
-    strata_csr_view v;
-    strata_halo_spec spec;
-    strata_halo *h = NULL;
+    strata_halo *h = ring64_start(&e, &g, args, 3, 0, timeout_s);
 
-    gh_graph_ring(&g, 64);
-    v = gh_view(&g);
-    menv_start(&e, 2, 1, args, 3, 4096);
-    const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], 0}};
-    mpi_spec2(&spec, &v, m, timeout_s);
-    it_ok(strata_halo_create(e.w, &spec, &h));
-    hk_fill(e.x, STRATA_F32, 64, 1, 3);
     fails_fast(&e, h, STRATA_EPEER, "MPI rank");
     it_ok(strata_halo_destroy(h));
     menv_stop(&e, STRATA_EPEER);
@@ -539,17 +551,8 @@ static void node_fails_case(const char **args, size_t nargs, int chip1,
 {
     struct menv e;
     struct gh_graph g;
-    strata_csr_view v;
-    strata_halo_spec spec;
-    strata_halo *h = NULL;
+    strata_halo *h = ring64_start(&e, &g, args, nargs, chip1, 120);
 
-    gh_graph_ring(&g, 64);
-    v = gh_view(&g);
-    menv_start(&e, 2, 1, args, nargs, 4096);
-    const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], chip1}};
-    mpi_spec2(&spec, &v, m, 120);
-    it_ok(strata_halo_create(e.w, &spec, &h));
-    hk_fill(e.x, STRATA_F32, 64, 1, 3);
     /* The fault fires once per rank; a missing chip stays missing. */
     for (int i = 0; i < (chip1 == 0 ? 1 : 2); i++)
         fails_fast(&e, h, STRATA_ETASK, why);
@@ -586,20 +589,12 @@ static void test_mpi_halo_chip_dies_mid_exchange_fails_fast(void **state)
                                   "STRATA_FAULT=halo.mpichip.1:1:kill"};
     struct menv e;
     struct gh_graph g;
-    strata_csr_view v;
-    strata_halo_spec spec;
-    strata_halo *h = NULL;
+    strata_halo *h;
     double t0;
     strata_err err;
 
     (void)state;
-    gh_graph_ring(&g, 64);
-    v = gh_view(&g);
-    menv_start(&e, 2, 1, args, 3, 4096);
-    const strata_global_member m[2] = {{e.ids[0], 0}, {e.ids[1], 0}};
-    mpi_spec2(&spec, &v, m, 120);
-    it_ok(strata_halo_create(e.w, &spec, &h));
-    hk_fill(e.x, STRATA_F32, 64, 1, 3);
+    h = ring64_start(&e, &g, args, 3, 0, 120);
     t0 = testutil_now();
     err = run_both(&e, h);
     print_message("failed after %.1f s: %s\n", testutil_now() - t0,

@@ -20,4 +20,8 @@ bool base_proc_start_time(pid_t pid, unsigned long long *out);
  * never do in a container whose init does not reap. */
 bool base_proc_zombie(pid_t pid);
 
+/* True when pid can never act again: no such process (kill(pid, 0) says
+ * ESRCH), or a zombie. What may be reclaimed of a process named pid. */
+bool base_proc_gone(pid_t pid);
+
 #endif
