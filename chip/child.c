@@ -15,6 +15,11 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+/* Trace records copy a registry name whole (mbx_trace_ran, the
+ * orchestrator's own task records). */
+_Static_assert(CHIP_NAME_MAX >= TRACE_NAME_BYTES,
+               "a callable's name array holds a trace record's name");
+
 int strata_chip_id(const strata_chip *chip)
 {
     return chip ? chip->cfg->id : -1;
@@ -91,12 +96,9 @@ static strata_err call_traced(strata_chip *chip, const struct chip_callable *c,
     uint64_t bytes = 0, t0 = trace_now();
     strata_err err = call(chip, c);
 
-    /* The end, also for the orchestrator's record: one clock read. */
-    f->trace_end = trace_now();
     for (uint32_t i = 0; i < chip->args.num_tensors; i++)
         bytes += chip->args.tensors[i].nbytes;
-    trace_record(TRACE_K_RUN, 0, 0, t0, f->trace_end, f->run_id, bytes, 0,
-                 TRACE_SLOT_KEY(f->slot, f->gen), c->name);
+    mbx_trace_ran(f, t0, bytes, c->name);
     if (err && !strata_errmsg()[0])
         strata_errmsg_set("%s", strata_strerror(err));
     return err;

@@ -65,22 +65,32 @@ static void release_dependents(struct orch_sched *s, struct orch_task *t,
     t->num_fanout = 0;
 }
 
-/* The task as its orchestrator saw it: submitted, posted, completed. */
+uint16_t orch_trace_target(const struct orch_endpoint *ep)
+{
+    return !ep                        ? TRACE_TGT_SUB
+           : ep->kind == ORCH_EP_NODE ? TRACE_TGT_NODE
+           : ep->kind == ORCH_EP_SUB  ? TRACE_TGT_SUB
+                                      : TRACE_TGT_CHIP;
+}
+
+/* The task as its orchestrator saw it: submitted, posted, completed;
+ * unless its target recorded that already (mbx_trace_ran: the frame's
+ * trace_end is set). */
 static void trace_task(struct orch_sched *s, const struct orch_task *t)
 {
-    const struct chip_callable *c =
-        t->trace_name ? NULL : chip_registry_find(t->callable.digest);
-    const char *name = t->trace_name ? t->trace_name : c ? c->name : NULL;
-    const struct orch_endpoint *ep =
-        t->trace_post ? &s->eps[t->trace_ep] : NULL;
-    uint16_t cat = !ep                        ? TRACE_TGT_SUB
-                   : ep->kind == ORCH_EP_NODE ? TRACE_TGT_NODE
-                   : ep->kind == ORCH_EP_SUB  ? TRACE_TGT_SUB
-                                              : TRACE_TGT_CHIP;
+    const struct chip_callable *c;
+    const char *name;
+    const struct orch_endpoint *ep;
 
-    trace_record(TRACE_K_TASK, cat, ep ? (uint16_t)ep->id : 0, t->trace_submit,
-                 t->trace_done ? t->trace_done : trace_now(), t->run->id,
-                 t->seq, t->trace_post, TRACE_SLOT_KEY(t->slot, t->gen), name);
+    if (t->trace_done)
+        return;
+    c = t->trace_name ? NULL : chip_registry_find(t->callable.digest);
+    name = t->trace_name ? t->trace_name : c ? c->name : NULL;
+    ep = t->trace_post ? &s->eps[t->trace_ep] : NULL;
+    /* name is a registry entry's array: copied whole. */
+    trace_put(TRACE_K_TASK, orch_trace_target(ep), ep ? (uint16_t)ep->id : 0,
+              t->trace_submit, trace_now(), t->run->id, t->seq, t->trace_post,
+              TRACE_SLOT_KEY(t->slot, t->gen), name, true);
 }
 
 static void finish(struct orch_sched *s, struct orch_task *t, strata_err err,
@@ -180,7 +190,8 @@ static void finish_frame(struct orch_sched *s, struct orch_endpoint *ep,
         err = STRATA_EPROTO;
     }
     t->not_run = err && (f->result & MBX_RESULT_NOT_RUN);
-    t->trace_done = f->trace_end;
+    if (f->slot == t->slot && f->gen == t->gen)
+        t->trace_done = f->trace_end;
     orch_complete(s, t, err, err ? f->msg : NULL);
 }
 

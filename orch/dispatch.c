@@ -75,6 +75,12 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
     if (trace_enabled()) {
         t->trace_post = s->trace_at ? s->trace_at : trace_now();
         t->trace_ep = (int)(ep - s->eps);
+        /* For the child to record the task as this orchestrator saw it. */
+        f->trace.submit = t->trace_submit;
+        f->trace.post = t->trace_post;
+        f->trace.seq = t->seq;
+        f->trace.cat = orch_trace_target(ep);
+        f->trace.lane = (uint16_t)ep->id;
     }
     if (t->ctl && t->ctl->quiet && in_flight(ep) < MBX_RING / 2 &&
         ep->notify_fd < 0) {

@@ -63,7 +63,8 @@ struct orch_task {
      * (trace_now) of the submission and the post, the endpoint it was
      * posted to, and its callable's name (NULL: looked up at the end).
      * trace_done: when its chip or node ended it (the frame's trace_end),
-     * else 0 and the completion reads the clock. */
+     * which then recorded the task for us (mbx_trace_ran); else 0, and
+     * the completion records it with its own clock reading. */
     uint64_t trace_submit;
     uint64_t trace_post;
     uint64_t trace_done;
@@ -268,6 +269,8 @@ void orch_make_ready(struct orch_sched *s, struct orch_task *t);
 void orch_dispatch(struct orch_sched *s);
 
 /* complete.c */
+/* enum trace_target of tasks posted to ep (NULL: the sub queue). */
+uint16_t orch_trace_target(const struct orch_endpoint *ep);
 void orch_complete(struct orch_sched *s, struct orch_task *t, strata_err err,
                    const char *msg);
 bool orch_harvest(struct orch_sched *s);

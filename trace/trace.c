@@ -97,21 +97,54 @@ void trace_shm_name(char *out, size_t cap, pid_t root, pid_t pid)
              (int)pid);
 }
 
-void trace_record(enum trace_kind kind, uint16_t cat, uint16_t lane,
-                  uint64_t t0, uint64_t t1, uint64_t a, uint64_t b, uint64_t c,
-                  uint64_t d, const char *name)
+/* Records a thread claims from its process's buffer at once: one atomic
+ * add per run of them, not per record. A thread that stops recording
+ * leaves the rest of its run unwritten (kind 0, which the merge skips). */
+#define TRACE_RUN_RECS 32u
+
+/* Bumped whenever trace_self changes, so that a thread's claimed run of
+ * an earlier buffer (or of its parent's, after fork) is never used. */
+static uint64_t buf_gen;
+
+/* This thread's claimed run [next, end) of the buffer of generation gen;
+ * initial-exec: no call to reach it from the shared library. */
+static __thread struct {
+    uint64_t gen;
+    uint32_t next, end;
+} mine __attribute__((tls_model("initial-exec")));
+
+/* A record's index, or UINT32_MAX with the record counted dropped. */
+static uint32_t claim(struct trace_hdr *h)
 {
-    struct trace_hdr *h = trace_self;
+    uint64_t gen = __atomic_load_n(&buf_gen, __ATOMIC_RELAXED), i;
+
+    if (__builtin_expect(mine.gen == gen && mine.next < mine.end, 1))
+        return mine.next++;
+    i = __atomic_fetch_add(&h->head, TRACE_RUN_RECS, __ATOMIC_RELAXED);
+    if (i >= h->cap) {
+        __atomic_fetch_add(&h->dropped, 1, __ATOMIC_RELAXED);
+        return UINT32_MAX;
+    }
+    mine.gen = gen;
+    mine.next = (uint32_t)i + 1;
+    mine.end =
+        i + TRACE_RUN_RECS < h->cap ? (uint32_t)(i + TRACE_RUN_RECS) : h->cap;
+    return (uint32_t)i;
+}
+
+void trace_put(enum trace_kind kind, uint16_t cat, uint16_t lane, uint64_t t0,
+               uint64_t t1, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+               const char *name, bool name_array)
+{
+    struct trace_hdr *h = __atomic_load_n(&trace_self, __ATOMIC_ACQUIRE);
     struct trace_rec *r;
-    uint64_t i;
+    uint32_t i;
 
     if (!h)
         return;
-    i = __atomic_fetch_add(&h->head, 1, __ATOMIC_RELAXED);
-    if (i >= h->cap) {
-        __atomic_fetch_add(&h->dropped, 1, __ATOMIC_RELAXED);
+    i = claim(h);
+    if (i == UINT32_MAX)
         return;
-    }
     r = &h->recs[i];
     r->cat = cat;
     r->lane = lane;
@@ -121,7 +154,11 @@ void trace_record(enum trace_kind kind, uint16_t cat, uint16_t lane,
     r->b = b;
     r->c = c;
     r->d = d;
-    if (name) {
+    if (name && name_array) {
+        /* A fixed-size copy: no length to measure first. */
+        memcpy(r->name, name, TRACE_NAME_MAX);
+        r->name[TRACE_NAME_MAX - 1] = '\0';
+    } else if (name) {
         size_t len = strnlen(name, TRACE_NAME_MAX - 1);
 
         memcpy(r->name, name, len);
@@ -130,11 +167,19 @@ void trace_record(enum trace_kind kind, uint16_t cat, uint16_t lane,
     __atomic_store_n(&r->kind, (uint32_t)kind, __ATOMIC_RELEASE);
 }
 
+/* Points trace_self at h (or nothing), retiring every thread's claim. */
+static void set_self(struct trace_hdr *h)
+{
+    /* The generation first: a thread that sees h sees the new one. */
+    __atomic_fetch_add(&buf_gen, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&trace_self, h, __ATOMIC_RELEASE);
+}
+
 /* A forked child records nothing into its parent's buffer: it opens its
  * own (trace_proc_open) or stays silent. */
 static void forget_in_child(void)
 {
-    trace_self = NULL;
+    set_self(NULL);
 }
 
 static void register_atfork(void)
@@ -215,7 +260,7 @@ static strata_err open_buf(const char *role)
     h->ns0 = sess.ns0;
     snprintf(h->role, sizeof(h->role), "%s", role);
     __atomic_store_n(&h->magic, TRACE_MAGIC, __ATOMIC_RELEASE);
-    trace_self = h;
+    set_self(h);
     return STRATA_OK;
 
 err_unlink:
@@ -263,7 +308,7 @@ void trace_proc_open(const char *fmt, ...)
     char role[TRACE_ROLE_MAX];
     va_list ap;
 
-    trace_self = NULL;
+    set_self(NULL);
     if (!sess.root)
         return;
     va_start(ap, fmt);
@@ -290,7 +335,7 @@ strata_err trace_session_finish(void)
         struct trace_hdr *h = trace_self;
 
         /* Off first: the merge reads this buffer from /dev/shm. */
-        trace_self = NULL;
+        set_self(NULL);
         munmap(h, buf_size(h->cap));
     }
     err = trace_merge_session(sess.path, sess.root);

@@ -10,7 +10,7 @@
 
 #define TRACE_MAGIC 0x52545453u /* "STTR" */
 #define TRACE_VERSION 2u
-#define TRACE_NAME_MAX 48
+#define TRACE_NAME_MAX TRACE_NAME_BYTES
 #define TRACE_ROLE_MAX 64
 /* Records per process unless STRATA_TRACE_EVENTS says otherwise. */
 #define TRACE_DEFAULT_EVENTS 32768u

@@ -235,7 +235,9 @@ static void write_run_span(struct writer *w, int pid, const struct trace_rec *r)
     }
 }
 
-static void write_rec(struct writer *w, int pid, const struct trace_rec *r)
+/* One record of process pid, whose parent is ppid. */
+static void write_rec(struct writer *w, int pid, int ppid,
+                      const struct trace_rec *r)
 {
     static const char *const cats[TRACE_CATS] = {"halo", "domain", "orch",
                                                  "gdomain"};
@@ -246,6 +248,9 @@ static void write_rec(struct writer *w, int pid, const struct trace_rec *r)
         break;
     case TRACE_K_TASK:
         write_task(w, pid, r);
+        break;
+    case TRACE_K_PTASK: /* the parent's, recorded here */
+        write_task(w, ppid, r);
         break;
     case TRACE_K_EDGE:
         write_edge(w, pid, r);
@@ -338,7 +343,7 @@ strata_err trace_json_write(FILE *f, const struct trace_buf *bufs, size_t n)
         name_process(&w, bufs, n, i);
     for (size_t i = 0; i < n; i++)
         for (uint32_t j = 0; j < bufs[i].n; j++)
-            write_rec(&w, bufs[i].h->pid, &bufs[i].h->recs[j]);
+            write_rec(&w, bufs[i].h->pid, bufs[i].h->ppid, &bufs[i].h->recs[j]);
     write_other(&w, bufs, n);
     base_free(w.keys);
     if (ferror(f))

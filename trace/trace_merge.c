@@ -37,7 +37,7 @@ void trace_rec_to_ns(const struct trace_hdr *h, struct trace_rec *o,
     o->t0 = to_ns(h, tsc, o->t0, per_tick, shift);
     if (o->t1)
         o->t1 = to_ns(h, tsc, o->t1, per_tick, shift);
-    if (o->c && (o->kind == TRACE_K_TASK ||
+    if (o->c && (o->kind == TRACE_K_TASK || o->kind == TRACE_K_PTASK ||
                  (o->kind == TRACE_K_SPAN && o->cat == TRACE_CAT_RUN)))
         o->c = to_ns(h, tsc, o->c, per_tick, shift);
 }

@@ -160,3 +160,17 @@ void mbx_child_init_done(struct mbx *m, strata_err err, const char *msg)
     __atomic_store_n(&m->h.init_state, err ? MBX_INIT_FAILED : MBX_INIT_READY,
                      __ATOMIC_SEQ_CST);
 }
+
+void mbx_trace_ran(struct mbx_frame *f, uint64_t t0, uint64_t bytes,
+                   const char *name_array)
+{
+    uint64_t key = TRACE_SLOT_KEY(f->slot, f->gen);
+
+    f->trace_end = trace_now();
+    trace_put(TRACE_K_RUN, 0, 0, t0, f->trace_end, f->run_id, bytes, 0, key,
+              name_array, true);
+    if (f->trace.submit)
+        trace_put(TRACE_K_PTASK, f->trace.cat, f->trace.lane, f->trace.submit,
+                  f->trace_end, f->run_id, f->trace.seq, f->trace.post, key,
+                  name_array, true);
+}

@@ -87,9 +87,7 @@ static strata_err run_traced(strata_worker *w, struct mbx_frame *f)
     if (wire_args_decode(f->args, f->args_len, &a) == STRATA_OK)
         for (uint32_t i = 0; i < a.num_tensors; i++)
             bytes += a.tensors[i].nbytes;
-    f->trace_end = trace_now();
-    trace_record(TRACE_K_RUN, 0, 0, t0, f->trace_end, f->run_id, bytes, 0,
-                 TRACE_SLOT_KEY(f->slot, f->gen), c ? c->name : NULL);
+    mbx_trace_ran(f, t0, bytes, c ? c->name : NULL);
     return err;
 }
 

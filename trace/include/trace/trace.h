@@ -37,6 +37,10 @@ enum trace_kind {
     /* A remote frame at t0: a = bytes, b = 1 sent / 0 received, c = the
      * frame type. */
     TRACE_K_FRAME = 6,
+    /* A TRACE_K_TASK (same fields) that the task's target recorded on
+     * behalf of its orchestrator, this process's parent, from what the
+     * orchestrator put in the task's frame (mbx_trace_ran). */
+    TRACE_K_PTASK = 7,
 };
 
 /* TRACE_K_TASK's cat: the kind of target. */
@@ -104,10 +108,23 @@ static inline uint64_t trace_now(void)
 
 /* Appends a record to this process's buffer, or counts it dropped when
  * the buffer is full; nothing when tracing is off. Any thread; never
- * blocks. name is cut to fit (NULL: none). */
-void trace_record(enum trace_kind kind, uint16_t cat, uint16_t lane,
-                  uint64_t t0, uint64_t t1, uint64_t a, uint64_t b, uint64_t c,
-                  uint64_t d, const char *name);
+ * blocks. name is cut to fit (NULL: none); name_array says that name is
+ * a char array of at least TRACE_NAME_BYTES (a callable's name in the
+ * registry), which is then copied whole, without measuring it. */
+void trace_put(enum trace_kind kind, uint16_t cat, uint16_t lane, uint64_t t0,
+               uint64_t t1, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+               const char *name, bool name_array);
+
+/* The bytes of a record's name, its terminating NUL included. */
+#define TRACE_NAME_BYTES 48
+
+static inline void trace_record(enum trace_kind kind, uint16_t cat,
+                                uint16_t lane, uint64_t t0, uint64_t t1,
+                                uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+                                const char *name)
+{
+    trace_put(kind, cat, lane, t0, t1, a, b, c, d, name, false);
+}
 
 /* trace_record for times taken from CLOCK_MONOTONIC (base_now_ns), not
  * from trace_now. */

@@ -112,6 +112,18 @@ struct mbx_frame {
     uint64_t trace_end;
     char msg[STRATA_ERRMSG_MAX];
     _Alignas(8) uint8_t args[WIRE_ARGS_MAX];
+    /* Timeline trace, written by the orchestrator only while it traces
+     * (a line of its own, untouched otherwise): the task as it saw it,
+     * which the child records on its behalf when it runs the task
+     * (mbx_trace_ran), so that a traced task costs the orchestrator no
+     * record of its own. submit 0: none. */
+    _Alignas(64) struct {
+        uint64_t submit; /* trace_now when submitted */
+        uint64_t post;   /* trace_now when posted */
+        uint64_t seq;    /* the task's number */
+        uint16_t cat;    /* enum trace_target */
+        uint16_t lane;   /* the target's id */
+    } trace;
 };
 
 struct mbx_header {
@@ -205,5 +217,11 @@ struct mbx_frame *mbx_child_wait_spin(struct mbx *m, bool spin);
 bool mbx_child_complete(struct mbx *m, const struct mbx_shared *s);
 /* Publishes the init outcome (err = STRATA_OK means ready). */
 void mbx_child_init_done(struct mbx *m, strata_err err, const char *msg);
+/* While tracing: the child ran f's task from t0 (trace_now) until now,
+ * over bytes of tensors, calling the registry name name_array (an array
+ * of at least TRACE_NAME_BYTES, or NULL). Sets f->trace_end and records
+ * the run, and the task as its orchestrator saw it when f carries that. */
+void mbx_trace_ran(struct mbx_frame *f, uint64_t t0, uint64_t bytes,
+                   const char *name_array);
 
 #endif
