@@ -25,6 +25,10 @@
 /* Checks row_ptr[0] == 0, row_ptr monotonic, columns in [0, num_entities)
  * and that both counts fit int64. who prefixes the message. */
 strata_err graph_csr_check(const strata_csr_view *csr, const char *who);
+/* strata_halo_maps_collective, its errors prefixed by who (the caller
+ * the user called, e.g. a halo plan naming its spec's csr). */
+strata_err graph_halo_maps(const strata_csr_view *csr, uint32_t world,
+                           strata_halo_map **maps_out, const char *who);
 
 /* ---- Ghost accumulator (ghosts.c) ---- */
 

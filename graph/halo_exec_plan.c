@@ -50,7 +50,7 @@ static strata_err derive_maps(const strata_halo_spec *spec, struct layout *l)
 
     if (spec->csr) {
         l->num_rows = spec->csr->num_rows;
-        err = strata_halo_maps_collective(spec->csr, l->world, l->maps);
+        err = graph_halo_maps(spec->csr, l->world, l->maps, "halo spec: csr");
         if (err)
             return err;
         for (uint32_t r = 0; r < l->world; r++) {

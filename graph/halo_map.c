@@ -329,7 +329,12 @@ strata_err strata_halo_maps_collective(const strata_csr_view *csr,
                                        uint32_t world,
                                        strata_halo_map **maps_out)
 {
-    const char *who = "strata_halo_maps_collective";
+    return graph_halo_maps(csr, world, maps_out, "strata_halo_maps_collective");
+}
+
+strata_err graph_halo_maps(const strata_csr_view *csr, uint32_t world,
+                           strata_halo_map **maps_out, const char *who)
+{
     strata_halo_map **maps;
     struct graph_ghosts g;
     strata_err err;

@@ -364,7 +364,11 @@ static void test_halo_bad_specs_einval(void **state)
     BAD(csr, NULL, STRATA_EINVAL);                /* no graph */
     BAD(gfg_path, "/nonexistent", STRATA_EINVAL); /* two graphs */
     BAD(csr, &out_of_range, STRATA_EINVAL);
+    /* Named as the user gave it, not by an internal call. */
+    assert_non_null(strstr(strata_errmsg(), "halo spec: csr: "));
+    assert_null(strstr(strata_errmsg(), "strata_halo_maps_collective"));
     BAD(csr, &rect, STRATA_EINVAL);
+    assert_non_null(strstr(strata_errmsg(), "halo spec: csr: "));
     BAD(features, 0, STRATA_EINVAL);
     BAD(dtype, STRATA_I32, STRATA_EINVAL);
     BAD(reducer, (strata_halo_reducer)99, STRATA_EINVAL);
