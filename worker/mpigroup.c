@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef STRATA_RANK_DEFAULT
@@ -71,6 +72,16 @@ static void group_free(struct mpi_group *g)
     base_free(g);
 }
 
+/* True when path is a file this process may execute (a directory's
+ * search permission is not that). */
+static bool executable_file(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+           access(path, X_OK) == 0;
+}
+
 /* True when an executable named prog is found (a path, or in PATH). */
 static bool runnable(const char *prog)
 {
@@ -78,14 +89,14 @@ static bool runnable(const char *prog)
     char buf[PATH_MAX];
 
     if (strchr(prog, '/'))
-        return access(prog, X_OK) == 0;
+        return executable_file(prog);
     while (path && *path) {
         size_t len = strcspn(path, ":");
 
         if (len > 0 &&
             snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, path, prog) <
                 (int)sizeof(buf) &&
-            access(buf, X_OK) == 0)
+            executable_file(buf))
             return true;
         path += len + (path[len] == ':');
     }
@@ -189,10 +200,14 @@ static strata_err check_spec(const strata_mpi_group_spec *s, size_t n)
         return err;
     if (!runnable(mpirun))
         return base_fail(STRATA_EINVAL, "MPI group: cannot run mpirun %s%s",
-                         mpirun, strchr(mpirun, '/') ? "" : " (not in PATH)");
-    if (access(prog, X_OK) != 0)
+                         mpirun,
+                         strchr(mpirun, '/') ? " (not an executable file)"
+                                             : " (not in PATH)");
+    if (!executable_file(prog))
         return base_fail(STRATA_EINVAL,
-                         "MPI group: cannot run the rank program %s", prog);
+                         "MPI group: cannot run the rank program %s (not an "
+                         "executable file)",
+                         prog);
     return STRATA_OK;
 }
 

@@ -719,6 +719,13 @@ static void test_mpi_group_bad_spec_einval(void **state)
     group_spec(&s, 2, 1, over, 1);
     s.rank_program = "/nonexistent/strata-rank";
     refused(w, &s, MAX_RANKS, "cannot run the rank program");
+    /* A directory has search permission, not the right to run it. */
+    group_spec(&s, 2, 1, over, 1);
+    s.mpirun_path = "/tmp";
+    refused(w, &s, MAX_RANKS, "cannot run mpirun /tmp (not an executable");
+    group_spec(&s, 2, 1, over, 1);
+    s.rank_program = "/tmp";
+    refused(w, &s, MAX_RANKS, "rank program /tmp (not an executable file)");
     group_spec(&s, 2, 1, over, 1);
     s.callback_port = 70000;
     refused(w, &s, MAX_RANKS, "callback_port 70000");
