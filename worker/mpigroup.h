@@ -36,6 +36,10 @@ struct mpi_group {
     /* Open MPI's session folder (orte_tmpdir_base), this launch's own;
      * "" when gone or the user's own is set (mpitmp.c) */
     char ompi_dir[PATH_MAX - 16];
+    /* Open MPI's shared-memory segments (btl vader, osc sm): a folder of
+     * this launch in /dev/shm, so that a killed mpirun's go with it; ""
+     * when gone, or the user set both folders (mpitmp.c) */
+    char shm_dir[64];
     char dial[300]; /* host:port the ranks dial */
     SSL_CTX *ctx;
     int lfd;
@@ -70,13 +74,14 @@ static inline struct remote_node *mpigroup_node(struct mpi_group *g,
  * rank a node is; idempotent. */
 void mpihalo_install(void);
 
-/* mpitmp.c: Open MPI's session folder for a launch. make: creates it
- * (nothing when OMPI_MCA_orte_tmpdir_base is set); env: this process's
- * environment with it added, for mpirun (NULL: out of memory; free with
- * mpitmp_env_free); remove: the folder and all in it. */
+/* mpitmp.c: Open MPI's session and segment folders for a launch. make:
+ * creates them (not those the user chose in OMPI_MCA_* variables); env:
+ * this process's environment with them added, for mpirun (NULL: out of
+ * memory; free with mpitmp_env_free, which is told the count of entries
+ * env added, *added); remove: the folders and all in them. */
 strata_err mpitmp_make(struct mpi_group *g);
-char **mpitmp_env(const struct mpi_group *g);
-void mpitmp_env_free(const struct mpi_group *g, char **env);
+char **mpitmp_env(const struct mpi_group *g, size_t *added);
+void mpitmp_env_free(char **env, size_t added);
 void mpitmp_remove(struct mpi_group *g);
 
 /* mpilaunch.c */

@@ -184,6 +184,7 @@ static strata_err spawn_mpirun(struct mpi_group *g)
     sigset_t none, dfl;
     char np[24];
     char **argv, **env;
+    size_t added = 0;
     int rc;
 
     snprintf(np, sizeof(np), "%zu", g->n);
@@ -212,10 +213,10 @@ static strata_err spawn_mpirun(struct mpi_group *g)
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 #endif
     fflush(NULL);
-    env = mpitmp_env(g);
+    env = mpitmp_env(g, &added);
     rc = env ? posix_spawnp(&g->mpirun, g->mpirun_path, &fa, &attr, argv, env)
              : ENOMEM;
-    mpitmp_env_free(g, env);
+    mpitmp_env_free(env, added);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     free(argv);

@@ -6,7 +6,15 @@
  * launch's own, given to mpirun as orte_tmpdir_base, shares nothing; it
  * goes when the launch ends, and the folder of an L4 that was killed goes
  * at the next launch on the host. A user who sets
- * OMPI_MCA_orte_tmpdir_base keeps theirs. */
+ * OMPI_MCA_orte_tmpdir_base keeps theirs.
+ *
+ * The ranks' shared-memory segments (btl vader's vader_segment.*, 4 MiB
+ * each, and osc sm's windows) go to /dev/shm by default, where a job
+ * whose mpirun was SIGKILLed leaves them for good. A launch gives them a
+ * folder of its own there instead, removed with the session folder (a
+ * killed L4's at the next launch, like that one); a user who sets
+ * OMPI_MCA_btl_vader_backing_directory or
+ * OMPI_MCA_osc_sm_backing_directory keeps that one. */
 #define _GNU_SOURCE
 #include "base/err.h"
 #include "base/log.h"
@@ -31,6 +39,10 @@ extern char **environ;
  * (no hostfile or hosts), since other hosts would keep an empty folder of
  * ours. */
 #define VAR "OMPI_MCA_orte_tmpdir_base"
+#define SHM "/dev/shm"
+static const char *const shm_vars[] = {"OMPI_MCA_btl_vader_backing_directory",
+                                       "OMPI_MCA_osc_sm_backing_directory"};
+#define NUM_SHM_VARS (sizeof(shm_vars) / sizeof(shm_vars[0]))
 
 static int remove_one(const char *path, const struct stat *st, int type,
                       struct FTW *f)
@@ -56,6 +68,22 @@ static const char *tmp_of(const char *dir)
     return dir && dir[0] ? dir : "/tmp";
 }
 
+/* The pid in a folder name of ours in dir: strata-ompi-<pid>-* (a
+ * session folder) or, in /dev/shm, strata-<uid>-<pid>-ompi-* (a segment
+ * folder, named like the tree's other names there); 0 if none. */
+static int folder_pid(const char *dir, const char *name)
+{
+    unsigned uid;
+    int pid, end = 0;
+
+    if (strcmp(dir, SHM) == 0)
+        return sscanf(name, "strata-%u-%d-ompi-%n", &uid, &pid, &end) == 2 &&
+                       end > 0 && uid == (unsigned)getuid()
+                   ? pid
+                   : 0;
+    return sscanf(name, "strata-ompi-%d-", &pid) == 1 ? pid : 0;
+}
+
 void worker_mpi_reclaim_stale_dirs(const char *dir)
 {
     DIR *d = opendir(tmp_of(dir));
@@ -65,8 +93,8 @@ void worker_mpi_reclaim_stale_dirs(const char *dir)
     int pid;
 
     while (d && (e = readdir(d)) != NULL) {
-        if (sscanf(e->d_name, "strata-ompi-%d-", &pid) != 1 || pid <= 0 ||
-            pid == (int)getpid())
+        pid = folder_pid(tmp_of(dir), e->d_name);
+        if (pid <= 0 || pid == (int)getpid())
             continue;
         if (!base_proc_gone(pid))
             continue;
@@ -82,20 +110,49 @@ void worker_mpi_reclaim_stale_dirs(const char *dir)
         closedir(d);
 }
 
+/* The segment folder, unless the user chose both (a launch works without
+ * one: Open MPI then uses its default). */
+static void make_shm_dir(struct mpi_group *g)
+{
+    struct stat st;
+    size_t mine = 0;
+
+    g->shm_dir[0] = '\0';
+    for (size_t i = 0; i < NUM_SHM_VARS; i++)
+        mine += !getenv(shm_vars[i]);
+    if (mine == 0 || stat(SHM, &st) != 0 || !S_ISDIR(st.st_mode))
+        return;
+    worker_mpi_reclaim_stale_dirs(SHM);
+    snprintf(g->shm_dir, sizeof(g->shm_dir), SHM "/strata-%u-%d-ompi-XXXXXX",
+             (unsigned)getuid(), (int)getpid());
+    if (!mkdtemp(g->shm_dir)) {
+        LOG_WARN("MPI group: cannot make a folder for Open MPI's segments "
+                 "in " SHM " (%s); they go to its default",
+                 strerror(errno));
+        g->shm_dir[0] = '\0';
+    }
+}
+
 strata_err mpitmp_make(struct mpi_group *g)
 {
     const char *dir = tmp_of(g->key_dir);
 
     g->ompi_dir[0] = '\0';
-    if (getenv(VAR) || getenv("OMPI_MCA_orte_local_tmpdir_base") ||
-        g->hostfile || g->hosts)
+    g->shm_dir[0] = '\0';
+    if (g->hostfile || g->hosts)
+        return STRATA_OK;
+    make_shm_dir(g);
+    if (getenv(VAR) || getenv("OMPI_MCA_orte_local_tmpdir_base"))
         return STRATA_OK;
     worker_mpi_reclaim_stale_dirs(dir);
     if (snprintf(g->ompi_dir, sizeof(g->ompi_dir), "%s/strata-ompi-%d-XXXXXX",
                  dir, (int)getpid()) >= (int)sizeof(g->ompi_dir) ||
         !mkdtemp(g->ompi_dir)) {
+        int e = errno;
+
         g->ompi_dir[0] = '\0';
-        return base_fail_errno(errno,
+        mpitmp_remove(g);
+        return base_fail_errno(e,
                                "MPI group: cannot make a session folder "
                                "for Open MPI in %s",
                                dir);
@@ -103,41 +160,59 @@ strata_err mpitmp_make(struct mpi_group *g)
     return STRATA_OK;
 }
 
-char **mpitmp_env(const struct mpi_group *g)
+/* Appends NAME=value to env at *n; false when out of memory. */
+static bool add_var(char **env, size_t *n, const char *name, const char *value)
 {
-    size_t n = 0;
+    if (asprintf(&env[*n], "%s=%s", name, value) < 0) {
+        env[*n] = NULL;
+        return false;
+    }
+    (*n)++;
+    return true;
+}
+
+char **mpitmp_env(const struct mpi_group *g, size_t *added)
+{
+    size_t n = 0, k = 0;
+    bool ok = true;
     char **env;
 
+    *added = 0;
     while (environ[n])
         n++;
-    env = calloc(n + 2, sizeof(*env));
+    /* Ours first, so that they are the ones to free. */
+    env = calloc(n + NUM_SHM_VARS + 2, sizeof(*env));
     if (!env)
         return NULL;
-    memcpy(env, environ, n * sizeof(*env));
-    if (g->ompi_dir[0] && asprintf(&env[n], "%s=%s", VAR, g->ompi_dir) < 0) {
-        free(env);
+    if (g->ompi_dir[0])
+        ok = add_var(env, &k, VAR, g->ompi_dir);
+    for (size_t i = 0; ok && g->shm_dir[0] && i < NUM_SHM_VARS; i++)
+        if (!getenv(shm_vars[i]))
+            ok = add_var(env, &k, shm_vars[i], g->shm_dir);
+    if (!ok) {
+        mpitmp_env_free(env, k);
         return NULL;
     }
+    memcpy(env + k, environ, n * sizeof(*env));
+    *added = k;
     return env;
 }
 
-void mpitmp_env_free(const struct mpi_group *g, char **env)
+void mpitmp_env_free(char **env, size_t added)
 {
-    size_t n = 0;
-
     if (!env)
         return;
-    while (env[n])
-        n++;
-    if (g->ompi_dir[0] && n > 0)
-        free(env[n - 1]);
+    for (size_t i = 0; i < added; i++)
+        free(env[i]);
     free(env);
 }
 
 void mpitmp_remove(struct mpi_group *g)
 {
-    if (!g->ompi_dir[0])
-        return;
-    remove_tree(g->ompi_dir);
+    if (g->ompi_dir[0])
+        remove_tree(g->ompi_dir);
     g->ompi_dir[0] = '\0';
+    if (g->shm_dir[0])
+        remove_tree(g->shm_dir);
+    g->shm_dir[0] = '\0';
 }
