@@ -240,10 +240,31 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
     }
 }
 
+/* Appends to why (len bytes used) the ranks not ready yet, as "; ranks 0,
+ * 1 of 2 never reported ready"; how many there were. */
+static size_t list_unready(struct mpi_group *g, char *why, size_t cap,
+                           size_t len)
+{
+    size_t late = 0;
+
+    for (size_t i = 0; i < g->n && len < cap; i++) {
+        struct remote_node *r = mpigroup_node(g, i);
+
+        if (r->ready || r->closed)
+            continue;
+        len += (size_t)snprintf(why + len, cap - len, "%s%zu",
+                                late++ ? ", " : "; ranks ", i);
+    }
+    if (late && len < cap)
+        snprintf(why + len, cap - len, " of %zu never reported ready", g->n);
+    return late;
+}
+
 static void on_mpirun_exit(evutil_socket_t fd, short what, void *arg)
 {
     struct mpi_group *g = arg;
-    char why[160];
+    char why[STRATA_ERRMSG_MAX / 2];
+    size_t len;
 
     (void)fd;
     (void)what;
@@ -251,11 +272,20 @@ static void on_mpirun_exit(evutil_socket_t fd, short what, void *arg)
         return;
     event_del(g->exit_ev);
     if (WIFEXITED(g->status))
-        snprintf(why, sizeof(why), "mpirun (pid %d) exited with status %d",
-                 (int)g->mpirun, WEXITSTATUS(g->status));
+        len = (size_t)snprintf(why, sizeof(why),
+                               "mpirun (pid %d) exited with status %d",
+                               (int)g->mpirun, WEXITSTATUS(g->status));
     else
-        snprintf(why, sizeof(why), "mpirun (pid %d) ended by signal %d",
-                 (int)g->mpirun, WTERMSIG(g->status));
+        len = (size_t)snprintf(why, sizeof(why),
+                               "mpirun (pid %d) ended by signal %d",
+                               (int)g->mpirun, WTERMSIG(g->status));
+    /* At start-up every rank fails with it: init names the first one it
+     * meets, so each message names them all, and where to look. */
+    if (list_unready(g, why, sizeof(why), len) > 0) {
+        len = strlen(why);
+        snprintf(why + len, sizeof(why) - len,
+                 " (mpirun's output on stderr says why)");
+    }
 
     for (size_t i = 0; i < g->n; i++) {
         struct remote_node *r = mpigroup_node(g, i);

@@ -630,6 +630,8 @@ static void test_mpi_group_mpirun_exits_fails_init_early(void **state)
     print_message("init: %s\n", strata_errmsg());
     rk_assert_contains(strata_errmsg(), "mpirun (pid ");
     rk_assert_contains(strata_errmsg(), "exited with status");
+    /* Every rank, not only the one init met first. */
+    rk_assert_contains(strata_errmsg(), "ranks 0, 1 of 2 never reported ready");
     assert_true(testutil_now() - t0 < 60.0);
     assert_no_group_left(&before, none);
 }
