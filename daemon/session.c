@@ -17,6 +17,7 @@
 #include "base/hostid.h"
 #include "base/log.h"
 #include "chip/registry.h"
+#include "session_end.h"
 #include "session_trace.h"
 #include "spool.h"
 #include "trace/trace.h"
@@ -1013,11 +1014,10 @@ static void on_sigterm(evutil_socket_t fd, short what, void *arg)
     /* GOODBYE first; the loop ends once it is flushed (on_state), or after
      * a short grace if the peer does not read. */
     s->abandon = true;
-    s->status = 0;
     s->ended = true;
     /* Queued before the chips die, so that no completion of a task they
      * fail can reach the parent ahead of it (sends after it are refused). */
-    wire_conn_close(s->conn, STRATA_EPEER, "strata-node is shutting down");
+    wire_conn_close(s->conn, STRATA_EPEER, session_end_reason(&s->status));
     abandon_work(s);
     spool_loop_end(&s->loop, &grace);
 }

@@ -434,8 +434,14 @@ static void test_mpi_group_gather_deadline_epeer(void **state)
     gathers = worker_mpi_gathers();
     assert_int_equal(strata_worker_run(w, gd_orch, NULL, &c), STRATA_EPEER);
     print_message("allocate: %s\n", strata_errmsg());
+    /* The ranks said why they went (rank 0: its deadline; rank 1:
+     * mpirun ending the job), not a bare lost connection. */
+    rk_assert_contains(strata_errmsg(), "ending the MPI job");
+    assert_null(strstr(strata_errmsg(), "without GOODBYE"));
     assert_int_equal(worker_mpi_gathers() - gathers, 1);
     assert_int_equal(rk_add_run(w, ids, 2, 64, 1), STRATA_EPEER);
+    print_message("later run: %s\n", strata_errmsg());
+    rk_assert_contains(strata_errmsg(), "ending the MPI job");
     rk_destroy(w, STRATA_EPEER);
     assert_no_group_left(&before, pids);
 }

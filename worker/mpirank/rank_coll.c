@@ -12,6 +12,7 @@
 #include "base/fault.h"
 #include "base/log.h"
 #include "worker/groupcoll.h"
+#include "worker/session.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -30,7 +31,8 @@ static struct {
     pthread_cond_t cv;
     pthread_t th;
     bool started, quit;
-    int job; /* 0: none, 1: posted, 2: done */
+    bool dead; /* a job past its deadline: the helper never returns */
+    int job;   /* 0: none, 1: posted, 2: done */
     const void *send;
     size_t len;
     void *recv;
@@ -91,6 +93,12 @@ static strata_err allgather(const void *send, size_t len, void *recv,
     }
     pthread_mutex_lock(&caller_mu);
     pthread_mutex_lock(&C.mu);
+    if (C.dead) {
+        pthread_mutex_unlock(&C.mu);
+        pthread_mutex_unlock(&caller_mu);
+        return base_fail(STRATA_EPEER, "MPI rank %d: the MPI job is ending",
+                         C.rank);
+    }
     C.fn = NULL;
     C.send = send;
     C.len = len;
@@ -101,16 +109,23 @@ static strata_err allgather(const void *send, size_t len, void *recv,
         if (pthread_cond_timedwait(&C.cv, &C.mu, &until) == ETIMEDOUT)
             break;
     if (C.job != 2) {
+        /* The helper stays in MPI_Allgather: no job runs again, and the
+         * session ends with the cause in its GOODBYE; the rank's main
+         * thread then ends the MPI job (strata_rank.c). */
+        C.dead = true;
         pthread_mutex_unlock(&C.mu);
+        pthread_mutex_unlock(&caller_mu);
         LOG_ERROR("rank %d: MPI_Allgather not done within %.1f s: ending the "
                   "MPI job",
                   C.rank, C.timeout_s);
-        fprintf(stderr,
-                "strata-rank %d: MPI_Allgather not done within %.1f s: "
-                "ending the MPI job\n",
-                C.rank, C.timeout_s);
-        MPI_Abort(MPI_COMM_WORLD, 5);
-        _exit(5);
+        worker_session_fail(5,
+                            "MPI rank %d: a descriptor gather (MPI_Allgather) "
+                            "was not done within %.1f s (a rank is stuck or "
+                            "gone): ending the MPI job",
+                            C.rank, C.timeout_s);
+        return base_fail(STRATA_EPEER,
+                         "MPI rank %d: MPI_Allgather not done within %.1f s",
+                         C.rank, C.timeout_s);
     }
     C.job = 0;
     rc = C.rc;
@@ -130,6 +145,11 @@ int rank_coll_call(int (*fn)(void *), void *arg)
         return MPI_ERR_OTHER;
     pthread_mutex_lock(&caller_mu);
     pthread_mutex_lock(&C.mu);
+    if (C.dead) {
+        pthread_mutex_unlock(&C.mu);
+        pthread_mutex_unlock(&caller_mu);
+        return MPI_ERR_OTHER;
+    }
     C.fn = fn;
     C.arg = arg;
     C.job = 1;

@@ -279,6 +279,17 @@ int main(int argc, char **argv)
     rank_coll_start(rank, size, provided);
     rank_halo_start(rank);
     launcher = getppid();
+    {
+        char why[160];
+
+        /* mpirun's SIGTERM: the job ends (another rank failed, or the
+         * job was aborted). */
+        snprintf(why, sizeof(why),
+                 "MPI rank %d: mpirun is ending the MPI job (another rank "
+                 "failed or the job was aborted; mpirun's output says why)",
+                 rank);
+        worker_session_set_term_reason(why);
+    }
     status = worker_session_main(fd, ssl, o.connect, NULL);
     /* mpirun (or its daemon) gone: MPI_Finalize would wait for it. */
     if (getppid() != launcher)

@@ -46,4 +46,18 @@ void worker_session_limits_default(struct worker_session_limits *l);
 int worker_session_main(int fd, SSL *ssl, const char *peer,
                         const struct worker_session_limits *lim);
 
+/* What the GOODBYE says when SIGTERM ends the session (default:
+ * "strata-node is shutting down"): strata-rank's sessions end on
+ * mpirun's SIGTERM, when the MPI job ends. Call before
+ * worker_session_main. */
+void worker_session_set_term_reason(const char *msg);
+
+/* Ends this process's session from any thread, as SIGTERM does, but as
+ * a failure: its GOODBYE carries STRATA_EPEER and the message, and
+ * worker_session_main returns status (> 0). Only the first call counts.
+ * For a failure the process cannot recover from, that its parent should
+ * hear the cause of (strata-rank: a collective past its deadline). */
+void worker_session_fail(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -1,0 +1,11 @@
+/* Why a session ends on SIGTERM (session_end.c): the words of its GOODBYE
+ * and the status it returns with. */
+#ifndef DAEMON_SESSION_END_H
+#define DAEMON_SESSION_END_H
+
+/* The message for SIGTERM's GOODBYE, and into *status the exit status:
+ * a worker_session_fail's, else the worker_session_set_term_reason one
+ * (or the default) with status 0. Any thread. */
+const char *session_end_reason(int *status);
+
+#endif
