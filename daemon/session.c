@@ -9,8 +9,9 @@
  * parent's buffers live here as shadow buffers, kept across tasks and
  * pinned while a task names them. What one session may hold is capped
  * (struct worker_session_limits): past the job or reply marks it stops
- * reading the socket until work drains. */
-#include "worker/session.h"
+ * reading the socket until work drains. HELLO and the worker's start are
+ * in session_hello.c, the shadow buffers in session_shadow.c, why a
+ * SIGTERM ends the session in session_end.c. */
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -18,6 +19,7 @@
 #include "base/log.h"
 #include "chip/registry.h"
 #include "session_end.h"
+#include "session_int.h"
 #include "session_trace.h"
 #include "spool.h"
 #include "trace/trace.h"
@@ -35,71 +37,6 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#define HELLO_TIMEOUT_S 10.0
-#define HEARTBEAT_S 1
-#define PEER_SILENT_S 10.0
-
-struct shadow {
-    uint64_t id;
-    strata_buffer *buf;
-    bool resident; /* a remote buffer of the parent: its bytes stay here */
-    uint32_t pins; /* tasks in flight that name it: release refused */
-};
-
-struct stask {
-    struct spool_job job; /* first: the pool hands it back */
-    struct wire_task task;
-    strata_args *args; /* decoded tensors, for shapes and tags */
-    /* The input in flight: task.data_tensors[cur] receives its chunk at
-     * next_off. A refused task's chunks are read and dropped. */
-    uint32_t cur;
-    uint64_t next_off;
-    bool refused;
-    bool resident[STRATA_MAX_TENSORS];   /* tensor i's bytes stay here */
-    uint64_t pinned[STRATA_MAX_TENSORS]; /* peer ids of the pinned shadows */
-    uint32_t num_pinned;
-    struct session *s;
-    struct stask *next;
-};
-
-enum session_state {
-    S_WAIT_HELLO, /* only HELLO may come */
-    S_STARTING,   /* the worker starts off the loop: heartbeats only */
-    S_READY,
-};
-
-struct session {
-    struct event_base *base;
-    struct wire_conn *conn;
-    strata_worker *w;
-    enum session_state state; /* (loop) */
-    bool ended;               /* (loop) stop() or SIGTERM: read no more */
-    bool startup_heartbeats;  /* (loop) the parent takes them */
-    struct event *started;    /* the start job is done (event_active) */
-    struct sstart *start;     /* that job, until the loop takes its result */
-    uint64_t start_ns; /* accepted: the HELLO deadline counts from here */
-    uint16_t proto;    /* the protocol version HELLO chose */
-    bool traced;       /* the parent traces: so does this session */
-    uint64_t hello_ns; /* when HELLO came (the clock offset's t2) */
-    uint32_t peer_pid;
-    pthread_mutex_t mu; /* shadows */
-    struct spool pool;  /* tasks and domain commands, off the loop */
-    struct spool_loop loop;
-    uint32_t work;  /* tasks and commands started, not finished (atomic) */
-    uint32_t tasks; /* tasks received, not yet completed (atomic) */
-    uint64_t shadow_bytes; /* under mu */
-    struct shadow *shadows;
-    size_t num_shadows;
-    size_t cap_shadows;
-    struct stask *waiting; /* tasks still receiving input */
-    struct event *timer;
-    uint64_t hb_seq;
-    int status;
-    bool abandon; /* the parent is gone or we are told to stop: kill work */
-    bool closed_noted; /* a reply found the connection closed (atomic) */
-    struct worker_session_limits lim;
-};
-
 /* A reply that cannot go out. Once the connection has closed (the parent
  * vanished, or the session is ending), every job still running fails to
  * send: the session said why it ends already, so the first such reply
@@ -112,7 +49,7 @@ static void send_failed(struct session *s, const char *what, strata_err err)
         LOG_INFO("replies from %s on are dropped: %s", what, strata_errmsg());
 }
 
-static void send_msg(struct session *s, const struct wire_msg *m)
+void session_send_msg(struct session *s, const struct wire_msg *m)
 {
     struct wire_buf b;
     strata_err err;
@@ -129,7 +66,7 @@ static void send_msg(struct session *s, const struct wire_msg *m)
 /* Nobody will take the results of running work: kill the chips and subs
  * so it fails at once (it may be running on the thread that must end the
  * session). */
-static void abandon_work(struct session *s)
+void session_abandon_work(struct session *s)
 {
     if (!s->abandon || __atomic_load_n(&s->work, __ATOMIC_ACQUIRE) == 0)
         return;
@@ -150,134 +87,9 @@ static void stop(struct session *s, int status, const char *why)
     /* Only an orderly GOODBYE lets running tasks finish. */
     if (status != 0) {
         s->abandon = true;
-        abandon_work(s);
+        session_abandon_work(s);
     }
     spool_loop_end(&s->loop, NULL);
-}
-
-/* ---- shadows ------------------------------------------------------- */
-
-/* The shadow of buffer id, made on first use; create: only make it
- * (BUFFER_CREATE, resident), STRATA_EEXIST if it is there. */
-static strata_buffer *shadow_get(struct session *s, uint64_t id, size_t size,
-                                 bool create, bool *resident, strata_err *err)
-{
-    strata_buffer *b = NULL;
-
-    pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->num_shadows && !b; i++) {
-        if (s->shadows[i].id == id) {
-            b = s->shadows[i].buf;
-            *resident = s->shadows[i].resident;
-        }
-    }
-    if (b && create) {
-        *err = base_fail(STRATA_EEXIST, "buffer %llu exists",
-                         (unsigned long long)id);
-        b = NULL;
-    } else if (b && strata_buffer_size(b) != size) {
-        *err = base_fail(STRATA_EPROTO, "buffer %llu changed size",
-                         (unsigned long long)id);
-        b = NULL;
-    } else if (!b && size > s->lim.max_buffer_bytes - s->shadow_bytes) {
-        *err = base_fail(STRATA_ENOMEM,
-                         "buffer %llu of %zu bytes: this session holds %llu "
-                         "bytes of buffers, and strata-node allows %llu "
-                         "(--max-buffer-bytes)",
-                         (unsigned long long)id, size,
-                         (unsigned long long)s->shadow_bytes,
-                         (unsigned long long)s->lim.max_buffer_bytes);
-    } else if (!b) {
-        if (s->num_shadows == s->cap_shadows) {
-            size_t cap = s->cap_shadows ? 2 * s->cap_shadows : 8;
-            void *p = base_realloc(s->shadows, cap * sizeof(*s->shadows));
-
-            if (!p) {
-                *err = base_fail(STRATA_ENOMEM, "out of memory");
-                goto out;
-            }
-            s->shadows = p;
-            s->cap_shadows = cap;
-        }
-        *err = strata_worker_create_buffer(s->w, size, &b);
-        if (!*err) {
-            s->shadows[s->num_shadows].id = id;
-            s->shadows[s->num_shadows].buf = b;
-            s->shadows[s->num_shadows].resident = create;
-            s->shadows[s->num_shadows].pins = 0;
-            s->num_shadows++;
-            s->shadow_bytes += size;
-            *resident = create;
-        }
-    }
-out:
-    pthread_mutex_unlock(&s->mu);
-    return b;
-}
-
-static struct shadow *shadow_find(struct session *s, uint64_t id)
-{
-    for (size_t i = 0; i < s->num_shadows; i++)
-        if (s->shadows[i].id == id)
-            return &s->shadows[i];
-    return NULL;
-}
-
-/* A task in flight names the shadow: BUFFER_RELEASE waits for it. */
-static void shadow_pin(struct session *s, struct stask *t, uint64_t id)
-{
-    struct shadow *sh;
-
-    pthread_mutex_lock(&s->mu);
-    sh = shadow_find(s, id);
-    if (sh) {
-        sh->pins++;
-        t->pinned[t->num_pinned++] = id;
-    }
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void shadow_unpin_all(struct session *s, struct stask *t)
-{
-    pthread_mutex_lock(&s->mu);
-    for (uint32_t i = 0; i < t->num_pinned; i++) {
-        struct shadow *sh = shadow_find(s, t->pinned[i]);
-
-        if (sh && sh->pins > 0)
-            sh->pins--;
-    }
-    t->num_pinned = 0;
-    pthread_mutex_unlock(&s->mu);
-}
-
-static strata_err shadow_release(struct session *s, uint64_t id)
-{
-    strata_err err = STRATA_OK;
-    struct shadow *sh;
-
-    pthread_mutex_lock(&s->mu);
-    sh = shadow_find(s, id);
-    if (!sh) {
-        err = base_fail(STRATA_ENOENT, "no buffer %llu on this node",
-                        (unsigned long long)id);
-    } else if (sh->pins) {
-        err = base_fail(STRATA_ESTATE,
-                        "buffer %llu is named by %u task(s) in flight",
-                        (unsigned long long)id, sh->pins);
-    } else if (s->w && worker_bounded_late_running(s->w)) {
-        /* A run past its deadline may still use it: it stays until the
-         * session ends. */
-    } else {
-        size_t size = strata_buffer_size(sh->buf);
-
-        err = strata_buffer_release(sh->buf);
-        if (!err) {
-            s->shadow_bytes -= size;
-            *sh = s->shadows[--s->num_shadows];
-        }
-    }
-    pthread_mutex_unlock(&s->mu);
-    return err;
 }
 
 /* ---- tasks ---------------------------------------------------------- */
@@ -309,7 +121,7 @@ static void send_outputs(struct session *s, struct stask *t)
             m.u.data_chunk.data = p + off;
             m.u.data_chunk.len = len;
             m.u.data_chunk.last = off + len == n;
-            send_msg(s, &m);
+            session_send_msg(s, &m);
             off += len;
         } while (off < n);
     }
@@ -334,7 +146,7 @@ static void job_done(struct session *s)
 /* The task is over: its shadows may go, and it no longer counts. */
 static void task_free(struct session *s, struct stask *t)
 {
-    shadow_unpin_all(s, t);
+    session_shadow_unpin_all(s, t);
     wire_task_free(&t->task);
     strata_args_destroy(t->args);
     base_free(t);
@@ -379,13 +191,13 @@ static void task_job(struct spool_job *job)
     }
     /* Before the COMPLETION: the parent may release the buffers as soon
      * as it has it. */
-    shadow_unpin_all(s, t);
+    session_shadow_unpin_all(s, t);
     m.u.completion.request_id = t->task.request_id;
     m.u.completion.error = err;
     m.u.completion.message = err ? strata_errmsg() : "";
     m.u.completion.data_tensors = outs;
     m.u.completion.num_data_tensors = nout;
-    send_msg(s, &m);
+    session_send_msg(s, &m);
     task_free(s, t);
     job_done(s);
 }
@@ -428,12 +240,12 @@ static strata_err bind_args(struct session *s, struct stask *t)
         err = wire_args_decode(t->task.args, t->task.args_len, t->args);
     for (uint32_t i = 0; !err && i < t->args->num_tensors; i++) {
         struct wire_tensor *x = &t->args->tensors[i];
-        strata_buffer *b = shadow_get(s, x->buffer_id, x->buffer_size, false,
-                                      &t->resident[i], &err);
+        strata_buffer *b = session_shadow_get(s, x->buffer_id, x->buffer_size,
+                                              false, &t->resident[i], &err);
 
         if (!b)
             break;
-        shadow_pin(s, t, x->buffer_id);
+        session_shadow_pin(s, t, x->buffer_id);
         x->buffer_id = b->id;
         x->creator = b->creator;
         t->args->buffers[i] = b;
@@ -450,7 +262,7 @@ static void fail_request(struct session *s, uint64_t id, strata_err err,
     m.u.completion.request_id = id;
     m.u.completion.error = err;
     m.u.completion.message = msg;
-    send_msg(s, &m);
+    session_send_msg(s, &m);
 }
 
 static bool request_open(const struct session *s, uint64_t id)
@@ -508,7 +320,7 @@ static void on_task(struct session *s, struct wire_msg *m)
         /* Answered now; the data it announced is still on its way and
          * is read and dropped. */
         fail_request(s, t->task.request_id, err, strata_errmsg());
-        shadow_unpin_all(s, t);
+        session_shadow_unpin_all(s, t);
         t->refused = true;
     }
     if (t->task.num_data_tensors == 0) {
@@ -640,7 +452,7 @@ static void on_control(struct session *s, const struct wire_control *c)
     case WIRE_CTRL_PING:
         break;
     case WIRE_CTRL_BUFFER_RELEASE:
-        err = shadow_release(s, c->operands.buffer_id);
+        err = session_shadow_release(s, c->operands.buffer_id);
         break;
     case WIRE_CTRL_BUFFER_CREATE:
         if (!(c->operands.present & WIRE_OPND_BIT(WIRE_OPND_BUFFER_ID))) {
@@ -648,8 +460,8 @@ static void on_control(struct session *s, const struct wire_control *c)
                                             "sender's buffer_id here");
             break;
         }
-        shadow_get(s, c->operands.buffer_id, c->operands.nbytes, true,
-                   &resident, &err);
+        session_shadow_get(s, c->operands.buffer_id, c->operands.nbytes, true,
+                           &resident, &err);
         m.u.control_reply.results.present =
             err ? 0 : WIRE_OPND_BIT(WIRE_OPND_BUFFER_ID);
         m.u.control_reply.results.buffer_id = c->operands.buffer_id;
@@ -668,7 +480,7 @@ static void on_control(struct session *s, const struct wire_control *c)
     m.u.control_reply.op = c->op;
     m.u.control_reply.error = err;
     m.u.control_reply.message = err ? strata_errmsg() : "";
-    send_msg(s, &m);
+    session_send_msg(s, &m);
 }
 
 /* ---- global domain commands ------------------------------------------ */
@@ -719,195 +531,6 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
         base_free(c);
 }
 
-/* ---- HELLO ---------------------------------------------------------- */
-
-/* The worker HELLO asked for, started on a pool thread: forking and
- * starting 1024 chips takes seconds, and the loop answers heartbeats
- * meanwhile. The loop takes the result in on_started. */
-struct sstart {
-    struct spool_job job; /* first: the pool hands it back */
-    struct session *s;
-    struct wire_msg m; /* the HELLO, owned */
-    uint16_t version;
-    strata_err err;
-    char msg[STRATA_ERRMSG_MAX];
-    strata_worker *w;
-};
-
-static strata_err start_worker(const struct wire_hello *h, strata_worker **w)
-{
-    strata_worker_config cfg;
-    int *ids = base_calloc(h->num_chips ? h->num_chips : 1, sizeof(int));
-    strata_err err;
-
-    if (!ids)
-        return base_fail(STRATA_ENOMEM, "out of memory");
-    for (size_t i = 0; i < h->num_chips; i++)
-        ids[i] = (int)h->chip_ids[i];
-    strata_worker_config_init(&cfg, 3);
-    cfg.platform = h->platform;
-    cfg.comm_profile = h->comm_profile;
-    cfg.chip_ids = ids;
-    cfg.num_chips = h->num_chips;
-    cfg.num_sub_workers = h->num_sub_workers;
-    /* The tree's remaining start-up budget, not a fresh one. */
-    if (h->startup_budget_ms)
-        cfg.startup_timeout_s = (double)h->startup_budget_ms / 1e3;
-    err = strata_worker_create(&cfg, w);
-    base_free(ids);
-    if (!err) {
-        err = strata_worker_init(*w);
-        if (err) {
-            char msg[STRATA_ERRMSG_MAX];
-
-            snprintf(msg, sizeof(msg), "%s", strata_errmsg());
-            if (strata_worker_destroy(*w) != STRATA_OK)
-                LOG_WARN("destroy after a failed init: %s", strata_errmsg());
-            *w = NULL;
-            err = base_fail(err, "%s", msg);
-        }
-    }
-    return err;
-}
-
-static void start_job_fn(struct spool_job *job)
-{
-    struct sstart *st = (struct sstart *)job;
-
-    st->err = start_worker(&st->m.u.hello, &st->w);
-    if (st->err)
-        snprintf(st->msg, sizeof(st->msg), "%s", strata_errmsg());
-    /* The loop may have ended: finish() then takes st->w. */
-    event_active(st->s->started, 0, 0);
-}
-
-static void send_hello_reply(struct session *s, const struct wire_hello *h,
-                             uint16_t version, strata_err err, const char *msg)
-{
-    struct wire_msg m = {.type = WIRE_MSG_HELLO_REPLY};
-    struct wire_hello_reply *r = &m.u.hello_reply;
-    struct base_host_id id;
-    char host[WIRE_NAME_MAX + 1];
-
-    /* Which host this is (boot id and name), as global domains judge it. */
-    base_host_id(&id);
-    snprintf(host, sizeof(host), "%s", id.name[0] ? id.name : "strata-node");
-    r->boot_id = id.boot;
-    r->version = err ? 0 : version;
-    s->proto = r->version;
-    r->error = err;
-    r->message = err ? msg : "";
-    r->capabilities =
-        err ? 0
-            : h->capabilities &
-                  (WIRE_CAP_DATA_CHUNKS | WIRE_CAP_REMOTE_BUFFERS |
-                   WIRE_CAP_GLOBAL_DOMAINS | WIRE_CAP_DEADLINES |
-                   WIRE_CAP_STARTUP_HEARTBEATS |
-                   (s->traced ? WIRE_CAP_TRACE : 0));
-    r->has_clock = !err && s->traced;
-    r->hello_rx_ns = r->has_clock ? s->hello_ns : 0;
-    r->time_ns = r->has_clock ? base_now_ns() : 0;
-    r->node_name = host;
-    r->pid = (uint32_t)getpid();
-    send_msg(s, &m);
-    if (err) {
-        LOG_WARN("refused HELLO: %s", msg);
-        wire_conn_close(s->conn, (uint32_t)err, "HELLO refused");
-    }
-}
-
-/* The start job is done (loop thread). */
-static void on_started(evutil_socket_t fd, short what, void *arg)
-{
-    struct session *s = arg;
-    struct sstart *st = s->start;
-    const struct wire_hello *h = &st->m.u.hello;
-
-    (void)fd;
-    (void)what;
-    s->start = NULL;
-    s->w = st->w;
-    send_hello_reply(s, h, st->version, st->err, st->msg);
-    if (!st->err) {
-        s->state = S_READY;
-        s->peer_pid = h->pid;
-        LOG_INFO("session for %s (pid %u): %zu chips, %u sub workers",
-                 h->node_name, h->pid, h->num_chips, h->num_sub_workers);
-    }
-    wire_msg_free(&st->m);
-    base_free(st);
-}
-
-/* Counts want processes in the daemon's total (worker_proc_cap), or
- * STRATA_EBUSY naming the limit when they would pass it. */
-static strata_err reserve_procs(const struct worker_proc_cap *c, uint32_t want)
-{
-    uint64_t total = 0;
-
-    if (!c || !c->slots || c->slot >= c->num_slots)
-        return STRATA_OK;
-    /* Store, then sum (both sequentially consistent): of two sessions
-     * racing, each sees the other's store or the other sees its own. */
-    __atomic_store_n(&c->slots[c->slot], want, __ATOMIC_SEQ_CST);
-    for (uint32_t i = 0; i < c->num_slots; i++)
-        total += __atomic_load_n(&c->slots[i], __ATOMIC_SEQ_CST);
-    if (total <= c->max_total)
-        return STRATA_OK;
-    __atomic_store_n(&c->slots[c->slot], 0, __ATOMIC_SEQ_CST);
-    return base_fail(STRATA_EBUSY,
-                     "HELLO asks for %u chips and sub workers: this node "
-                     "already runs %llu of the %u processes it allows for "
-                     "all its sessions together (strata-node "
-                     "--max-procs-total); try again later",
-                     want, (unsigned long long)(total - want), c->max_total);
-}
-
-/* Takes m's memory. */
-static void on_hello(struct session *s, struct wire_msg *m)
-{
-    const struct wire_hello *h = &m->u.hello;
-    struct sstart *st;
-    uint16_t version = 0;
-    strata_err err;
-
-    s->hello_ns = base_now_ns();
-    err = wire_proto_choose(WIRE_PROTO_MIN, WIRE_PROTO_MAX, h->proto_min,
-                            h->proto_max, &version);
-    if (!err && h->num_chips + h->num_sub_workers > s->lim.max_procs)
-        err = base_fail(STRATA_EINVAL,
-                        "HELLO asks for %zu chips and %u sub workers: this "
-                        "node allows %u processes per session "
-                        "(strata-node --max-procs)",
-                        h->num_chips, h->num_sub_workers, s->lim.max_procs);
-    if (!err)
-        err = reserve_procs(s->lim.procs,
-                            (uint32_t)h->num_chips + h->num_sub_workers);
-    st = err ? NULL : base_calloc(1, sizeof(*st));
-    if (!err && !st)
-        err = base_fail(STRATA_ENOMEM, "out of memory");
-    if (err || !st) {
-        send_hello_reply(s, h, 0, err, strata_errmsg());
-        wire_msg_free(m);
-        return;
-    }
-    st->job.fn = start_job_fn;
-    st->s = s;
-    st->m = *m;
-    st->version = version;
-    s->start = st;
-    s->state = S_STARTING;
-    s->startup_heartbeats = h->capabilities & WIRE_CAP_STARTUP_HEARTBEATS;
-    s->traced = session_trace_start(h->capabilities); /* before the forks */
-    /* Not counted in work: abandon_work must not reach the worker while
-     * the job is making it. */
-    if (spool_submit(&s->pool, &st->job) != STRATA_OK) {
-        s->start = NULL;
-        send_hello_reply(s, h, 0, STRATA_ESYS, strata_errmsg());
-        wire_msg_free(&st->m);
-        base_free(st);
-    }
-}
-
 /* ---- the connection ------------------------------------------------- */
 
 static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
@@ -933,7 +556,7 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
         if (s->state != S_WAIT_HELLO) {
             stop(s, 1, "a second HELLO");
         } else {
-            on_hello(s, &m); /* takes the message's memory */
+            session_on_hello(s, &m); /* takes the message's memory */
             return;
         }
     } else if (s->state == S_STARTING && type != WIRE_MSG_HEARTBEAT &&
@@ -997,7 +620,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         return;
     m.u.heartbeat.seq = ++s->hb_seq;
     m.u.heartbeat.time_ns = 0;
-    send_msg(s, &m);
+    session_send_msg(s, &m);
 }
 
 /* SIGTERM arrives on a signalfd: whichever thread runs the loop reads it,
@@ -1018,13 +641,13 @@ static void on_sigterm(evutil_socket_t fd, short what, void *arg)
     /* Queued before the chips die, so that no completion of a task they
      * fail can reach the parent ahead of it (sends after it are refused). */
     wire_conn_close(s->conn, STRATA_EPEER, session_end_reason(&s->status));
-    abandon_work(s);
+    session_abandon_work(s);
     spool_loop_end(&s->loop, &grace);
 }
 
 static void finish(struct session *s)
 {
-    abandon_work(s);
+    session_abandon_work(s);
     spool_wait_idle(&s->pool);
     if (s->start) { /* the loop ended before it took the result */
         s->w = s->start->w;
@@ -1097,7 +720,7 @@ int worker_session_main(int fd, SSL *ssl, const char *peer,
         return 1;
     wire_conn_set_flow(s.conn, jobs_full, s.lim.reply_high_water);
     s.timer = event_new(s.base, -1, EV_PERSIST, on_timer, &s);
-    s.started = event_new(s.base, -1, 0, on_started, &s);
+    s.started = event_new(s.base, -1, 0, session_on_started, &s);
     sig = sfd >= 0
               ? event_new(s.base, sfd, EV_READ | EV_PERSIST, on_sigterm, &s)
               : NULL;

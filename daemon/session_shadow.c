@@ -1,0 +1,133 @@
+/* A session's shadows of its parent's buffers: made on first use (or at
+ * BUFFER_CREATE), kept across tasks, pinned while a task names them,
+ * counted against the session's max_buffer_bytes. */
+#include "session_int.h"
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "worker_int.h"
+
+#include <string.h>
+
+/* The shadow of buffer id, made on first use; create: only make it
+ * (BUFFER_CREATE, resident), STRATA_EEXIST if it is there. */
+strata_buffer *session_shadow_get(struct session *s, uint64_t id, size_t size,
+                                  bool create, bool *resident, strata_err *err)
+{
+    strata_buffer *b = NULL;
+
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->num_shadows && !b; i++) {
+        if (s->shadows[i].id == id) {
+            b = s->shadows[i].buf;
+            *resident = s->shadows[i].resident;
+        }
+    }
+    if (b && create) {
+        *err = base_fail(STRATA_EEXIST, "buffer %llu exists",
+                         (unsigned long long)id);
+        b = NULL;
+    } else if (b && strata_buffer_size(b) != size) {
+        *err = base_fail(STRATA_EPROTO, "buffer %llu changed size",
+                         (unsigned long long)id);
+        b = NULL;
+    } else if (!b && size > s->lim.max_buffer_bytes - s->shadow_bytes) {
+        *err = base_fail(STRATA_ENOMEM,
+                         "buffer %llu of %zu bytes: this session holds %llu "
+                         "bytes of buffers, and strata-node allows %llu "
+                         "(--max-buffer-bytes)",
+                         (unsigned long long)id, size,
+                         (unsigned long long)s->shadow_bytes,
+                         (unsigned long long)s->lim.max_buffer_bytes);
+    } else if (!b) {
+        if (s->num_shadows == s->cap_shadows) {
+            size_t cap = s->cap_shadows ? 2 * s->cap_shadows : 8;
+            void *p = base_realloc(s->shadows, cap * sizeof(*s->shadows));
+
+            if (!p) {
+                *err = base_fail(STRATA_ENOMEM, "out of memory");
+                goto out;
+            }
+            s->shadows = p;
+            s->cap_shadows = cap;
+        }
+        *err = strata_worker_create_buffer(s->w, size, &b);
+        if (!*err) {
+            s->shadows[s->num_shadows].id = id;
+            s->shadows[s->num_shadows].buf = b;
+            s->shadows[s->num_shadows].resident = create;
+            s->shadows[s->num_shadows].pins = 0;
+            s->num_shadows++;
+            s->shadow_bytes += size;
+            *resident = create;
+        }
+    }
+out:
+    pthread_mutex_unlock(&s->mu);
+    return b;
+}
+
+static struct shadow *shadow_find(struct session *s, uint64_t id)
+{
+    for (size_t i = 0; i < s->num_shadows; i++)
+        if (s->shadows[i].id == id)
+            return &s->shadows[i];
+    return NULL;
+}
+
+/* A task in flight names the shadow: BUFFER_RELEASE waits for it. */
+void session_shadow_pin(struct session *s, struct stask *t, uint64_t id)
+{
+    struct shadow *sh;
+
+    pthread_mutex_lock(&s->mu);
+    sh = shadow_find(s, id);
+    if (sh) {
+        sh->pins++;
+        t->pinned[t->num_pinned++] = id;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void session_shadow_unpin_all(struct session *s, struct stask *t)
+{
+    pthread_mutex_lock(&s->mu);
+    for (uint32_t i = 0; i < t->num_pinned; i++) {
+        struct shadow *sh = shadow_find(s, t->pinned[i]);
+
+        if (sh && sh->pins > 0)
+            sh->pins--;
+    }
+    t->num_pinned = 0;
+    pthread_mutex_unlock(&s->mu);
+}
+
+strata_err session_shadow_release(struct session *s, uint64_t id)
+{
+    strata_err err = STRATA_OK;
+    struct shadow *sh;
+
+    pthread_mutex_lock(&s->mu);
+    sh = shadow_find(s, id);
+    if (!sh) {
+        err = base_fail(STRATA_ENOENT, "no buffer %llu on this node",
+                        (unsigned long long)id);
+    } else if (sh->pins) {
+        err = base_fail(STRATA_ESTATE,
+                        "buffer %llu is named by %u task(s) in flight",
+                        (unsigned long long)id, sh->pins);
+    } else if (s->w && worker_bounded_late_running(s->w)) {
+        /* A run past its deadline may still use it: it stays until the
+         * session ends. */
+    } else {
+        size_t size = strata_buffer_size(sh->buf);
+
+        err = strata_buffer_release(sh->buf);
+        if (!err) {
+            s->shadow_bytes -= size;
+            *sh = s->shadows[--s->num_shadows];
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
