@@ -222,6 +222,18 @@ strata_err halo_global_run(strata_orch *o, strata_halo *h, bool vjp,
 
 /* ---- the node side ---- */
 
+strata_err halo_member_chip_check(strata_orch *o, uint32_t r, int chip)
+{
+    const strata_worker *w = strata_orch_worker(o);
+
+    if (strata_worker_chip_pid(w, chip) >= 0)
+        return STRATA_OK;
+    return base_fail(STRATA_EINVAL,
+                     "halo spec: members[%u] names chip %d, which its node "
+                     "does not have (%zu chips)",
+                     r, chip, strata_worker_num_chips(w));
+}
+
 static strata_err bad_task(const char *what, size_t k)
 {
     return base_fail(STRATA_EINVAL, "halo node task: member %zu: %s", k, what);
@@ -332,7 +344,9 @@ strata_err halo_node_orch(strata_orch *o, const strata_args *args, void *user)
         strata_chip_domain_ctx ctx;
 
         chips[k] = (int)(uint32_t)(pair >> 32);
-        err = strata_global_view_context(v, chips[k], &ctx);
+        err = halo_member_chip_check(o, r, chips[k]);
+        if (!err)
+            err = strata_global_view_context(v, chips[k], &ctx);
         if (!err && (r >= hdr->world || ctx.domain_rank != r ||
                      ctx.domain_size != hdr->world))
             err = bad_task("the domain and the plan disagree on its rank", k);

@@ -193,6 +193,10 @@ strata_err halo_global_run(strata_orch *o, strata_halo *h, bool vjp,
                            strata_buffer *in, strata_buffer *out,
                            size_t window);
 strata_err halo_node_orch(strata_orch *o, const strata_args *args, void *user);
+/* On a node: STRATA_EINVAL when halo member r (the spec's members[r])
+ * names a chip this node does not have, naming it as the spec does (the
+ * node's group of kernels would name it by its place in that group). */
+strata_err halo_member_chip_check(strata_orch *o, uint32_t r, int chip);
 
 /* The mpi transport (halo_exec_mpi.c). halo_mpi_check: the transport
  * of spec s on w is possible; halo_mpi_run: one call of a global handle

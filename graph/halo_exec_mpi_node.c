@@ -288,7 +288,9 @@ static strata_err node_run(strata_orch *o, const strata_args *args,
         uint64_t pair = strata_args_scalar(args, 4 + k);
 
         chips[k] = (int)(uint32_t)(pair >> 32);
-        err = strata_args_create(&a[k]);
+        err = halo_member_chip_check(o, (uint32_t)pair, chips[k]);
+        if (!err)
+            err = strata_args_create(&a[k]);
         if (!err)
             err = member_args(args, c, mb, (uint32_t)pair, &ti, a[k]);
     }

@@ -566,7 +566,9 @@ static void node_fails_case(const char **args, size_t nargs, int chip1,
 static void test_mpi_halo_member_chip_missing_fails_fast(void **state)
 {
     (void)state;
-    node_fails_case(over, 1, 7, "chip 7");
+    /* Named as the spec names it: members[1], not its node's group's
+     * member 0. */
+    node_fails_case(over, 1, 7, "members[1] names chip 7");
 }
 
 static void test_mpi_halo_node_task_fails_fast(void **state)
