@@ -2,7 +2,12 @@
  * overlap. Each buffer keeps a list of accesses by unfinished tasks; a new
  * reader depends on overlapping earlier writers, a new writer on every
  * overlapping earlier access. Records of finished tasks are pruned when a
- * scan meets them, never on another task's behalf.
+ * scan meets them, never on another task's behalf. A new writer also
+ * retires the records it covers whose tasks it depends on: any later
+ * access that would conflict with one of them conflicts with the writer,
+ * so it still runs after them, through the writer. Without that a chain
+ * of n writes to one buffer made n(n-1)/2 edges, and each submission
+ * scanned every unfinished access.
  *
  * Planning allocates everything a submission needs and mutates nothing
  * observable; committing cannot fail. Reservations made by plans that are
@@ -245,12 +250,24 @@ fail:
     return err;
 }
 
-/* A new writer covers a failed write: those bytes are good again. */
-static void drop_failed_under(struct access_list *l, uint64_t begin,
-                              uint64_t end)
+/* A new writer of [begin, end) retires the records inside it: a failed
+ * write's (those bytes are good again), a finished task's, and those of
+ * its predecessors (tasks marked with mark). Others stay: a task it
+ * does not depend on (a member of its own group) must still be waited
+ * for by later accesses. */
+static void retire_under(struct orch_sched *s, struct access_list *l,
+                         uint64_t begin, uint64_t end, uint64_t mark)
 {
     for (uint32_t i = 0; i < l->n;) {
-        if (l->v[i].failed_run && l->v[i].begin >= begin && l->v[i].end <= end)
+        const struct access *a = &l->v[i];
+        struct orch_task *t;
+        bool retire = false;
+
+        if (a->begin >= begin && a->end <= end) {
+            t = orch_slot_live(s, a->task);
+            retire = a->failed_run || !t || t->pred_mark == mark;
+        }
+        if (retire)
             l->v[i] = l->v[--l->n];
         else
             i++;
@@ -273,10 +290,12 @@ void orch_deps_commit(struct orch_sched *s, struct dep_plan *p,
                       const strata_args *a, struct orch_task *t)
 {
     struct edge me = {t->slot, t->gen};
+    uint64_t mark = ++s->dep_mark;
 
     for (uint32_t i = 0; i < p->num_preds; i++) {
         struct orch_task *pred = s->slots[p->preds[i].slot];
 
+        pred->pred_mark = mark;
         pred->fanout[pred->num_fanout++] = me;
         if (trace_enabled())
             trace_record(TRACE_K_EDGE, 0, 0, trace_now(), 0,
@@ -297,7 +316,7 @@ void orch_deps_commit(struct orch_sched *s, struct dep_plan *p,
         if (x->tag == STRATA_NO_DEP)
             continue;
         if (is_write(x->tag))
-            drop_failed_under(l, x->offset, x->offset + x->nbytes);
+            retire_under(s, l, x->offset, x->offset + x->nbytes, mark);
         l->v[l->n].begin = x->offset;
         l->v[l->n].end = x->offset + x->nbytes;
         l->v[l->n].task = me;

@@ -44,6 +44,9 @@ struct orch_task {
     uint32_t num_fanout;
     uint32_t cap_fanout;
     uint32_t pending_fanout; /* edges planned, not yet committed */
+    uint64_t pred_mark;      /* orch_deps_commit: a predecessor of the
+                                task being committed when it equals the
+                                sched's dep_mark (deps.c) */
     strata_buffer **bufs;    /* distinct buffers pinned by this task */
     uint32_t num_bufs;
     uint32_t cap_bufs;
@@ -172,6 +175,7 @@ struct orch_sched {
     uint32_t free_head;
     uint32_t unfinished; /* tasks and control frames not yet completed */
     uint64_t task_seq;   /* last orch_task.seq handed out */
+    uint64_t dep_mark;   /* last orch_task.pred_mark handed out */
     /* queues */
     uint32_t sub_head;
     uint32_t sub_tail;

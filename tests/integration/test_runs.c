@@ -1,14 +1,15 @@
 /*
  * Dependency inference and concurrency through the public API on real chip
  * and sub processes: chains, diamonds, byte ranges (disjoint slices run
- * concurrently, overlapping views serialize), groups, subs.
+ * concurrently, overlapping views serialize), random accesses against
+ * the order rule, groups, subs.
  */
 #define _GNU_SOURCE
 #include "it_kernels.h"
 
 #include <string.h>
 
-static strata_callable k_pair, k_log_op, k_barrier;
+static strata_callable k_pair, k_log_op, k_barrier, k_touch;
 
 /* t0: my slice; t1 (NO_DEP): two flags; s0: my index. Raises my flag and
  * waits for the other's, so two of these finish only when concurrent. */
@@ -60,6 +61,19 @@ static strata_err barrier_kernel(strata_chip *chip, const strata_args *a)
         return STRATA_ETIMEDOUT;
     }
     it_arg_u32(a, 1)[0] = 100 + (uint32_t)strata_chip_id(chip);
+    return STRATA_OK;
+}
+
+/* t0 (NO_DEP): log {counter, then start/end ticket per task id}; t1: the
+ * range it reads or writes; s0: task id. About 1 ms. */
+static strata_err touch_kernel(strata_chip *chip, const strata_args *a)
+{
+    (void)chip;
+    uint32_t *log = it_arg_u32(a, 0);
+    size_t id = (size_t)strata_args_scalar(a, 0);
+    testutil_store_u32(&log[1 + 2 * id], testutil_add_u32(&log[0], 1) + 1);
+    testutil_busy(0.001);
+    testutil_store_u32(&log[2 + 2 * id], testutil_add_u32(&log[0], 1) + 1);
     return STRATA_OK;
 }
 
@@ -241,6 +255,120 @@ static void test_runs_overlapping_views_serialize(void **state)
     it_fx_end(&f);
 }
 
+/* ---- random accesses: every conflicting pair runs in submission order */
+
+#define RAND_TASKS 80
+#define RAND_WORDS 64
+
+struct rand_access {
+    size_t off, n;
+    bool write;
+    bool group; /* with the next one, a group of two (both write) */
+};
+
+static struct rand_access rand_plan[RAND_TASKS];
+
+/* Writes that cover earlier accesses, chains of them, partial overlaps,
+ * reads between, and groups of two writers of one range (which do not
+ * depend on each other: a later access must wait for both). */
+static void rand_plan_make(uint32_t seed)
+{
+    for (size_t i = 0; i < RAND_TASKS; i++) {
+        struct rand_access *r = &rand_plan[i];
+
+        seed = seed * 1103515245u + 12345u;
+        r->off = (seed >> 8) % RAND_WORDS;
+        seed = seed * 1103515245u + 12345u;
+        r->n = 1 + (seed >> 8) % (RAND_WORDS - r->off);
+        if ((seed >> 20) % 4 == 0) { /* a whole-buffer write */
+            r->off = 0;
+            r->n = RAND_WORDS;
+        }
+        r->write = (seed >> 24) % 3 != 0;
+        r->group = false;
+        if (i + 1 < RAND_TASKS && (seed >> 12) % 7 == 0) {
+            r->write = true;
+            r->group = true;
+            rand_plan[i + 1] = *r;
+            rand_plan[i + 1].group = false;
+            i++;
+        }
+    }
+}
+
+static strata_err rand_args(struct it_fx *f, size_t i, strata_args **a)
+{
+    const struct rand_access *r = &rand_plan[i];
+
+    it_try(it_args1(f->b[5], 0, 1 + 2 * RAND_TASKS, STRATA_NO_DEP, a));
+    it_try(it_add_u32(*a, f->b[0], r->off, r->n,
+                      r->write ? STRATA_INOUT : STRATA_IN));
+    return strata_args_add_scalar(*a, i);
+}
+
+static strata_err rand_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    (void)args;
+    struct it_fx *f = user;
+    strata_err e = STRATA_OK;
+
+    for (size_t i = 0; i < RAND_TASKS && e == STRATA_OK; i++) {
+        strata_args *a[2] = {0};
+
+        e = rand_args(f, i, &a[0]);
+        if (e == STRATA_OK && rand_plan[i].group) {
+            const int ids[2] = {(int)(i % 4), (int)((i + 1) % 4)};
+
+            e = rand_args(f, i + 1, &a[1]);
+            if (e == STRATA_OK)
+                e = strata_orch_submit_next_level_group(
+                    o, k_touch, (const strata_args *const *)a, ids, 2);
+            i++;
+        } else if (e == STRATA_OK) {
+            e = strata_orch_submit_next_level(o, k_touch, a[0], (int)(i % 4));
+        }
+        strata_args_destroy(a[0]);
+        strata_args_destroy(a[1]);
+    }
+    return e;
+}
+
+static bool conflict(const struct rand_access *x, const struct rand_access *y)
+{
+    return (x->write || y->write) && x->off < y->off + y->n &&
+           y->off < x->off + x->n;
+}
+
+static void test_runs_random_accesses_keep_order(void **state)
+{
+    (void)state;
+    struct it_fx f;
+
+    it_fx_start(&f, 1 + 2 * RAND_TASKS);
+    for (uint32_t seed = 1; seed <= 4; seed++) {
+        uint32_t *log = it_fx_w(&f, 5);
+
+        memset(log, 0, (1 + 2 * RAND_TASKS) * sizeof(uint32_t));
+        rand_plan_make(seed);
+        it_ok(strata_worker_run(f.w, rand_orch, NULL, &f));
+        assert_int_equal(log[0], 2 * RAND_TASKS);
+        for (size_t j = 0; j < RAND_TASKS; j++)
+            for (size_t i = 0; i < j; i++) {
+                bool members = rand_plan[i].group && i + 1 == j;
+
+                if (!members && conflict(&rand_plan[i], &rand_plan[j]) &&
+                    log[2 + 2 * i] > log[1 + 2 * j])
+                    fail_msg("seed %u: task %zu ([%zu, +%zu) %s) started "
+                             "before task %zu ([%zu, +%zu) %s) ended",
+                             seed, j, rand_plan[j].off, rand_plan[j].n,
+                             rand_plan[j].write ? "w" : "r", i,
+                             rand_plan[i].off, rand_plan[i].n,
+                             rand_plan[i].write ? "w" : "r");
+            }
+    }
+    it_fx_end(&f);
+}
+
 /* ---- groups and subs */
 
 static strata_err group_orch(strata_orch *o, const strata_args *args,
@@ -332,6 +460,7 @@ static int setup(void **state)
     it_register(kernel, "runs.pair", pair_kernel, &k_pair);
     it_register(kernel, "runs.log_op", log_op_kernel, &k_log_op);
     it_register(kernel, "runs.barrier", barrier_kernel, &k_barrier);
+    it_register(kernel, "runs.touch", touch_kernel, &k_touch);
     return 0;
 }
 
@@ -346,6 +475,8 @@ int main(void)
         cmocka_unit_test_teardown(test_runs_disjoint_slices_run_concurrently,
                                   it_teardown),
         cmocka_unit_test_teardown(test_runs_overlapping_views_serialize,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_runs_random_accesses_keep_order,
                                   it_teardown),
         cmocka_unit_test_teardown(test_runs_group_members_meet, it_teardown),
         cmocka_unit_test_teardown(test_runs_sub_tasks_mix_with_chips,
