@@ -98,7 +98,7 @@ static strata_err call_traced(strata_chip *chip, const struct chip_callable *c,
 
     for (uint32_t i = 0; i < chip->args.num_tensors; i++)
         bytes += chip->args.tensors[i].nbytes;
-    mbx_trace_ran(f, t0, bytes, c->name);
+    mbx_trace_ran(f, t0, bytes, c->name, err);
     if (err && !strata_errmsg()[0])
         strata_errmsg_set("%s", strata_strerror(err));
     return err;

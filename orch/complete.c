@@ -76,7 +76,8 @@ uint16_t orch_trace_target(const struct orch_endpoint *ep)
 /* The task as its orchestrator saw it: submitted, posted, completed;
  * unless its target recorded that already (mbx_trace_ran: the frame's
  * trace_end is set). */
-static void trace_task(struct orch_sched *s, const struct orch_task *t)
+static void trace_task(struct orch_sched *s, const struct orch_task *t,
+                       strata_err err)
 {
     const struct chip_callable *c;
     const char *name;
@@ -86,10 +87,16 @@ static void trace_task(struct orch_sched *s, const struct orch_task *t)
         return;
     c = t->trace_name ? NULL : chip_registry_find(t->callable.digest);
     name = t->trace_name ? t->trace_name : c ? c->name : NULL;
-    ep = t->trace_post ? &s->eps[t->trace_ep] : NULL;
+    /* Where it went, or was to go (-1: the sub queue). */
+    ep = t->trace_post ? &s->eps[t->trace_ep]
+         : t->ep >= 0  ? &s->eps[t->ep]
+                       : NULL;
     /* name is a registry entry's array: copied whole. */
-    trace_put(TRACE_K_TASK, orch_trace_target(ep), ep ? (uint16_t)ep->id : 0,
-              t->trace_submit, trace_now(), t->run->id, t->seq, t->trace_post,
+    trace_put(TRACE_K_TASK,
+              (uint16_t)(orch_trace_target(ep) | (err ? TRACE_TASK_FAILED : 0) |
+                         (t->trace_post ? 0 : TRACE_TASK_NOT_RUN)),
+              ep ? (uint16_t)ep->id : 0, t->trace_submit, trace_now(),
+              t->run->id, t->seq, t->trace_post,
               TRACE_SLOT_KEY(t->slot, t->gen), name, true);
 }
 
@@ -97,7 +104,7 @@ static void finish(struct orch_sched *s, struct orch_task *t, strata_err err,
                    const char *msg)
 {
     if (trace_enabled() && t->kind == MBX_TASK && t->run && t->trace_submit)
-        trace_task(s, t);
+        trace_task(s, t, err);
     if (err && t->kind == MBX_TASK && t->run)
         orch_deps_mark_failed(t, t->run->id);
     for (uint32_t i = 0; i < t->num_bufs; i++)

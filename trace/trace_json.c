@@ -140,15 +140,21 @@ static void write_run(struct writer *w, int pid, const struct trace_rec *r)
     slice(w, pid, TID_TASKS, "task", r, "task");
     fprintf(w->f,
             ",\"args\":{\"run\":%" PRIu64 ",\"slot\":%" PRIu64
-            ",\"gen\":%" PRIu64 ",\"arg_bytes\":%" PRIu64 "}}",
-            r->a, r->d >> 32, r->d & 0xffffffffu, r->b);
+            ",\"gen\":%" PRIu64 ",\"arg_bytes\":%" PRIu64 "%s}}",
+            r->a, r->d >> 32, r->d & 0xffffffffu, r->b,
+            r->cat & TRACE_TASK_FAILED ? ",\"failed\":true" : "");
 }
 
 static void write_task(struct writer *w, int pid, const struct trace_rec *r)
 {
     static const char *const tgt[] = {"chip", "node", "sub"};
-    const char *kind = r->cat < 3 ? tgt[r->cat] : "target";
-    uint64_t posted = r->c >= r->t0 && r->c <= r->t1 ? r->c : r->t0;
+    unsigned cat = r->cat & ~TRACE_TASK_MARKS;
+    const char *kind = cat < 3 ? tgt[cat] : "target";
+    bool ran = !(r->cat & TRACE_TASK_NOT_RUN);
+    /* A task that never ran waited all its time. */
+    uint64_t posted = !ran                             ? r->t1
+                      : r->c >= r->t0 && r->c <= r->t1 ? r->c
+                                                       : r->t0;
 
     /* Async: tasks posted to one target overlap in time. */
     for (int end = 0; end < 2; end++) {
@@ -164,6 +170,10 @@ static void write_task(struct writer *w, int pid, const struct trace_rec *r)
                     r->a, r->b, kind, (unsigned)r->lane);
             put_us(w->f, "queue_wait_us", posted - r->t0);
             put_us(w->f, "run_us", r->t1 - posted);
+            if (r->cat & TRACE_TASK_FAILED)
+                fputs(",\"failed\":true", w->f);
+            if (!ran)
+                fputs(",\"ran\":false", w->f);
             fputc('}', w->f);
         }
         fputc('}', w->f);

@@ -162,15 +162,16 @@ void mbx_child_init_done(struct mbx *m, strata_err err, const char *msg)
 }
 
 void mbx_trace_ran(struct mbx_frame *f, uint64_t t0, uint64_t bytes,
-                   const char *name_array)
+                   const char *name_array, strata_err err)
 {
     uint64_t key = TRACE_SLOT_KEY(f->slot, f->gen);
+    uint16_t failed = err ? TRACE_TASK_FAILED : 0;
 
     f->trace_end = trace_now();
-    trace_put(TRACE_K_RUN, 0, 0, t0, f->trace_end, f->run_id, bytes, 0, key,
-              name_array, true);
+    trace_put(TRACE_K_RUN, failed, 0, t0, f->trace_end, f->run_id, bytes, 0,
+              key, name_array, true);
     if (f->trace.submit)
-        trace_put(TRACE_K_PTASK, f->trace.cat, f->trace.lane, f->trace.submit,
-                  f->trace_end, f->run_id, f->trace.seq, f->trace.post, key,
-                  name_array, true);
+        trace_put(TRACE_K_PTASK, f->trace.cat | failed, f->trace.lane,
+                  f->trace.submit, f->trace_end, f->run_id, f->trace.seq,
+                  f->trace.post, key, name_array, true);
 }

@@ -87,7 +87,7 @@ static strata_err run_traced(strata_worker *w, struct mbx_frame *f)
     if (wire_args_decode(f->args, f->args_len, &a) == STRATA_OK)
         for (uint32_t i = 0; i < a.num_tensors; i++)
             bytes += a.tensors[i].nbytes;
-    mbx_trace_ran(f, t0, bytes, c ? c->name : NULL);
+    mbx_trace_ran(f, t0, bytes, c ? c->name : NULL, err);
     return err;
 }
 

@@ -348,6 +348,104 @@ static void test_trace_global_domain_phases_per_node(void **state)
     assert_int_equal(unlink(trace_path), 0);
 }
 
+/* boom (fails) on node 0 writing a, then a scale of a on node 1, which
+ * never runs (its predecessor failed). */
+static strata_err fail_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct dep_ctx *d = user;
+    strata_args *a = NULL;
+    strata_err e;
+
+    (void)args;
+    it_try(strata_args_create(&a));
+    e = it_add_u32(a, d->a, 0, N, STRATA_OUT);
+    if (!e)
+        e = strata_args_add_scalar(a, L4_K_BOOM);
+    if (!e)
+        e = strata_args_add_scalar(a, 0);
+    if (!e)
+        e = strata_orch_submit_next_level(o, l4_o_forward, a, 0);
+    strata_args_destroy(a);
+    if (e)
+        return e;
+    return l4_scale(o, 1, d->a, 0, d->b, 0, N, 3, 1);
+}
+
+/* The dispatch slice of pid's task to target whose args have key set
+ * to true (key NULL: any). */
+static bool task_marked(const json_t *events, json_int_t pid,
+                        const char *target, const char *key)
+{
+    size_t i;
+    const json_t *e;
+
+    json_array_foreach(events, i, e)
+    {
+        const json_t *args = json_object_get(e, "args");
+
+        if (strcmp(str(e, "ph"), "b") == 0 &&
+            strcmp(str(e, "cat"), "dispatch") == 0 &&
+            json_integer_value(json_object_get(e, "pid")) == pid &&
+            strcmp(str(args, "target"), target) == 0)
+            return !key || json_is_true(json_object_get(args, key));
+    }
+    return false;
+}
+
+/* A failed task and one that never ran are marked so, in the lane of the
+ * target they were for: "failed" on both (and on the first's run slice on
+ * the node), "ran": false and no run time on the second. */
+static void test_trace_failed_and_unrun_tasks_marked(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    struct dep_ctx d;
+    strata_worker *w;
+    json_t *root, *ev;
+    json_int_t l4;
+    size_t i;
+    const json_t *e;
+    bool run_failed = false;
+
+    path_init();
+    testutil_snapshot_take(&before);
+    w = create_l4(2, trace_path);
+    it_ok(strata_worker_init(w));
+    it_ok(strata_worker_create_buffer(w, N * 4, &d.a));
+    it_ok(strata_worker_create_buffer(w, N * 4, &d.b));
+    assert_int_not_equal(strata_worker_run(w, fail_orch, NULL, &d), STRATA_OK);
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+
+    root = load_trace();
+    ev = json_object_get(root, "traceEvents");
+    l4 = pid_of_process(ev, "L4");
+    assert_true(task_marked(ev, l4, "node 0", "failed"));
+    assert_false(task_marked(ev, l4, "node 0", "ran") ||
+                 !task_marked(ev, l4, "node 0", NULL));
+    /* Failed too: with its predecessor's error. */
+    assert_true(task_marked(ev, l4, "node 1", "failed"));
+    json_array_foreach(ev, i, e)
+    {
+        const json_t *args = json_object_get(e, "args");
+
+        if (strcmp(str(e, "ph"), "b") == 0 &&
+            json_integer_value(json_object_get(e, "pid")) == l4 &&
+            strcmp(str(args, "target"), "node 1") == 0) {
+            assert_true(json_is_false(json_object_get(args, "ran")));
+            assert_true(json_number_value(json_object_get(args, "run_us")) ==
+                        0.0);
+        }
+        if (strcmp(str(e, "ph"), "X") == 0 &&
+            strcmp(str(e, "cat"), "task") == 0 &&
+            json_is_true(json_object_get(args, "failed")))
+            run_failed = true;
+    }
+    assert_true(run_failed);
+    json_decref(root);
+    assert_int_equal(unlink(trace_path), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +454,8 @@ int main(void)
         cmocka_unit_test_teardown(test_trace_env_small_buffer_drops_counted,
                                   it_teardown),
         cmocka_unit_test_teardown(test_trace_global_domain_phases_per_node,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_trace_failed_and_unrun_tasks_marked,
                                   it_teardown),
     };
     return cmocka_run_group_tests(tests, l4_setup, NULL);

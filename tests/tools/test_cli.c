@@ -437,6 +437,43 @@ static const char good_trace[] =
     "\"pid\":3,\"tid\":0,\"ts\":101}"
     "]}";
 
+/* A chain of 30 tasks on one chip with a flow from every task to every
+ * later one (435 flows: what a scheduler that links each writer to every
+ * earlier access emits): the critical path is the whole chain. */
+static void test_cli_trace_summary_many_flows_whole_path(void **state)
+{
+    enum { N = 30 };
+    char path[128], *text = malloc(256 * (N + N * N));
+    size_t len = 0;
+    unsigned id = 0;
+
+    (void)state;
+    assert_non_null(text);
+    len += (size_t)sprintf(text + len, "{\"traceEvents\":[");
+    for (int i = 0; i < N; i++)
+        len += (size_t)sprintf(text + len,
+                               "%s{\"ph\":\"X\",\"cat\":\"task\",\"name\":"
+                               "\"k%d\",\"pid\":1,\"tid\":0,\"ts\":%d,"
+                               "\"dur\":9}",
+                               i ? "," : "", i, 10 * i);
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++, id++)
+            len += (size_t)sprintf(
+                text + len,
+                ",{\"ph\":\"s\",\"cat\":\"dep\",\"name\":\"dep\","
+                "\"id\":%u,\"pid\":1,\"tid\":0,\"ts\":%d.5},"
+                "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"dep\",\"name\":"
+                "\"dep\",\"id\":%u,\"pid\":1,\"tid\":0,\"ts\":%d}",
+                id + 1, 10 * i + 8, id + 1, 10 * j);
+    sprintf(text + len, "]}");
+    path_in(path, sizeof(path), "chain.json");
+    write_text(path, text);
+    free(text);
+    assert_int_equal(RUN("trace", "summary", path), 0);
+    assert_non_null(strstr(out, "dependency edges: 435"));
+    assert_non_null(strstr(out, "over 30 tasks"));
+}
+
 static void test_cli_trace_validate_summary_ok_and_refused(void **state)
 {
     char good[128], bad[128];
@@ -511,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_cli_node_ping_insecure_loopback_ok),
         cmocka_unit_test(test_cli_help_matches_man_pages_ok),
         cmocka_unit_test(test_cli_trace_validate_summary_ok_and_refused),
+        cmocka_unit_test(test_cli_trace_summary_many_flows_whole_path),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

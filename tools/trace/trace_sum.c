@@ -203,14 +203,19 @@ static int edge_cmp(const void *x, const void *y)
  * its producer ended; an edge that says otherwise is ignored). */
 static void critical_path(const struct sum *s, FILE *out)
 {
-    size_t n = s->num_task, cap = 4 * n + 16, ne = 0, k = 0;
-    long(*e)[2] = malloc(cap * sizeof(*e));
+    size_t n = s->num_task, cap = 1, ne = 0, k = 0;
+    long(*e)[2];
     struct at *order = malloc((n + 1) * sizeof(*order));
     long *pred = malloc((n + 1) * sizeof(*pred));
     double *best = malloc((n + 1) * sizeof(*best)), top = 0;
     long end = -1, chain[PATH_SHOWN];
     size_t len = 0;
 
+    /* An edge per flow: a task may have many (every earlier access it
+     * conflicts with), not a bounded few. */
+    for (size_t i = 0; i < s->f->n; i++)
+        cap += s->f->ev[i].ph == 's';
+    e = malloc(cap * sizeof(*e));
     if (!e || !order || !pred || !best)
         goto out;
     ne = edges(s, e, cap);

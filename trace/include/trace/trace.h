@@ -43,8 +43,14 @@ enum trace_kind {
     TRACE_K_PTASK = 7,
 };
 
-/* TRACE_K_TASK's cat: the kind of target. */
+/* TRACE_K_TASK's cat: the kind of target, or'ed with the marks below. */
 enum trace_target { TRACE_TGT_CHIP = 0, TRACE_TGT_NODE, TRACE_TGT_SUB };
+/* Or'ed into a TRACE_K_TASK's or TRACE_K_PTASK's cat (and a
+ * TRACE_K_RUN's): the task failed; it never ran (failed before it was
+ * posted: a failed predecessor, a dead target). */
+#define TRACE_TASK_FAILED 0x100u
+#define TRACE_TASK_NOT_RUN 0x200u
+#define TRACE_TASK_MARKS (TRACE_TASK_FAILED | TRACE_TASK_NOT_RUN)
 
 /* Lanes (threads in the JSON) of TRACE_K_SPAN records. */
 enum trace_lane {

@@ -219,9 +219,10 @@ bool mbx_child_complete(struct mbx *m, const struct mbx_shared *s);
 void mbx_child_init_done(struct mbx *m, strata_err err, const char *msg);
 /* While tracing: the child ran f's task from t0 (trace_now) until now,
  * over bytes of tensors, calling the registry name name_array (an array
- * of at least TRACE_NAME_BYTES, or NULL). Sets f->trace_end and records
- * the run, and the task as its orchestrator saw it when f carries that. */
+ * of at least TRACE_NAME_BYTES, or NULL), with the outcome err. Sets
+ * f->trace_end and records the run, and the task as its orchestrator saw
+ * it when f carries that (both marked TRACE_TASK_FAILED if err). */
 void mbx_trace_ran(struct mbx_frame *f, uint64_t t0, uint64_t bytes,
-                   const char *name_array);
+                   const char *name_array, strata_err err);
 
 #endif
