@@ -167,6 +167,39 @@ void trace_put(enum trace_kind kind, uint16_t cat, uint16_t lane, uint64_t t0,
     __atomic_store_n(&r->kind, (uint32_t)kind, __ATOMIC_RELEASE);
 }
 
+void trace_put_runtask(uint16_t cat, uint16_t lane, uint64_t t0, uint64_t t1,
+                       uint64_t run_id, uint64_t bytes, uint64_t key,
+                       uint64_t submit, uint64_t post, uint64_t seq,
+                       const char *name_array)
+{
+    struct trace_hdr *h = __atomic_load_n(&trace_self, __ATOMIC_ACQUIRE);
+    struct trace_rec *r;
+    uint32_t i;
+
+    if (!h)
+        return;
+    i = claim(h);
+    if (i == UINT32_MAX)
+        return;
+    r = &h->recs[i];
+    r->cat = cat;
+    r->lane = lane;
+    r->t0 = t0;
+    r->t1 = t1;
+    r->a = run_id;
+    r->b = bytes;
+    r->c = post;
+    r->d = key;
+    if (name_array)
+        memcpy(r->name, name_array, TRACE_RUNTASK_NAME);
+    else
+        r->name[0] = '\0';
+    r->name[TRACE_RUNTASK_NAME - 1] = '\0';
+    memcpy(r->name + TRACE_RUNTASK_NAME, &submit, sizeof(submit));
+    memcpy(r->name + TRACE_RUNTASK_NAME + 8, &seq, sizeof(seq));
+    __atomic_store_n(&r->kind, (uint32_t)TRACE_K_RUNTASK, __ATOMIC_RELEASE);
+}
+
 /* Points trace_self at h (or nothing), retiring every thread's claim. */
 static void set_self(struct trace_hdr *h)
 {

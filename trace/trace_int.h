@@ -86,6 +86,13 @@ strata_err trace_merge_session(const char *path, pid_t root);
 strata_err trace_session_collect_root(pid_t root, trace_collect_fn fn,
                                       void *ctx);
 
+_Static_assert(TRACE_RUNTASK_NAME + 16 == TRACE_NAME_MAX,
+               "a TRACE_K_RUNTASK's two words fill its name's tail");
+
+/* A TRACE_K_RUNTASK r as the two records it stands for. */
+void trace_runtask_split(const struct trace_rec *r, struct trace_rec *run,
+                         struct trace_rec *task);
+
 /* Converts a record copied from a buffer of clock h->clock in place (its
  * stored kind: flags and all) to ns plus shift (trace_merge.c). */
 void trace_rec_to_ns(const struct trace_hdr *h, struct trace_rec *o,

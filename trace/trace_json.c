@@ -262,6 +262,14 @@ static void write_rec(struct writer *w, int pid, int ppid,
     case TRACE_K_PTASK: /* the parent's, recorded here */
         write_task(w, ppid, r);
         break;
+    case TRACE_K_RUNTASK: {
+        struct trace_rec run, task;
+
+        trace_runtask_split(r, &run, &task);
+        write_run(w, pid, &run);
+        write_task(w, ppid, &task);
+        break;
+    }
     case TRACE_K_EDGE:
         write_edge(w, pid, r);
         break;
@@ -299,7 +307,7 @@ static void write_rec(struct writer *w, int pid, int ppid,
     }
 }
 
-/* Every TRACE_K_RUN, keyed for the flow arrows. */
+/* Every TRACE_K_RUN (and TRACE_K_RUNTASK), keyed for the flow arrows. */
 static strata_err index_runs(struct writer *w, const struct trace_buf *bufs,
                              size_t n)
 {
@@ -313,8 +321,9 @@ static strata_err index_runs(struct writer *w, const struct trace_buf *bufs,
     for (size_t i = 0; i < n; i++)
         for (uint32_t j = 0; j < bufs[i].n; j++) {
             const struct trace_rec *r = &bufs[i].h->recs[j];
+            uint32_t kind = __atomic_load_n(&r->kind, __ATOMIC_ACQUIRE);
 
-            if (__atomic_load_n(&r->kind, __ATOMIC_ACQUIRE) != TRACE_K_RUN)
+            if (kind != TRACE_K_RUN && kind != TRACE_K_RUNTASK)
                 continue;
             w->keys[w->num_keys++] = (struct run_key){.orch = bufs[i].h->ppid,
                                                       .pid = bufs[i].h->pid,

@@ -38,8 +38,35 @@ void trace_rec_to_ns(const struct trace_hdr *h, struct trace_rec *o,
     if (o->t1)
         o->t1 = to_ns(h, tsc, o->t1, per_tick, shift);
     if (o->c && (o->kind == TRACE_K_TASK || o->kind == TRACE_K_PTASK ||
+                 o->kind == TRACE_K_RUNTASK ||
                  (o->kind == TRACE_K_SPAN && o->cat == TRACE_CAT_RUN)))
         o->c = to_ns(h, tsc, o->c, per_tick, shift);
+    if (o->kind == TRACE_K_RUNTASK) {
+        uint64_t submit;
+
+        memcpy(&submit, o->name + TRACE_RUNTASK_NAME, sizeof(submit));
+        submit = to_ns(h, tsc, submit, per_tick, shift);
+        memcpy(o->name + TRACE_RUNTASK_NAME, &submit, sizeof(submit));
+    }
+}
+
+void trace_runtask_split(const struct trace_rec *r, struct trace_rec *run,
+                         struct trace_rec *task)
+{
+    *run = *r;
+    run->kind = TRACE_K_RUN;
+    run->cat = r->cat & TRACE_TASK_FAILED;
+    run->lane = 0;
+    run->c = 0;
+    memset(run->name + TRACE_RUNTASK_NAME, 0,
+           TRACE_NAME_MAX - TRACE_RUNTASK_NAME);
+    *task = *run;
+    task->kind = TRACE_K_TASK;
+    task->cat = r->cat;
+    task->lane = r->lane;
+    memcpy(&task->t0, r->name + TRACE_RUNTASK_NAME, sizeof(task->t0));
+    memcpy(&task->b, r->name + TRACE_RUNTASK_NAME + 8, sizeof(task->b));
+    task->c = r->c;
 }
 
 bool trace_buf_load(const struct trace_hdr *h, uint32_t n, uint64_t tsc1,

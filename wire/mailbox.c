@@ -168,6 +168,15 @@ void mbx_trace_ran(struct mbx_frame *f, uint64_t t0, uint64_t bytes,
     uint16_t failed = err ? TRACE_TASK_FAILED : 0;
 
     f->trace_end = trace_now();
+    /* Both in one record when the name fits its shorter field. */
+    if (f->trace.submit &&
+        (!name_array ||
+         strnlen(name_array, TRACE_RUNTASK_NAME) < TRACE_RUNTASK_NAME)) {
+        trace_put_runtask(f->trace.cat | failed, f->trace.lane, t0,
+                          f->trace_end, f->run_id, bytes, key, f->trace.submit,
+                          f->trace.post, f->trace.seq, name_array);
+        return;
+    }
     trace_put(TRACE_K_RUN, failed, 0, t0, f->trace_end, f->run_id, bytes, 0,
               key, name_array, true);
     if (f->trace.submit)

@@ -446,6 +446,73 @@ static void test_trace_failed_and_unrun_tasks_marked(void **state)
     assert_int_equal(unlink(trace_path), 0);
 }
 
+static strata_err noop_kernel(strata_chip *chip, const strata_args *a)
+{
+    (void)chip;
+    (void)a;
+    return STRATA_OK;
+}
+
+/* 40 characters: past a one-record task's name field (31), within a
+ * record's name (47). */
+#define LONG_NAME "trace.a_kernel_name_of_forty_characters_"
+
+static strata_err names_orch(strata_orch *o, const strata_args *args,
+                             void *user)
+{
+    const strata_callable *k = user;
+    strata_args *a = NULL;
+    strata_err e;
+
+    (void)args;
+    it_try(strata_args_create(&a));
+    e = strata_orch_submit_next_level(o, k[0], a, 0);
+    if (!e)
+        e = strata_orch_submit_next_level(o, k[1], a, 0);
+    strata_args_destroy(a);
+    return e;
+}
+
+/* A chip records a task it ran and its orchestrator's view of it in one
+ * record when the callable's name is short, in two when it is long: the
+ * file says the same either way. */
+static void test_trace_short_and_long_names_same_slices(void **state)
+{
+    (void)state;
+    static const int chip0[1] = {0};
+    strata_callable k[2];
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+    json_t *root, *ev;
+    json_int_t l3, chip;
+
+    it_ok(strata_register_kernel("trace.short", noop_kernel, &k[0]));
+    it_ok(strata_register_kernel(LONG_NAME, noop_kernel, &k[1]));
+    path_init();
+    strata_worker_config_init(&cfg, 3);
+    cfg.chip_ids = chip0;
+    cfg.num_chips = 1;
+    cfg.trace_path = trace_path;
+    it_ok(it_worker_create(&cfg, &w));
+    it_ok(strata_worker_init(w));
+    it_ok(strata_worker_run(w, names_orch, NULL, k));
+    it_ok(it_worker_destroy(w));
+
+    root = load_trace();
+    ev = json_object_get(root, "traceEvents");
+    l3 = pid_of_process(ev, "L3");
+    chip = pid_of_process(ev, "chip 0");
+    assert_true(l3 >= 0 && chip >= 0);
+    assert_int_equal(count(ev, "X", "task", "trace.short", chip), 1);
+    assert_int_equal(count(ev, "X", "task", LONG_NAME, chip), 1);
+    assert_true(task_marked(ev, l3, "chip 0", NULL));
+    assert_int_equal(count(ev, "b", "dispatch", "trace.short", l3), 1);
+    assert_int_equal(count(ev, "b", "dispatch", LONG_NAME, l3), 1);
+    assert_int_equal(count(ev, "e", "dispatch", NULL, l3), 2);
+    json_decref(root);
+    assert_int_equal(unlink(trace_path), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -456,6 +523,8 @@ int main(void)
         cmocka_unit_test_teardown(test_trace_global_domain_phases_per_node,
                                   it_teardown),
         cmocka_unit_test_teardown(test_trace_failed_and_unrun_tasks_marked,
+                                  it_teardown),
+        cmocka_unit_test_teardown(test_trace_short_and_long_names_same_slices,
                                   it_teardown),
     };
     return cmocka_run_group_tests(tests, l4_setup, NULL);

@@ -41,6 +41,12 @@ enum trace_kind {
      * behalf of its orchestrator, this process's parent, from what the
      * orchestrator put in the task's frame (mbx_trace_ran). */
     TRACE_K_PTASK = 7,
+    /* A TRACE_K_RUN and the TRACE_K_PTASK of the same task in one record
+     * (trace_put_runtask): t0, t1, a and d as the run's, b its tensors'
+     * bytes, c the post, cat and lane the task's; the name in the first
+     * TRACE_RUNTASK_NAME bytes of name, the submission time and the
+     * task's number in the last 16 (trace_runtask_split). */
+    TRACE_K_RUNTASK = 8,
 };
 
 /* TRACE_K_TASK's cat: the kind of target, or'ed with the marks below. */
@@ -123,6 +129,21 @@ void trace_put(enum trace_kind kind, uint16_t cat, uint16_t lane, uint64_t t0,
 
 /* The bytes of a record's name, its terminating NUL included. */
 #define TRACE_NAME_BYTES 48
+
+/* The bytes of a TRACE_K_RUNTASK's name, its NUL included: a longer name
+ * takes two records (TRACE_K_RUN and TRACE_K_PTASK). */
+#define TRACE_RUNTASK_NAME 32
+
+/* One TRACE_K_RUNTASK: a task that ran here from t0 until t1 (run id
+ * run_id, its tensors' bytes, frame key), which its orchestrator (this
+ * process's parent) submitted at submit and posted at post as task seq
+ * to target cat (with marks) and lane; name_array as for trace_put,
+ * holding a name shorter than TRACE_RUNTASK_NAME. Half the cost of the
+ * two records. */
+void trace_put_runtask(uint16_t cat, uint16_t lane, uint64_t t0, uint64_t t1,
+                       uint64_t run_id, uint64_t bytes, uint64_t key,
+                       uint64_t submit, uint64_t post, uint64_t seq,
+                       const char *name_array);
 
 static inline void trace_record(enum trace_kind kind, uint16_t cat,
                                 uint16_t lane, uint64_t t0, uint64_t t1,
