@@ -132,19 +132,21 @@ static uint32_t claim(struct trace_hdr *h)
     return (uint32_t)i;
 }
 
-void trace_put(enum trace_kind kind, uint16_t cat, uint16_t lane, uint64_t t0,
-               uint64_t t1, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
-               const char *name, bool name_array)
+/* A claimed record with its common fields set (kind not yet: the caller
+ * publishes it last), or NULL: not tracing, or counted dropped. */
+static inline struct trace_rec *fill(uint16_t cat, uint16_t lane, uint64_t t0,
+                                     uint64_t t1, uint64_t a, uint64_t b,
+                                     uint64_t c, uint64_t d)
 {
     struct trace_hdr *h = __atomic_load_n(&trace_self, __ATOMIC_ACQUIRE);
     struct trace_rec *r;
     uint32_t i;
 
     if (!h)
-        return;
+        return NULL;
     i = claim(h);
     if (i == UINT32_MAX)
-        return;
+        return NULL;
     r = &h->recs[i];
     r->cat = cat;
     r->lane = lane;
@@ -154,6 +156,17 @@ void trace_put(enum trace_kind kind, uint16_t cat, uint16_t lane, uint64_t t0,
     r->b = b;
     r->c = c;
     r->d = d;
+    return r;
+}
+
+void trace_put(enum trace_kind kind, uint16_t cat, uint16_t lane, uint64_t t0,
+               uint64_t t1, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+               const char *name, bool name_array)
+{
+    struct trace_rec *r = fill(cat, lane, t0, t1, a, b, c, d);
+
+    if (!r)
+        return;
     if (name && name_array) {
         /* A fixed-size copy: no length to measure first. */
         memcpy(r->name, name, TRACE_NAME_MAX);
@@ -172,24 +185,10 @@ void trace_put_runtask(uint16_t cat, uint16_t lane, uint64_t t0, uint64_t t1,
                        uint64_t submit, uint64_t post, uint64_t seq,
                        const char *name_array)
 {
-    struct trace_hdr *h = __atomic_load_n(&trace_self, __ATOMIC_ACQUIRE);
-    struct trace_rec *r;
-    uint32_t i;
+    struct trace_rec *r = fill(cat, lane, t0, t1, run_id, bytes, post, key);
 
-    if (!h)
+    if (!r)
         return;
-    i = claim(h);
-    if (i == UINT32_MAX)
-        return;
-    r = &h->recs[i];
-    r->cat = cat;
-    r->lane = lane;
-    r->t0 = t0;
-    r->t1 = t1;
-    r->a = run_id;
-    r->b = bytes;
-    r->c = post;
-    r->d = key;
     if (name_array)
         memcpy(r->name, name_array, TRACE_RUNTASK_NAME);
     else
