@@ -472,6 +472,7 @@ static void test_cli_trace_summary_many_flows_whole_path(void **state)
     assert_int_equal(RUN("trace", "summary", path), 0);
     assert_non_null(strstr(out, "dependency edges: 435"));
     assert_non_null(strstr(out, "over 30 tasks"));
+    assert_int_equal(unlink(path), 0);
 }
 
 static void test_cli_trace_validate_summary_ok_and_refused(void **state)
