@@ -527,6 +527,42 @@ static void test_cli_trace_validate_summary_ok_and_refused(void **state)
                     "\"ts\":1}]");
     assert_int_equal(RUN("trace", "summary", bad), 1);
     assert_non_null(strstr(err, "id 7"));
+    /* A flow start without its end; an async begin without its end; two
+     * async slices of one category open at once under one id. */
+    write_text(bad, "[{\"ph\":\"s\",\"id\":8,\"pid\":1,\"tid\":0,"
+                    "\"ts\":1}]");
+    assert_int_equal(RUN("trace", "validate", bad), 1);
+    assert_non_null(strstr(err, "id 8: a 's' has no 'f'"));
+    write_text(
+        bad,
+        "[{\"ph\":\"b\",\"cat\":\"dispatch\",\"name\":\"k\",\"id\":\"0x3\","
+        "\"pid\":1,\"tid\":0,\"ts\":1}]");
+    assert_int_equal(RUN("trace", "validate", bad), 1);
+    assert_non_null(strstr(err, "a 'b' has no 'e'"));
+    write_text(
+        bad,
+        "[{\"ph\":\"b\",\"cat\":\"dispatch\",\"name\":\"k\",\"id\":\"0x4\","
+        "\"pid\":1,\"tid\":0,\"ts\":1},"
+        "{\"ph\":\"b\",\"cat\":\"dispatch\",\"name\":\"k\",\"id\":\"0x4\","
+        "\"pid\":1,\"tid\":0,\"ts\":2},"
+        "{\"ph\":\"e\",\"cat\":\"dispatch\",\"name\":\"k\",\"id\":\"0x4\","
+        "\"pid\":1,\"tid\":0,\"ts\":3},"
+        "{\"ph\":\"e\",\"cat\":\"dispatch\",\"name\":\"k\",\"id\":\"0x4\","
+        "\"pid\":1,\"tid\":0,\"ts\":4}]");
+    assert_int_equal(RUN("trace", "validate", bad), 1);
+    assert_non_null(strstr(err, "two events share the id"));
+    /* One id in two categories names two things: sound. */
+    write_text(
+        bad,
+        "[{\"ph\":\"b\",\"cat\":\"dispatch\",\"name\":\"k\",\"id\":\"0x5\","
+        "\"pid\":1,\"tid\":0,\"ts\":1},"
+        "{\"ph\":\"b\",\"cat\":\"run\",\"name\":\"r\",\"id\":\"0x5\","
+        "\"pid\":1,\"tid\":4,\"ts\":2},"
+        "{\"ph\":\"e\",\"cat\":\"dispatch\",\"name\":\"k\",\"id\":\"0x5\","
+        "\"pid\":1,\"tid\":0,\"ts\":3},"
+        "{\"ph\":\"e\",\"cat\":\"run\",\"name\":\"r\",\"id\":\"0x5\","
+        "\"pid\":1,\"tid\":4,\"ts\":4}]");
+    assert_int_equal(RUN("trace", "validate", bad), 0);
     write_text(bad, "{\"traceEvents\": [");
     assert_int_equal(RUN("trace", "validate", bad), 1);
     assert_non_null(strstr(err, "not JSON"));

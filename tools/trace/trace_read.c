@@ -171,31 +171,53 @@ static int check_nesting(struct tr_event **x, size_t n, char *err, size_t cap)
     return 0;
 }
 
+/* By id and category (an id names one thing within its category), then
+ * time; at one time a start before its end. */
 static int id_cmp(const void *x, const void *y)
 {
     const struct tr_event *a = *(const struct tr_event *const *)x;
     const struct tr_event *b = *(const struct tr_event *const *)y;
     int c = strcmp(a->id, b->id);
 
-    return c ? c : (a->ph > b->ph) - (a->ph < b->ph);
+    if (!c)
+        c = strcmp(a->cat, b->cat);
+    if (c)
+        return c;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return (a->ph == 'e' || a->ph == 'f') - (b->ph == 'e' || b->ph == 'f');
 }
 
-/* Every flow end ('f') and step ('t') has its start ('s'); every async
- * end ('e') its begin ('b'). ids are grouped by sorting. */
+/* Per id, in time order, starts and ends alternate, start first, and
+ * none is left open: every flow start ('s') has its end ('f'), steps
+ * ('t') in between; every async begin ('b') its end ('e'), and no id is
+ * open twice at once (two tasks given one id). */
 static int check_pairs(struct tr_event **v, size_t n, char start, char end,
                        char *err, size_t cap)
 {
     qsort(v, n, sizeof(*v), id_cmp);
     for (size_t i = 0; i < n;) {
-        size_t j = i, starts = 0, ends = 0;
+        size_t j = i;
+        bool open = false;
 
-        for (; j < n && strcmp(v[j]->id, v[i]->id) == 0; j++) {
-            starts += v[j]->ph == start;
-            ends += v[j]->ph == end;
+        for (; j < n && strcmp(v[j]->id, v[i]->id) == 0 &&
+               strcmp(v[j]->cat, v[i]->cat) == 0;
+             j++) {
+            if (v[j]->ph == start && open)
+                return fail(err, cap,
+                            "id %s: a second '%c' at %.3f us while one is "
+                            "open (two events share the id)",
+                            v[i]->id + 2, start, v[j]->ts);
+            if (v[j]->ph != start && !open)
+                return fail(err, cap,
+                            "id %s: '%c' at %.3f us with no '%c' open",
+                            v[i]->id + 2, v[j]->ph, v[j]->ts, start);
+            if (v[j]->ph == start || v[j]->ph == end)
+                open = v[j]->ph == start;
         }
-        if (ends > starts)
-            return fail(err, cap, "id %s: %zu '%c' events but %zu '%c'",
-                        v[i]->id + 2, ends, end, starts, start);
+        if (open)
+            return fail(err, cap, "id %s: a '%c' has no '%c'", v[i]->id + 2,
+                        start, end);
         i = j;
     }
     return 0;
