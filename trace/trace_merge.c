@@ -26,7 +26,11 @@ static uint64_t to_ns(const struct trace_hdr *h, bool tsc, uint64_t t,
     if (tsc)
         ns = (double)h->ns0 + ((double)t - (double)h->tsc0) * per_tick;
     ns += (double)shift;
-    return ns > 0 ? (uint64_t)ns : 0;
+    /* A peer's record may hold any value: clamped, never converted out
+     * of range (2^64 is exactly a double). */
+    return !(ns > 0)                      ? 0
+           : ns >= 18446744073709551616.0 ? UINT64_MAX
+                                          : (uint64_t)ns;
 }
 
 void trace_rec_to_ns(const struct trace_hdr *h, struct trace_rec *o,
