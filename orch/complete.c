@@ -74,8 +74,8 @@ uint16_t orch_trace_target(const struct orch_endpoint *ep)
 }
 
 /* The task as its orchestrator saw it: submitted, posted, completed;
- * unless its target recorded that already (mbx_trace_ran: the frame's
- * trace_end is set). */
+ * unless its target recorded that already (mbx_trace_ran). A task the
+ * target never began is drawn as not run. */
 static void trace_task(struct orch_sched *s, const struct orch_task *t,
                        strata_err err)
 {
@@ -83,7 +83,7 @@ static void trace_task(struct orch_sched *s, const struct orch_task *t,
     const char *name;
     const struct orch_endpoint *ep;
 
-    if (t->trace_done)
+    if (t->trace_by_target)
         return;
     c = t->trace_name ? NULL : chip_registry_find(t->callable.digest);
     name = t->trace_name ? t->trace_name : c ? c->name : NULL;
@@ -92,12 +92,12 @@ static void trace_task(struct orch_sched *s, const struct orch_task *t,
          : t->ep >= 0  ? &s->eps[t->ep]
                        : NULL;
     /* name is a registry entry's array: copied whole. */
-    trace_put(TRACE_K_TASK,
-              (uint16_t)(orch_trace_target(ep) | (err ? TRACE_TASK_FAILED : 0) |
-                         (t->trace_post ? 0 : TRACE_TASK_NOT_RUN)),
-              ep ? (uint16_t)ep->id : 0, t->trace_submit, trace_now(),
-              t->run->id, t->seq, t->trace_post,
-              TRACE_SLOT_KEY(t->slot, t->gen), name, true);
+    trace_put(
+        TRACE_K_TASK,
+        (uint16_t)(orch_trace_target(ep) | (err ? TRACE_TASK_FAILED : 0) |
+                   (t->trace_post && !t->not_run ? 0 : TRACE_TASK_NOT_RUN)),
+        ep ? (uint16_t)ep->id : 0, t->trace_submit, trace_now(), t->run->id,
+        t->seq, t->trace_post, TRACE_SLOT_KEY(t->slot, t->gen), name, true);
 }
 
 static void finish(struct orch_sched *s, struct orch_task *t, strata_err err,
@@ -197,8 +197,7 @@ static void finish_frame(struct orch_sched *s, struct orch_endpoint *ep,
         err = STRATA_EPROTO;
     }
     t->not_run = err && (f->result & MBX_RESULT_NOT_RUN);
-    if (f->slot == t->slot && f->gen == t->gen)
-        t->trace_done = f->trace_end;
+    t->trace_by_target = f->trace_recorded != 0;
     orch_complete(s, t, err, err ? f->msg : NULL);
 }
 

@@ -64,7 +64,7 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
         memcpy(f->args, t->blob, t->blob_len);
     f->args_len = t->blob_len;
     f->result = 0;
-    f->trace_end = 0;
+    f->trace_recorded = 0;
     f->msg[0] = '\0';
     __atomic_store_n(&f->done, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&f->claim, MBX_CLAIM_POSTED, __ATOMIC_RELAXED);

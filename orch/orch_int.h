@@ -65,12 +65,12 @@ struct orch_task {
     /* Timeline trace, set only while tracing: record-clock times
      * (trace_now) of the submission and the post, the endpoint it was
      * posted to, and its callable's name (NULL: looked up at the end).
-     * trace_done: when its chip or node ended it (the frame's trace_end),
-     * which then recorded the task for us (mbx_trace_ran); else 0, and
-     * the completion records it with its own clock reading. */
+     * trace_by_target: its chip or node recorded the task for us
+     * (mbx_trace_ran set the frame's trace_recorded); else the completion
+     * records it with its own clock reading. */
     uint64_t trace_submit;
     uint64_t trace_post;
-    uint64_t trace_done;
+    bool trace_by_target;
     int trace_ep;
     const char *trace_name;
 };

@@ -84,7 +84,7 @@ strata_err orch_slot_alloc(struct orch_sched *s, struct orch_task **out)
     t->kind = MBX_TASK;
     t->trace_submit = 0;
     t->trace_post = 0;
-    t->trace_done = 0;
+    t->trace_by_target = false;
     t->trace_name = NULL;
     *out = t;
     return STRATA_OK;

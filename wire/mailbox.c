@@ -166,21 +166,22 @@ void mbx_trace_ran(struct mbx_frame *f, uint64_t t0, uint64_t bytes,
 {
     uint64_t key = TRACE_SLOT_KEY(f->slot, f->gen);
     uint16_t failed = err ? TRACE_TASK_FAILED : 0;
+    uint64_t end = trace_now();
 
-    f->trace_end = trace_now();
+    f->trace_recorded = 1;
     /* Both in one record when the name fits its shorter field. */
     if (f->trace.submit &&
         (!name_array ||
          strnlen(name_array, TRACE_RUNTASK_NAME) < TRACE_RUNTASK_NAME)) {
-        trace_put_runtask(f->trace.cat | failed, f->trace.lane, t0,
-                          f->trace_end, f->run_id, bytes, key, f->trace.submit,
-                          f->trace.post, f->trace.seq, name_array);
+        trace_put_runtask(f->trace.cat | failed, f->trace.lane, t0, end,
+                          f->run_id, bytes, key, f->trace.submit, f->trace.post,
+                          f->trace.seq, name_array);
         return;
     }
-    trace_put(TRACE_K_RUN, failed, 0, t0, f->trace_end, f->run_id, bytes, 0,
-              key, name_array, true);
+    trace_put(TRACE_K_RUN, failed, 0, t0, end, f->run_id, bytes, 0, key,
+              name_array, true);
     if (f->trace.submit)
         trace_put(TRACE_K_PTASK, f->trace.cat | failed, f->trace.lane,
-                  f->trace.submit, f->trace_end, f->run_id, f->trace.seq,
-                  f->trace.post, key, name_array, true);
+                  f->trace.submit, end, f->run_id, f->trace.seq, f->trace.post,
+                  key, name_array, true);
 }

@@ -551,6 +551,11 @@ static void test_cli_trace_validate_summary_ok_and_refused(void **state)
         "\"pid\":1,\"tid\":0,\"ts\":4}]");
     assert_int_equal(RUN("trace", "validate", bad), 1);
     assert_non_null(strstr(err, "two events share the id"));
+    /* A flow step at its start's time sorts after it: sound. */
+    write_text(bad, "[{\"ph\":\"t\",\"id\":9,\"pid\":1,\"tid\":0,\"ts\":1},"
+                    "{\"ph\":\"s\",\"id\":9,\"pid\":1,\"tid\":0,\"ts\":1},"
+                    "{\"ph\":\"f\",\"id\":9,\"pid\":1,\"tid\":0,\"ts\":2}]");
+    assert_int_equal(RUN("trace", "validate", bad), 0);
     /* One id in two categories names two things: sound. */
     write_text(
         bad,

@@ -171,8 +171,15 @@ static int check_nesting(struct tr_event **x, size_t n, char *err, size_t cap)
     return 0;
 }
 
+/* Where an event sits among its id's events at one time: start, step,
+ * end. */
+static int pair_rank(char ph)
+{
+    return ph == 'e' || ph == 'f' ? 2 : ph == 't' ? 1 : 0;
+}
+
 /* By id and category (an id names one thing within its category), then
- * time; at one time a start before its end. */
+ * time; at one time a start before a step before an end. */
 static int id_cmp(const void *x, const void *y)
 {
     const struct tr_event *a = *(const struct tr_event *const *)x;
@@ -185,7 +192,7 @@ static int id_cmp(const void *x, const void *y)
         return c;
     if (a->ts != b->ts)
         return a->ts < b->ts ? -1 : 1;
-    return (a->ph == 'e' || a->ph == 'f') - (b->ph == 'e' || b->ph == 'f');
+    return pair_rank(a->ph) - pair_rank(b->ph);
 }
 
 /* Per id, in time order, starts and ends alternate, start first, and

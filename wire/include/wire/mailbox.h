@@ -107,9 +107,9 @@ struct mbx_frame {
                             MBX_RESULT_NOT_RUN when the task never began */
     uint32_t done;       /* remote nodes: result final (may be out of order) */
     uint32_t claim;      /* enum mbx_claim: a control frame may be withdrawn */
-    /* Timeline trace: when the child's task ended (trace_now), which its
-     * orchestrator records as the task's completion; 0: not recorded. */
-    uint64_t trace_end;
+    /* Timeline trace: the child recorded the task on its orchestrator's
+     * behalf (mbx_trace_ran), which then records nothing of its own. */
+    uint32_t trace_recorded;
     char msg[STRATA_ERRMSG_MAX];
     _Alignas(8) uint8_t args[WIRE_ARGS_MAX];
     /* Timeline trace, written by the orchestrator only while it traces
@@ -220,7 +220,7 @@ void mbx_child_init_done(struct mbx *m, strata_err err, const char *msg);
 /* While tracing: the child ran f's task from t0 (trace_now) until now,
  * over bytes of tensors, calling the registry name name_array (an array
  * of at least TRACE_NAME_BYTES, or NULL), with the outcome err. Sets
- * f->trace_end and records the run, and the task as its orchestrator saw
+ * f->trace_recorded and records the run, and the task as its orchestrator saw
  * it when f carries that (both marked TRACE_TASK_FAILED if err). */
 void mbx_trace_ran(struct mbx_frame *f, uint64_t t0, uint64_t bytes,
                    const char *name_array, strata_err err);
