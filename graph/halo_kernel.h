@@ -146,6 +146,9 @@ char *halo_k_window_data(const struct rank_ctx *c, uint32_t r);
  * failure, so peers finish instead of waiting out their timeout (the run
  * fails with this rank's error anyway). */
 void halo_k_signal_all(struct rank_ctx *c, bool send);
+/* How long one wait for a peer may take: timeout_s, or over the mpi
+ * transport longer (the exchange's deadline decides there). */
+double halo_k_wait_s(const struct rank_ctx *c);
 /* Waits until peer handed over at least need (chunks, or 1 in the VJP). */
 strata_err halo_k_wait_for(struct rank_ctx *c, uint64_t peer, uint64_t need);
 void halo_k_exchange_done(struct rank_ctx *c);

@@ -308,7 +308,10 @@ typedef struct strata_halo_spec {
                          STRATA_EINVAL. Over the mpi transport it also
                          bounds each call's whole MPI exchange on a rank:
                          past it the rank ends the MPI job (the group is
-                         lost, STRATA_EPEER), so give a large call room */
+                         lost, STRATA_EPEER), so give a large call room;
+                         there a chip's wait for a row of another node is
+                         bounded by max(2 x timeout_s, timeout_s + 30 s),
+                         so that the exchange's deadline decides */
     /* Forward: a rank hands its rows to each neighbour in chunks of about
      * this many bytes (whole rows, at least one), and computes a boundary
      * row as soon as the chunks it reads are in (docs/halo.md, "Chunked

@@ -457,10 +457,12 @@ static void fails_fast(struct menv *e, strata_halo *h, strata_err want,
                        const char *needle)
 {
     double t0 = testutil_now();
+    strata_err err = run_both(e, h);
 
-    assert_int_equal(run_both(e, h), want);
-    print_message("failed after %.1f s: %s\n", testutil_now() - t0,
-                  strata_errmsg());
+    /* Printed first, so that a failure below says what happened. */
+    print_message("failed after %.1f s (%s): %s\n", testutil_now() - t0,
+                  strata_errname(err), strata_errmsg());
+    assert_int_equal(err, want);
     rk_assert_contains(strata_errmsg(), needle);
     assert_true(testutil_now() - t0 < 30.0);
 }
