@@ -424,10 +424,13 @@ static int ping(int argc, char **argv)
         return cli_fail(CLI_FAIL, CMD_PING, "%s", why);
     }
     if (ctx) {
+        /* The server name tells strata-node this is a health check. A
+         * copy: OpenSSL's macro casts the name to void *. */
+        char sni[] = WIRE_HEALTH_SERVER_NAME;
+
         ssl = SSL_new(ctx);
-        /* The server name tells strata-node this is a health check. */
         if (!ssl || SSL_set_fd(ssl, fd) != 1 ||
-            SSL_set_tlsext_host_name(ssl, WIRE_HEALTH_SERVER_NAME) != 1) {
+            SSL_set_tlsext_host_name(ssl, sni) != 1) {
             rc = cli_fail(CLI_FAIL, CMD_PING, "SSL_new failed");
             goto out;
         }
