@@ -261,12 +261,28 @@ static void forward_interior(const struct rank_ctx *c)
 static void forward_rounds(const struct rank_ctx *c, uint64_t t0, uint64_t t1)
 {
     int64_t start = (int64_t)base_now_ns();
+    uint64_t j0 = t0 ? c->round_end[t0 - 1] : 0, j1 = c->round_end[t1 - 1];
 
-    for (uint64_t j = t0 ? c->round_end[t0 - 1] : 0; j < c->round_end[t1 - 1];
-         j++) {
+    if (!c->edge && c->num_segs > 0) {
+        /* The interior rows' loop, sources in own rows or peers' windows. */
+        struct halo_csr_rows cr = {.rows = c->round_rows + j0,
+                                   .count = j1 - j0,
+                                   .row_ptr = c->row_ptr,
+                                   .idx = c->loc,
+                                   .segs = c->segs,
+                                   .num_segs = c->num_segs,
+                                   .stride = c->rb,
+                                   .out = c->out,
+                                   .mean = c->hdr->reducer == STRATA_HALO_MEAN};
+
+        halo_rowsum_csr(c->dtype, c->features, &cr);
+    } else {
+        for (uint64_t j = j0; j < j1; j++)
+            forward_row(c, c->round_rows[j]);
+    }
+    for (uint64_t j = j0; j < j1; j++) {
         uint64_t i = c->round_rows[j];
 
-        forward_row(c, i);
         c->stats->boundary_edges +=
             (uint64_t)(c->row_ptr[i + 1] - c->row_ptr[i]);
     }
@@ -343,54 +359,39 @@ static strata_err forward_run(struct rank_ctx *c)
 
 /* ---- VJP ---- */
 
-/* a += w * g over one float32 row: the two never overlap (grad_out and
- * grad_x are different buffers, ghost slots lie in the exchange region),
- * so the loop vectorises without alias checks; the same additions as
- * halo_k_row_axpy. */
-static inline void axpy_f32(float *restrict a, float w, const float *restrict g,
-                            size_t n)
+/* The built-in reducers' scatter of rows [row0, row0 + count) (rows
+ * NULL) or rows[0 .. count) into the ghost slots or the owned rows. */
+static void vjp_scatter(const struct rank_ctx *c, const uint64_t *rows,
+                        uint64_t row0, size_t count, const int64_t *row_ptr,
+                        const uint64_t *loc, const char *g, bool ghosts)
 {
-    for (size_t f = 0; f < n; f++)
-        a[f] += w * g[f];
-}
+    /* Ghost slots lie in this rank's window, owned rows in out. */
+    const struct halo_scatter_csr cs = {
+        .rows = rows,
+        .row0 = row0,
+        .count = count,
+        .row_ptr = row_ptr,
+        .loc = loc,
+        .first = ghosts ? c->rows : 0,
+        .end = ghosts ? UINT64_MAX : c->rows,
+        .base = ghosts ? halo_k_window_data(c, c->rank) : c->out,
+        .stride = c->rb,
+        .g = g,
+        .mean = c->hdr->reducer == STRATA_HALO_MEAN,
+    };
 
-/* Distance, in entries, of the accumulator rows prefetched ahead. */
-#define VJP_PREFETCH 4
-
-/* The built-in reducers over float32: the accumulator rows of later
- * entries prefetched for writing while this one is added. */
-static void vjp_row_f32(const struct rank_ctx *c, const float *g, float w,
-                        const uint64_t *loc, int64_t lo, int64_t hi,
-                        bool ghosts)
-{
-    char *base = ghosts ? halo_k_window_data(c, c->rank) : c->out;
-    uint64_t skip = ghosts ? c->rows : 0;
-
-    for (int64_t k = lo; k < hi; k++) {
-        uint64_t l = loc[k];
-
-        if (k + VJP_PREFETCH < hi) {
-            uint64_t p = loc[k + VJP_PREFETCH];
-
-            if ((p >= c->rows) == ghosts) {
-                __builtin_prefetch(base + (p - skip) * c->rb, 1);
-                __builtin_prefetch(base + (p - skip) * c->rb + c->rb - 1, 1);
-            }
-        }
-        if ((l >= c->rows) != ghosts)
-            continue;
-        axpy_f32((float *)(base + (l - skip) * c->rb), w, g, c->features);
-    }
+    halo_rowaxpy_csr(c->dtype, c->features, &cs);
 }
 
 void halo_k_vjp_row(const struct rank_ctx *c, uint64_t i, const int64_t *cols,
                     const uint64_t *loc, int64_t lo, int64_t hi, bool ghosts)
 {
     const char *g = c->in + i * c->rb;
-    double w = row_weight(c, lo, hi);
 
-    if (!c->edge && c->dtype == STRATA_F32) {
-        vjp_row_f32(c, (const float *)g, (float)w, loc, lo, hi, ghosts);
+    if (!c->edge) {
+        const int64_t span[2] = {lo, hi};
+
+        vjp_scatter(c, NULL, 0, 1, span, loc, g, ghosts);
         return;
     }
     for (int64_t k = lo; k < hi; k++) {
@@ -401,18 +402,27 @@ void halo_k_vjp_row(const struct rank_ctx *c, uint64_t i, const int64_t *cols,
             continue;
         acc = ghosts ? halo_k_window_data(c, c->rank) + (l - c->rows) * c->rb
                      : c->out + l * c->rb;
-        if (c->edge)
-            c->edge->vjp((int64_t)(c->rp->owned_begin + i), cols[k], c->dtype,
-                         c->features, g, acc);
-        else
-            halo_k_row_axpy(c, acc, w, g);
+        c->edge->vjp((int64_t)(c->rp->owned_begin + i), cols[k], c->dtype,
+                     c->features, g, acc);
     }
 }
 
-static void vjp_row(const struct rank_ctx *c, uint64_t i, bool ghosts)
+/* Rows [b, e) of order (else, order NULL, rows [b, e)) into the ghost
+ * slots or the owned rows. */
+static void vjp_rows(const struct rank_ctx *c, const uint64_t *order,
+                     uint64_t b, uint64_t e, bool ghosts)
 {
-    halo_k_vjp_row(c, i, c->cols, c->loc, c->row_ptr[i], c->row_ptr[i + 1],
-                   ghosts);
+    if (!c->edge) {
+        vjp_scatter(c, order ? order + b : NULL, order ? 0 : b, e - b,
+                    c->row_ptr, c->loc, c->in, ghosts);
+        return;
+    }
+    for (uint64_t q = b; q < e; q++) {
+        uint64_t i = order ? order[q] : q;
+
+        halo_k_vjp_row(c, i, c->cols, c->loc, c->row_ptr[i], c->row_ptr[i + 1],
+                       ghosts);
+    }
 }
 
 /* Adds what peer s holds for this rank's rows (its ghost cotangents). */
@@ -423,11 +433,16 @@ void halo_k_vjp_receive(const struct rank_ctx *c, const struct halo_peer *s)
         (const int64_t *)(c->plan + q->ghost_off) + s->remote_start;
     const char *src =
         halo_k_window_data(c, (uint32_t)s->peer) + s->remote_start * c->rb;
+    const struct halo_gather_add ga = {
+        .ids = ids,
+        .id0 = (int64_t)c->rp->owned_begin,
+        .count = s->count,
+        .src = src,
+        .out = c->out,
+        .stride = c->rb,
+    };
 
-    for (uint64_t k = 0; k < s->count; k++)
-        halo_k_row_axpy(
-            c, c->out + ((uint64_t)ids[k] - c->rp->owned_begin) * c->rb, 1.0,
-            src + k * c->rb);
+    halo_rowadd(c->dtype, c->features, &ga);
 }
 
 static strata_err vjp_run(struct rank_ctx *c)
@@ -439,11 +454,10 @@ static strata_err vjp_run(struct rank_ctx *c)
     c->stats->exchange_start_ns = (int64_t)base_now_ns();
     halo_k_ghosts_zero(c);
     /* Ghost cotangents accumulate in place. */
-    for (uint64_t i = c->num_interior; i < c->rows; i++) {
-        vjp_row(c, c->order[i], true);
+    vjp_rows(c, c->order, c->num_interior, c->rows, true);
+    for (uint64_t i = c->num_interior; i < c->rows; i++)
         c->stats->boundary_edges +=
             (uint64_t)(c->row_ptr[c->order[i] + 1] - c->row_ptr[c->order[i]]);
-    }
     c->stats->boundary_ns =
         (int64_t)base_now_ns() - c->stats->exchange_start_ns;
     c->stats->sent_rows = c->rp->num_ghosts;
@@ -458,8 +472,7 @@ static strata_err vjp_run(struct rank_ctx *c)
     c->stats->compute_start_ns = (int64_t)base_now_ns();
     if (c->rows > 0)
         memset(c->out, 0, c->rows * c->rb);
-    for (uint64_t i = 0; i < c->rows; i++)
-        vjp_row(c, i, false);
+    vjp_rows(c, NULL, 0, c->rows, false);
     for (uint64_t i = 0; i < c->rp->num_send; i++) {
         int64_t t0;
 

@@ -197,12 +197,36 @@ strata_err halo_k_wait_round(struct rank_ctx *c, uint64_t t)
 void halo_k_point_ghosts(struct rank_ctx *c)
 {
     const struct halo_peer *r = halo_k_peers(c, false);
+    uint64_t next = c->rows;
 
     for (uint64_t i = 0; i < c->rp->num_recv; i++)
         for (uint64_t k = 0; k < r[i].count; k++)
             c->ghost_row[r[i].local_start + k] =
                 halo_k_window_data(c, (uint32_t)r[i].peer) +
                 (r[i].remote_start + k) * c->rb;
+    /* The same as segments: a receive's rows are consecutive in its
+     * peer's window, so source l of it lies at base + l * rb. */
+    c->segs[0] = (struct halo_seg){0, (uintptr_t)c->in};
+    c->num_segs = 1;
+    for (uint64_t i = 0; i < c->rp->num_recv && c->num_segs; i++) {
+        uint64_t first = c->rows + r[i].local_start;
+        uintptr_t base =
+            (uintptr_t)(halo_k_window_data(c, (uint32_t)r[i].peer) +
+                        r[i].remote_start * c->rb) -
+            (uintptr_t)(first * c->rb);
+
+        if (r[i].count == 0)
+            continue;
+        if (first != next)
+            c->num_segs = 0; /* not in order: ghost_row serves */
+        else if (base != c->segs[c->num_segs - 1].base) {
+            if (c->num_segs == HALO_CSR_MAX_SEGS)
+                c->num_segs = 0;
+            else
+                c->segs[c->num_segs++] = (struct halo_seg){first, base};
+        }
+        next = first + r[i].count;
+    }
 }
 
 void halo_k_count_rounds(struct rank_ctx *c)

@@ -5,6 +5,7 @@
 #define GRAPH_HALO_KERNEL_H
 
 #include "halo_exec_int.h"
+#include "rowsum.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,6 +56,11 @@ struct rank_ctx {
     uint64_t *round_end;
     uint64_t *round_rows;
     const char **ghost_row; /* forward: ghost g in its owner's window */
+    /* Forward: where source l lies, own rows then each peer's ghosts (a
+     * peer's ghosts are one block of its window); 0 segments when they
+     * need more than HALO_CSR_MAX_SEGS (ghost_row serves then). */
+    struct halo_seg segs[HALO_CSR_MAX_SEGS];
+    size_t num_segs;
     bool signaled;
     int64_t arrived; /* latest signal time of the peers waited for */
 };
@@ -88,27 +94,7 @@ halo_k_rank_plan(const struct rank_ctx *c, uint64_t r)
     return (const struct halo_rank_plan *)(c->plan + c->hdr->ranks_off) + r;
 }
 
-/* acc += w * src, and row *= w, over one row: inline, on every edge. */
-static inline void halo_k_row_axpy(const struct rank_ctx *c, void *acc,
-                                   double w, const void *src)
-{
-    /* w = 1 needs no case of its own: a + 1 * s is a + s, bit for bit. */
-    if (c->dtype == STRATA_F32) {
-        float *a = acc;
-        const float *s = src;
-        float wf = (float)w;
-
-        for (size_t f = 0; f < c->features; f++)
-            a[f] += wf * s[f];
-    } else {
-        double *a = acc;
-        const double *s = src;
-
-        for (size_t f = 0; f < c->features; f++)
-            a[f] += w * s[f];
-    }
-}
-
+/* row *= w, over one row. */
 static inline void halo_k_row_scale(const struct rank_ctx *c, void *row,
                                     double w)
 {

@@ -1,4 +1,5 @@
-/* Row sums for the halo kernels. One body, compiled for three vector
+/* Row sums for the halo kernels, and the VJP's scatters. One body,
+ * compiled for three vector
  * widths with GCC/Clang vector extensions; the widest the CPU runs is
  * picked once. The accumulators live in registers for a block of four
  * vectors of features while every source row is added, so the output row
@@ -61,6 +62,20 @@ typedef void (*rowsum_csr_fn)(size_t features, const struct halo_csr_rows *cr);
 
 #define SRC_PTR(k) ((const elem_t *)ptr[k])
 #define SRC_IDX(k) ((const elem_t *)(base + idx[k] * stride))
+#define SRC_SEG(k)                                                             \
+    ((const elem_t *)(seg_base(segs, num_segs, idx[k]) + idx[k] * stride))
+
+/* The base of j's segment: a compare and a conditional move per segment
+ * after the first, no branch to mispredict on a scattered graph. */
+static inline uintptr_t seg_base(const struct halo_seg *segs, size_t n,
+                                 uint64_t j)
+{
+    uintptr_t b = segs[0].base;
+
+    for (size_t s = 1; s < n; s++)
+        b = j >= segs[s].first ? segs[s].base : b;
+    return b;
+}
 
 #define ROWSUM_PTR_FN(NAME, ATTR, E, V, VW)                                    \
     ATTR static void NAME(size_t features, void *acc,                          \
@@ -81,7 +96,9 @@ typedef void (*rowsum_csr_fn)(size_t features, const struct halo_csr_rows *cr);
     ATTR static void NAME(size_t features, const struct halo_csr_rows *cr)     \
     {                                                                          \
         typedef E elem_t;                                                      \
-        const char *base = cr->base;                                           \
+        const struct halo_seg *segs = cr->segs;                                \
+        size_t num_segs = cr->num_segs;                                        \
+        const char *base = num_segs ? (const char *)segs[0].base : cr->base;   \
         size_t stride = cr->stride;                                            \
         const bool fresh = true;                                               \
                                                                                \
@@ -94,16 +111,108 @@ typedef void (*rowsum_csr_fn)(size_t features, const struct halo_csr_rows *cr);
             bool scaled = cr->mean && n > 1;                                   \
             elem_t w = scaled ? (elem_t)(1.0 / (double)n) : 1;                 \
                                                                                \
-            ROWSUM_CORE(V, VW, SRC_IDX);                                       \
+            if (num_segs <= 1)                                                 \
+                ROWSUM_CORE(V, VW, SRC_IDX);                                   \
+            else                                                               \
+                ROWSUM_CORE(V, VW, SRC_SEG);                                   \
         }                                                                      \
     }
 
-/* The four functions of one instruction set: {ptr, csr} x {f32, f64}. */
+/* a[f] += w * g[f] over one row, a vector at a time: a product then a
+ * sum per lane, as the scalar loop does (this file is built with
+ * -ffp-contract=off, so no FMA joins them). */
+#define AXPY_ROW(V, VW, a, g, wv, w)                                           \
+    do {                                                                       \
+        size_t f = 0;                                                          \
+        for (; f + (VW) <= features; f += (VW)) {                              \
+            V x, y;                                                            \
+            memcpy(&x, (a) + f, sizeof(V));                                    \
+            memcpy(&y, (g) + f, sizeof(V));                                    \
+            x += (wv)*y;                                                       \
+            memcpy((a) + f, &x, sizeof(V));                                    \
+        }                                                                      \
+        for (; f < features; f++)                                              \
+            (a)[f] += (w) * (g)[f];                                            \
+    } while (0)
+
+/* Distance, in entries, of the rows prefetched (for writing) ahead. */
+#define SCATTER_PREFETCH 4
+
+#define ROWAXPY_FN(NAME, ATTR, E, V, VW)                                       \
+    ATTR static inline void NAME(size_t features, const void *grow,            \
+                                 double scale, const struct halo_scatter *sc)  \
+    {                                                                          \
+        typedef E elem_t;                                                      \
+        const elem_t *g = grow;                                                \
+        elem_t w = (elem_t)scale;                                              \
+        V wv;                                                                  \
+                                                                               \
+        for (int j = 0; j < (VW); j++)                                         \
+            wv[j] = w;                                                         \
+        for (int64_t k = sc->lo; k < sc->hi; k++) {                            \
+            uint64_t l = sc->loc[k];                                           \
+                                                                               \
+            if (k + SCATTER_PREFETCH < sc->hi) {                               \
+                uint64_t p = sc->loc[k + SCATTER_PREFETCH];                    \
+                                                                               \
+                if (p >= sc->first && p < sc->end) {                           \
+                    const char *r = sc->base + (p - sc->first) * sc->stride;   \
+                    __builtin_prefetch(r, 1);                                  \
+                    __builtin_prefetch(r + sc->stride - 1, 1);                 \
+                }                                                              \
+            }                                                                  \
+            if (l < sc->first || l >= sc->end)                                 \
+                continue;                                                      \
+            elem_t *a = (elem_t *)(sc->base + (l - sc->first) * sc->stride);   \
+            AXPY_ROW(V, VW, a, g, wv, w);                                      \
+        }                                                                      \
+    }
+
+#define ROWAXPY_CSR_FN(NAME, ATTR, E, V, VW)                                   \
+    ATTR static void NAME(size_t features, const struct halo_scatter_csr *cs)  \
+    {                                                                          \
+        for (size_t q = 0; q < cs->count; q++) {                               \
+            uint64_t i = cs->rows ? cs->rows[q] : cs->row0 + q;                \
+            int64_t lo = cs->row_ptr[i], hi = cs->row_ptr[i + 1];              \
+            double scale = cs->mean && hi > lo ? 1.0 / (double)(hi - lo) : 1;  \
+            const struct halo_scatter sc = {                                   \
+                cs->loc, lo, hi, cs->first, cs->end, cs->base, cs->stride};    \
+                                                                               \
+            NAME##_row(features, cs->g + i * cs->stride, scale, &sc);          \
+        }                                                                      \
+    }
+
+#define ROWADD_FN(NAME, ATTR, E, V, VW)                                        \
+    ATTR static void NAME(size_t features, const struct halo_gather_add *ga)   \
+    {                                                                          \
+        typedef E elem_t;                                                      \
+        const elem_t w = 1;                                                    \
+        V wv;                                                                  \
+                                                                               \
+        for (int j = 0; j < (VW); j++)                                         \
+            wv[j] = w;                                                         \
+        for (size_t k = 0; k < ga->count; k++) {                               \
+            elem_t *a =                                                        \
+                (elem_t *)(ga->out +                                           \
+                           (uint64_t)(ga->ids[k] - ga->id0) * ga->stride);     \
+            const elem_t *g = (const elem_t *)(ga->src + k * ga->stride);      \
+            AXPY_ROW(V, VW, a, g, wv, w);                                      \
+        }                                                                      \
+    }
+
+/* The functions of one instruction set: {ptr, csr, axpy, add} x {f32,
+ * f64}. */
 #define ROWSUM_ISA(SFX, ATTR, V32, W32, V64, W64)                              \
     ROWSUM_PTR_FN(sum_f32_ptr_##SFX, ATTR, float, V32, W32)                    \
     ROWSUM_PTR_FN(sum_f64_ptr_##SFX, ATTR, double, V64, W64)                   \
     ROWSUM_CSR_FN(sum_f32_csr_##SFX, ATTR, float, V32, W32)                    \
-    ROWSUM_CSR_FN(sum_f64_csr_##SFX, ATTR, double, V64, W64)
+    ROWSUM_CSR_FN(sum_f64_csr_##SFX, ATTR, double, V64, W64)                   \
+    ROWAXPY_FN(axpy_f32_##SFX##_row, ATTR, float, V32, W32)                    \
+    ROWAXPY_FN(axpy_f64_##SFX##_row, ATTR, double, V64, W64)                   \
+    ROWAXPY_CSR_FN(axpy_f32_##SFX, ATTR, float, V32, W32)                      \
+    ROWAXPY_CSR_FN(axpy_f64_##SFX, ATTR, double, V64, W64)                     \
+    ROWADD_FN(add_f32_##SFX, ATTR, float, V32, W32)                            \
+    ROWADD_FN(add_f64_##SFX, ATTR, double, V64, W64)
 
 typedef float f32x4 __attribute__((vector_size(16)));
 typedef double f64x2 __attribute__((vector_size(16)));
@@ -137,6 +246,23 @@ static const rowsum_csr_fn csr_table[][2] = {
 #if ROWSUM_X86
     {sum_f32_csr_avx2, sum_f64_csr_avx2},
     {sum_f32_csr_avx512, sum_f64_csr_avx512},
+#endif
+};
+
+typedef void (*rowaxpy_fn)(size_t features, const struct halo_scatter_csr *cs);
+typedef void (*rowadd_fn)(size_t features, const struct halo_gather_add *ga);
+static const rowaxpy_fn axpy_table[][2] = {
+    {axpy_f32_base, axpy_f64_base},
+#if ROWSUM_X86
+    {axpy_f32_avx2, axpy_f64_avx2},
+    {axpy_f32_avx512, axpy_f64_avx512},
+#endif
+};
+static const rowadd_fn add_table[][2] = {
+    {add_f32_base, add_f64_base},
+#if ROWSUM_X86
+    {add_f32_avx2, add_f64_avx2},
+    {add_f32_avx512, add_f64_avx512},
 #endif
 };
 
@@ -182,6 +308,18 @@ void halo_rowsum_csr(strata_dtype dtype, size_t features,
                      const struct halo_csr_rows *cr)
 {
     csr_table[choose()][dtype == STRATA_F32 ? 0 : 1](features, cr);
+}
+
+void halo_rowaxpy_csr(strata_dtype dtype, size_t features,
+                      const struct halo_scatter_csr *cs)
+{
+    axpy_table[choose()][dtype == STRATA_F32 ? 0 : 1](features, cs);
+}
+
+void halo_rowadd(strata_dtype dtype, size_t features,
+                 const struct halo_gather_add *ga)
+{
+    add_table[choose()][dtype == STRATA_F32 ? 0 : 1](features, ga);
 }
 
 bool halo_rowsum_use(const char *isa)

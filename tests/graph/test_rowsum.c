@@ -1,5 +1,6 @@
-/* The halo kernels' vectorised row sums: every instruction set the CPU
- * has, against the plain scalar loop, bit for bit. */
+/* The halo kernels' vectorised row sums and the VJP's scatters: every
+ * instruction set the CPU has, against the plain scalar loops, bit for
+ * bit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -142,8 +143,14 @@ static void check_isa_csr(const char *isa)
             for (uint64_t i = 0; i < n; i++)
                 order[i] = (i * 7) % n; /* 7 and 300 are coprime */
             for (int mean = 0; mean < 2; mean++) {
-                struct halo_csr_rows cr = {order, n,  g.row_ptr, idx,
-                                           in,    rb, got,       mean};
+                struct halo_csr_rows cr = {.rows = order,
+                                           .count = n,
+                                           .row_ptr = g.row_ptr,
+                                           .idx = idx,
+                                           .base = in,
+                                           .stride = rb,
+                                           .out = got,
+                                           .mean = mean};
 
                 halo_rowsum_csr(dt, f, &cr);
                 for (uint64_t i = 0; i < n; i++) {
@@ -170,6 +177,189 @@ static void check_isa_csr(const char *isa)
     gh_graph_free(&g);
 }
 
+/* The row sums over segments (a rank's own rows, then two peers' blocks
+ * of ghosts in other allocations), against the same sums over one array
+ * holding every row. */
+static void check_isa_segments(const char *isa)
+{
+    uint64_t seed = 7, n = 300, own = 120, cut = 200;
+    struct gh_graph g;
+
+    gh_graph_random(&g, n, 40, &seed);
+    for (int d = 0; d < 2; d++) {
+        strata_dtype dt = d ? STRATA_F64 : STRATA_F32;
+        size_t es = d ? 8 : 4;
+
+        for (size_t fi = 0; fi < sizeof(feature_counts) / sizeof(size_t);
+             fi++) {
+            size_t f = feature_counts[fi], rb = f * es;
+            char *all = malloc(n * rb), *p1 = malloc((cut - own) * rb + 64),
+                 *p2 = malloc((n - cut) * rb + 64);
+            char *got = calloc(n, rb), *want = calloc(n, rb);
+            uint64_t *order = malloc(n * sizeof(uint64_t));
+            uint64_t *idx = malloc((size_t)g.row_ptr[n] * sizeof(uint64_t) + 1);
+
+            assert_true(all && p1 && p2 && got && want && order && idx);
+            for (size_t b = 0; b < n * rb; b++)
+                all[b] = (char)(gh_rand(&seed) % 61);
+            /* The peers' rows at offsets of their own. */
+            memcpy(p1 + 24, all + own * rb, (cut - own) * rb);
+            memcpy(p2 + 8, all + cut * rb, (n - cut) * rb);
+            for (int64_t k = 0; k < g.row_ptr[n]; k++)
+                idx[k] = (uint64_t)g.col_idx[k];
+            for (uint64_t i = 0; i < n; i++)
+                order[i] = (i * 7) % n;
+            for (int mean = 0; mean < 2; mean++) {
+                const struct halo_seg segs[3] = {
+                    {0, (uintptr_t)all},
+                    {own, (uintptr_t)(p1 + 24) - (uintptr_t)(own * rb)},
+                    {cut, (uintptr_t)(p2 + 8) - (uintptr_t)(cut * rb)},
+                };
+                struct halo_csr_rows cr = {.rows = order,
+                                           .count = n,
+                                           .row_ptr = g.row_ptr,
+                                           .idx = idx,
+                                           .base = all,
+                                           .stride = rb,
+                                           .out = want,
+                                           .mean = mean};
+
+                halo_rowsum_csr(dt, f, &cr);
+                /* Own rows past `own` are garbage now: the segments must
+                 * not read them. */
+                memset(all + own * rb, 0x7f, (n - own) * rb);
+                cr.segs = segs;
+                cr.num_segs = 3;
+                cr.out = got;
+                halo_rowsum_csr(dt, f, &cr);
+                if (memcmp(got, want, n * rb) != 0)
+                    fail_msg("%s: segments dtype %s, %zu features, mean %d "
+                             "differ",
+                             isa, d ? "f64" : "f32", f, mean);
+                memcpy(all + own * rb, p1 + 24, (cut - own) * rb);
+                memcpy(all + cut * rb, p2 + 8, (n - cut) * rb);
+            }
+            free(all);
+            free(p1);
+            free(p2);
+            free(got);
+            free(want);
+            free(order);
+            free(idx);
+        }
+    }
+    gh_graph_free(&g);
+}
+
+/* The VJP's scatter (rows in a shuffled order, only targets in [first,
+ * end)) and the gather-add of received rows, against the scalar loops. */
+static void check_isa_scatter(const char *isa)
+{
+    uint64_t seed = 99, n = 300, first = 50, end = 260;
+    struct gh_graph g;
+
+    gh_graph_random(&g, n, 40, &seed);
+    for (int d = 0; d < 2; d++) {
+        strata_dtype dt = d ? STRATA_F64 : STRATA_F32;
+        size_t es = d ? 8 : 4;
+
+        for (size_t fi = 0; fi < sizeof(feature_counts) / sizeof(size_t);
+             fi++) {
+            size_t f = feature_counts[fi], rb = f * es;
+            char *gr = malloc(n * rb), *got = malloc(n * rb),
+                 *want = malloc(n * rb);
+            uint64_t *order = malloc(n * sizeof(uint64_t));
+            uint64_t *loc = malloc((size_t)g.row_ptr[n] * sizeof(uint64_t) + 1);
+            int64_t ids[40];
+
+            assert_true(gr && got && want && order && loc);
+            for (size_t b = 0; b < n * rb; b++) {
+                gr[b] = (char)(gh_rand(&seed) % 61);
+                got[b] = want[b] = (char)(gh_rand(&seed) % 61);
+            }
+            for (int64_t k = 0; k < g.row_ptr[n]; k++)
+                loc[k] = (uint64_t)g.col_idx[k];
+            for (uint64_t i = 0; i < n; i++)
+                order[i] = (i * 7) % n;
+            for (int mean = 0; mean < 2; mean++) {
+                const struct halo_scatter_csr cs = {
+                    .rows = mean ? order : NULL,
+                    .row0 = 0,
+                    .count = n,
+                    .row_ptr = g.row_ptr,
+                    .loc = loc,
+                    .first = first,
+                    .end = end,
+                    .base = got,
+                    .stride = rb,
+                    .g = gr,
+                    .mean = mean,
+                };
+
+                halo_rowaxpy_csr(dt, f, &cs);
+                for (uint64_t q = 0; q < n; q++) {
+                    uint64_t i = mean ? order[q] : q;
+                    int64_t lo = g.row_ptr[i], hi = g.row_ptr[i + 1];
+                    double w = mean && hi > lo ? 1.0 / (double)(hi - lo) : 1;
+
+                    for (int64_t k = lo; k < hi; k++) {
+                        uint64_t l = loc[k];
+
+                        if (l < first || l >= end)
+                            continue;
+                        for (size_t j = 0; j < f; j++) {
+                            if (dt == STRATA_F32) {
+                                float *a = (float *)(want + (l - first) * rb);
+                                const float *x = (const float *)(gr + i * rb);
+                                volatile float p = (float)w * x[j];
+
+                                a[j] += p;
+                            } else {
+                                double *a = (double *)(want + (l - first) * rb);
+                                const double *x = (const double *)(gr + i * rb);
+                                volatile double p = w * x[j];
+
+                                a[j] += p;
+                            }
+                        }
+                    }
+                }
+                if (memcmp(got, want, n * rb) != 0)
+                    fail_msg("%s: scatter dtype %s, %zu features, mean %d "
+                             "differ",
+                             isa, d ? "f64" : "f32", f, mean);
+            }
+            /* Received rows k added into out row ids[k] - 10. */
+            for (int k = 0; k < 40; k++)
+                ids[k] = 10 + (int64_t)((k * 37) % 200);
+            {
+                const struct halo_gather_add ga = {ids, 10, 40, gr, got, rb};
+
+                halo_rowadd(dt, f, &ga);
+            }
+            for (int k = 0; k < 40; k++)
+                for (size_t j = 0; j < f; j++) {
+                    char *a = want + (size_t)(ids[k] - 10) * rb + j * es;
+                    const char *x = gr + (size_t)k * rb + j * es;
+
+                    if (dt == STRATA_F32)
+                        *(float *)a += *(const float *)x;
+                    else
+                        *(double *)a += *(const double *)x;
+                }
+            if (memcmp(got, want, n * rb) != 0)
+                fail_msg("%s: gather-add dtype %s, %zu features differ", isa,
+                         d ? "f64" : "f32", f);
+            free(gr);
+            free(got);
+            free(want);
+            free(order);
+            free(loc);
+        }
+    }
+    gh_graph_free(&g);
+}
+
 static void test_rowsum_every_isa_matches_the_plain_loop(void **state)
 {
     int ran = 0;
@@ -183,6 +373,8 @@ static void test_rowsum_every_isa_matches_the_plain_loop(void **state)
         assert_string_equal(halo_rowsum_isa(), isas[i]);
         check_isa_sums(isas[i]);
         check_isa_csr(isas[i]);
+        check_isa_segments(isas[i]);
+        check_isa_scatter(isas[i]);
         ran++;
     }
     assert_true(ran >= 1); /* baseline runs everywhere */
