@@ -25,9 +25,18 @@
  * slowest rank's MPI_Win_allocate + MPI_Win_free per iteration, medians.
  * This process never initializes MPI. strata and MPI never run at once.
  *
- * Targets: the 8-node cycle at most 2x the 2-node cycle (the phases fan
- * out in parallel), and every forked configuration's cycle below
- * MPI_Win_allocate + MPI_Win_free on as many processes.
+ * A second reference for the remote configurations: the same helper
+ * over loopback TCP (OMPI_MCA_btl=self,tcp, OMPI_MCA_osc=pt2pt,
+ * OMPI_MCA_btl_tcp_if_include=lo in mpirun's environment), on as many
+ * ranks as the domain.
+ *
+ * Targets (JSON "pass", all of them):
+ * - the remote 2 x 1 cycle <= 1.5 x MPI over TCP on 2 ranks;
+ * - the forked 8 x 1 cycle <= 2 x floor_us_8, the fan-out floor below;
+ * - every forked configuration's cycle below MPI_Win_allocate +
+ *   MPI_Win_free on as many processes (shared memory);
+ * - on a machine with >= 9 CPUs only (8 nodes and the L4 each on a core
+ *   of their own): the 8-node cycle at most 2 x the 2-node cycle.
  *
  * Beside the scaling target, the machine's floor under it, in the same
  * run (fanout_floor.h): four shared-memory round trips from one process
@@ -78,6 +87,17 @@ static const struct config configs[] = {
 
 static const int mpi_np[] = {2, 4, 8, 16};
 #define NUM_NP (sizeof(mpi_np) / sizeof(mpi_np[0]))
+/* The remote configurations' reference: the same helper over loopback
+ * TCP (btl self,tcp, osc pt2pt), as many ranks as the domain. */
+static const int tcp_np[] = {2, 4};
+#define NUM_TCP (sizeof(tcp_np) / sizeof(tcp_np[0]))
+/* Remote 2 x 1 cycle <= 1.5 x MPI over TCP on 2 ranks; forked 8 x 1 cycle
+ * <= 2 x the four-round-trip fan-out floor to 8 processes. */
+#define TCP_TARGET 1.5
+#define FLOOR_TARGET 2.0
+/* The 8 / 2 scaling is judged only where 8 nodes and the L4 have cores
+ * of their own. */
+#define SCALE_MIN_CPUS 9
 
 struct options {
     bool quick;
@@ -106,7 +126,8 @@ static const int floor_n[] = {2, 4, 8};
 struct results {
     struct point s[NUM_CONFIGS];
     struct mpi_point m[NUM_NP];
-    double floor_us[NUM_FLOOR]; /* < 0: not measured */
+    struct mpi_point t[NUM_TCP]; /* over TCP */
+    double floor_us[NUM_FLOOR];  /* < 0: not measured */
 };
 
 /* What a cycle's orch fn does and measured. */
@@ -118,6 +139,7 @@ struct job {
 };
 
 static char mpi_note[512];
+static char tcp_note[512];
 static char strata_note[512];
 static bool strata_failed;
 
@@ -325,12 +347,42 @@ static int on_mpi_line(const char *line, void *user)
     return 0;
 }
 
-static void bench_mpi(int np, const struct options *opt, struct mpi_point *m)
+/* Sets (value non-NULL) or restores an OMPI_MCA_ variable that mpirun
+ * hands to its ranks; old keeps what was there. */
+static void mca_env(const char *name, const char *value, char **old)
+{
+    if (value) {
+        const char *o = getenv(name);
+
+        *old = o ? strdup(o) : NULL;
+        setenv(name, value, 1);
+    } else {
+        if (*old)
+            setenv(name, *old, 1);
+        else
+            unsetenv(name);
+        free(*old);
+        *old = NULL;
+    }
+}
+
+static const char *const tcp_mca[][2] = {
+    {"OMPI_MCA_btl", "self,tcp"},
+    {"OMPI_MCA_osc", "pt2pt"},
+    {"OMPI_MCA_btl_tcp_if_include", "lo"},
+};
+#define NUM_TCP_MCA (sizeof(tcp_mca) / sizeof(tcp_mca[0]))
+
+static void bench_mpi(int np, bool tcp, const struct options *opt,
+                      struct mpi_point *m)
 {
     char helper[4096], args[128], why[400];
+    char *note = tcp ? tcp_note : mpi_note;
+    char *old[NUM_TCP_MCA] = {0};
+    int rc;
 
     m->ok = false;
-    if (mpi_note[0])
+    if (note[0])
         return; /* it failed before: do not try again */
     if (!mpi_helper_path("bench_global_domain_mpi", helper, sizeof(helper))) {
         snprintf(mpi_note, sizeof(mpi_note),
@@ -339,11 +391,15 @@ static void bench_mpi(int np, const struct options *opt, struct mpi_point *m)
         return;
     }
     snprintf(args, sizeof(args), "--iters %d %d", opt->iters, WINDOW);
-    if (mpi_launch(helper, np, args, MPI_TIMEOUT_S, "MPIRES", on_mpi_line, m,
-                   why, sizeof(why)) != 0 ||
-        !m->ok) {
-        snprintf(mpi_note, sizeof(mpi_note), "MPI reference not runnable: %s",
-                 m->ok ? why : "no result line");
+    for (size_t i = 0; tcp && i < NUM_TCP_MCA; i++)
+        mca_env(tcp_mca[i][0], tcp_mca[i][1], &old[i]);
+    rc = mpi_launch(helper, np, args, MPI_TIMEOUT_S, "MPIRES", on_mpi_line, m,
+                    why, sizeof(why));
+    for (size_t i = 0; tcp && i < NUM_TCP_MCA; i++)
+        mca_env(tcp_mca[i][0], NULL, &old[i]);
+    if (rc != 0 || !m->ok) {
+        snprintf(note, sizeof(mpi_note), "MPI %sreference not runnable: %s",
+                 tcp ? "TCP " : "", rc != 0 ? why : "no result line");
         m->ok = false;
     }
 }
@@ -389,6 +445,14 @@ static void combine(const struct results *rounds, int n, struct results *out)
         MEDIAN_OF(m[i].free_us, m[i].free_us);
         MEDIAN_OF(m[i].cycle_us, m[i].cycle_us);
     }
+    for (size_t i = 0; i < NUM_TCP; i++) {
+        out->t[i].ok = true;
+        for (int k = 0; k < n; k++)
+            out->t[i].ok = out->t[i].ok && rounds[k].t[i].ok;
+        MEDIAN_OF(t[i].alloc_us, t[i].alloc_us);
+        MEDIAN_OF(t[i].free_us, t[i].free_us);
+        MEDIAN_OF(t[i].cycle_us, t[i].cycle_us);
+    }
     for (size_t i = 0; i < NUM_FLOOR; i++) {
         bool all = true;
 
@@ -406,6 +470,40 @@ static const struct mpi_point *mpi_for(const struct results *r, size_t i)
     int k = np_index(configs[i].nodes * configs[i].chips);
 
     return k >= 0 && r->m[k].ok ? &r->m[k] : NULL;
+}
+
+/* The TCP reference of configuration i (remote ones only). */
+static const struct mpi_point *tcp_for(const struct results *r, size_t i)
+{
+    for (size_t k = 0; configs[i].remote && k < NUM_TCP; k++)
+        if (tcp_np[k] == configs[i].nodes * configs[i].chips)
+            return r->t[k].ok ? &r->t[k] : NULL;
+    return NULL;
+}
+
+/* Configuration i's cycle over its reference (TCP for a remote one); -1
+ * when either is missing. */
+static double ref_ratio(const struct results *r, size_t i)
+{
+    const struct mpi_point *m =
+        configs[i].remote ? tcp_for(r, i) : mpi_for(r, i);
+
+    return m && r->s[i].ok ? r->s[i].cycle_us / m->cycle_us : -1;
+}
+
+#define REMOTE_2X1 6 /* configs[]: 2 remote nodes x 1 chip */
+
+/* The forked 8 x 1 cycle over floor_us_8; -1 if either is missing. */
+static double floor_ratio(const struct results *r)
+{
+    double f = r->floor_us[NUM_FLOOR - 1];
+
+    return r->s[HEADLINE].ok && f > 0 ? r->s[HEADLINE].cycle_us / f : -1;
+}
+
+static bool scale_judged(void)
+{
+    return sysconf(_SC_NPROCESSORS_ONLN) >= SCALE_MIN_CPUS;
 }
 
 /* cycle(8 nodes) / cycle(2 nodes), forked, chips per node c; -1 if not
@@ -444,7 +542,11 @@ static uint64_t floor_spin_ns(void)
 
 static bool passes(const struct results *r)
 {
-    for (int c = 1; c <= MAX_CHIPS; c++) {
+    double t = ref_ratio(r, REMOTE_2X1), f = floor_ratio(r);
+
+    if (t < 0 || t > TCP_TARGET || f < 0 || f > FLOOR_TARGET)
+        return false;
+    for (int c = 1; c <= MAX_CHIPS && scale_judged(); c++) {
         double s = scale_ratio(r, c);
 
         if (s < 0 || s > SCALE_TARGET)
@@ -478,7 +580,7 @@ static void print_summary(const struct options *opt, const struct results *r,
     for (size_t i = 0; i < NUM_CONFIGS; i++) {
         const struct config *c = &configs[i];
         const struct point *p = &r->s[i];
-        const struct mpi_point *m = mpi_for(r, i);
+        const struct mpi_point *m = c->remote ? tcp_for(r, i) : mpi_for(r, i);
 
         printf("  %-7d %5s %5d %5d | ", c->nodes,
                c->remote ? "remote" : "forked", c->chips, c->nodes * c->chips);
@@ -500,9 +602,20 @@ static void print_summary(const struct options *opt, const struct results *r,
         if (r->m[i].ok)
             printf("  np %2d: alloc %.1f, free %.1f, cycle %.1f\n", mpi_np[i],
                    r->m[i].alloc_us, r->m[i].free_us, r->m[i].cycle_us);
+    printf("MPI over loopback TCP (btl self,tcp; osc pt2pt), the remote "
+           "rows' mpi.cycle:\n");
+    for (size_t i = 0; i < NUM_TCP; i++)
+        if (r->t[i].ok)
+            printf("  np %2d: alloc %.1f, free %.1f, cycle %.1f\n", tcp_np[i],
+                   r->t[i].alloc_us, r->t[i].free_us, r->t[i].cycle_us);
+    printf("remote 2 x 1 / MPI over TCP = %.3f; target <= %.1f\n",
+           ref_ratio(r, REMOTE_2X1), TCP_TARGET);
+    printf("forked 8 x 1 / fan-out floor of 8 = %.3f; target <= %.1f\n",
+           floor_ratio(r), FLOOR_TARGET);
     printf("scaling, forked: cycle(8 nodes) / cycle(2 nodes) = %.3f (1 chip), "
-           "%.3f (2 chips); target <= %.1f\n",
-           scale_ratio(r, 1), scale_ratio(r, 2), SCALE_TARGET);
+           "%.3f (2 chips); target <= %.1f (%s)\n",
+           scale_ratio(r, 1), scale_ratio(r, 2), SCALE_TARGET,
+           scale_judged() ? "judged" : "not judged: fewer than 9 CPUs");
     printf("fan-out floor, 4 shared-memory round trips from one process to n "
            "(spin, yield, futex as strata):");
     for (size_t i = 0; i < NUM_FLOOR; i++)
@@ -514,6 +627,8 @@ static void print_summary(const struct options *opt, const struct results *r,
     bench_print_load(other_pct);
     if (mpi_note[0])
         printf("NOTE: %s\n", mpi_note);
+    if (tcp_note[0])
+        printf("NOTE: %s\n", tcp_note);
     if (strata_note[0])
         printf("NOTE: %s\n", strata_note);
 }
@@ -548,6 +663,11 @@ static void print_json(const struct options *opt, const struct results *r,
     num("floor_us_4", r->floor_us[1], true);
     num("floor_us_8", r->floor_us[2], true);
     num("floor_scale_8_over_2", floor_scale(r), true);
+    printf("\"scale_judged\":%s,", scale_judged() ? "true" : "false");
+    num("remote_2x1_over_mpi_tcp", ref_ratio(r, REMOTE_2X1), true);
+    num("remote_tcp_target", TCP_TARGET, true);
+    num("forked_8x1_over_floor_8", floor_ratio(r), true);
+    num("floor_target", FLOOR_TARGET, true);
     printf("\"points\":[");
     for (size_t i = 0; i < NUM_CONFIGS; i++) {
         const struct point *p = &r->s[i];
@@ -563,7 +683,9 @@ static void print_json(const struct options *opt, const struct results *r,
         num("empty_run_us", p->ok ? p->empty_us : -1, true);
         num("cpu_us_per_cycle", p->ok ? p->cpu_us : -1, true);
         num("cpu_busy_pct", p->ok ? p->busy * 100 : -1, true);
-        num("mpi_cycle_us", m ? m->cycle_us : -1, false);
+        num("mpi_cycle_us", m ? m->cycle_us : -1, true);
+        num("mpi_tcp_cycle_us", tcp_for(r, i) ? tcp_for(r, i)->cycle_us : -1,
+            false);
         printf("}");
     }
     printf("],\"mpi\":[");
@@ -574,11 +696,19 @@ static void print_json(const struct options *opt, const struct results *r,
         num("cycle_us", r->m[i].ok ? r->m[i].cycle_us : -1, false);
         printf("}");
     }
+    printf("],\"mpi_tcp\":[");
+    for (size_t i = 0; i < NUM_TCP; i++) {
+        printf("%s{\"np\":%d,", i ? "," : "", tcp_np[i]);
+        num("alloc_us", r->t[i].ok ? r->t[i].alloc_us : -1, true);
+        num("free_us", r->t[i].ok ? r->t[i].free_us : -1, true);
+        num("cycle_us", r->t[i].ok ? r->t[i].cycle_us : -1, false);
+        printf("}");
+    }
     printf("],");
     num("other_cpu_pct", other_pct, true);
     printf("\"window_bytes\":%d,\"rounds\":%d,\"iters\":%d,\"quick\":%s",
            WINDOW, opt->rounds, opt->iters, opt->quick ? "true" : "false");
-    bench_json_end(mpi_note,
+    bench_json_end(mpi_note[0] ? mpi_note : tcp_note,
                    strata_failed ? "strata measurement failed" : NULL);
 }
 
@@ -624,7 +754,9 @@ int main(int argc, char **argv)
         }
         /* strata's workers are gone before mpirun starts. */
         for (size_t i = 0; i < NUM_NP; i++)
-            bench_mpi(mpi_np[i], &opt, &rounds[k].m[i]);
+            bench_mpi(mpi_np[i], false, &opt, &rounds[k].m[i]);
+        for (size_t i = 0; i < NUM_TCP; i++)
+            bench_mpi(tcp_np[i], true, &opt, &rounds[k].t[i]);
         for (size_t i = 0; i < NUM_FLOOR; i++)
             rounds[k].floor_us[i] =
                 fanout_floor_us(floor_n[i], opt.iters, floor_spin_ns());
