@@ -647,6 +647,8 @@ static void on_sigterm(evutil_socket_t fd, short what, void *arg)
 
 static void finish(struct session *s)
 {
+    if (s->abandon)
+        session_end_reclaim();
     session_abandon_work(s);
     spool_wait_idle(&s->pool);
     if (s->start) { /* the loop ended before it took the result */

@@ -5,6 +5,8 @@
  * the cause rather than a lost connection. */
 #include "session_end.h"
 
+#include "base/log.h"
+#include "worker/reclaim.h"
 #include "worker/session.h"
 
 #include <signal.h>
@@ -23,6 +25,21 @@ static int failing;     /* the first worker_session_fail claims it */
 void worker_session_set_term_reason(const char *msg)
 {
     snprintf(term_msg, sizeof(term_msg), "%s", msg);
+}
+
+static bool reclaim_early;
+
+void worker_session_set_reclaim_early(void)
+{
+    reclaim_early = true;
+}
+
+void session_end_reclaim(void)
+{
+    pid_t me = getpid();
+
+    if (reclaim_early && worker_reclaim_names(&me, 1) > 0)
+        LOG_INFO("removed this process's /dev/shm names before the teardown");
 }
 
 void worker_session_fail(int status, const char *fmt, ...)

@@ -8,4 +8,8 @@
  * (or the default) with status 0. Any thread. */
 const char *session_end_reason(int *status);
 
+/* After an end without an orderly GOODBYE: this process's names in
+ * /dev/shm go now, when worker_session_set_reclaim_early asked for it. */
+void session_end_reclaim(void);
+
 #endif

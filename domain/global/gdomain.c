@@ -354,11 +354,25 @@ static strata_err check_reply(struct strata_global_domain *g, uint32_t i,
 static strata_err phase(struct strata_global_domain *g, strata_orch *o,
                         uint8_t ph)
 {
-    strata_err err = fan_out(g, o, ph, NULL, NULL);
+    uint32_t sent;
+    strata_err err = fan_out(g, o, ph, NULL, &sent);
 
-    for (uint32_t i = 0; i < g->num_nodes && !err; i++)
-        err = check_reply(g, i, ph);
-    return err;
+    if (sent < g->num_nodes)
+        return err; /* not posted to every node */
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        if (!g->ctls[i].done)
+            return err; /* the wait itself failed */
+    /* Every node answered or was lost. A node that answered with its
+     * reason comes first: another node's loss is most often what that
+     * reason caused (a rank past a collective's deadline ends the MPI
+     * job, and its stopped peer is killed without a word). */
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        if (!g->ctls[i].err && (err = check_reply(g, i, ph)) != STRATA_OK)
+            return err;
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        if (g->ctls[i].err)
+            return check_reply(g, i, ph);
+    return STRATA_OK;
 }
 
 /* The cluster id: the L4's pid and a random token, drawn once per

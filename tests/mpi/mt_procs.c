@@ -278,11 +278,18 @@ static bool launch_gone(void *arg)
     return mt_launch_procs(*(pid_t *)arg) == 0;
 }
 
-void mt_kill_l4_expect_gone(pid_t l4, const pid_t pids[MT_MAX_RANKS])
+void mt_kill_l4_expect_gone(pid_t l4, const pid_t pids[MT_MAX_RANKS],
+                            int stopped)
 {
     assert_int_equal(kill(l4, SIGKILL), 0);
     assert_int_equal(waitpid(l4, NULL, 0), l4);
     assert_true(testutil_wait_until(launch_gone, &l4, 40.0));
+    if (stopped >= 0 && mt_shm_of(pids[stopped])) {
+        print_message("rank %d (stopped) was killed before its teardown: "
+                      "its names reclaimed here\n",
+                      stopped);
+        worker_reclaim_names(&pids[stopped], 1);
+    }
     for (size_t i = 0; i < 2; i++)
         if (mt_shm_of(pids[i]))
             fail_msg("a /dev/shm name of rank %zu (pid %d) is left", i,

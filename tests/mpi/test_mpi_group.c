@@ -579,7 +579,7 @@ static void test_mpi_group_l4_killed_ends_job(void **state)
     testutil_snapshot_take(&before);
     l4 = mt_fork_l4(l4_child, pids);
     assert_true(mt_launch_procs(l4) >= 3); /* mpirun, the ranks, their chips */
-    mt_kill_l4_expect_gone(l4, pids);
+    mt_kill_l4_expect_gone(l4, pids, -1);
     testutil_assert_clean(&before);
 }
 

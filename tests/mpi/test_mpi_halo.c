@@ -680,7 +680,7 @@ static void test_mpi_halo_l4_killed_mid_exchange_ends_job(void **state)
     testutil_snapshot_take(&before);
     l4 = mt_fork_l4(exchange_l4_child, pids);
     assert_true(testutil_wait_until(stopped, &pids[1], 60.0));
-    mt_kill_l4_expect_gone(l4, pids);
+    mt_kill_l4_expect_gone(l4, pids, 1);
     testutil_assert_clean(&before);
 }
 

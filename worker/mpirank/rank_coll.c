@@ -118,13 +118,17 @@ static strata_err allgather(const void *send, size_t len, void *recv,
         LOG_ERROR("rank %d: MPI_Allgather not done within %.1f s: ending the "
                   "MPI job",
                   C.rank, C.timeout_s);
+        /* The same words in the reply as in the GOODBYE: whichever
+         * reaches the L4 first says why. */
         worker_session_fail(5,
                             "MPI rank %d: a descriptor gather (MPI_Allgather) "
                             "was not done within %.1f s (a rank is stuck or "
                             "gone): ending the MPI job",
                             C.rank, C.timeout_s);
         return base_fail(STRATA_EPEER,
-                         "MPI rank %d: MPI_Allgather not done within %.1f s",
+                         "MPI rank %d: a descriptor gather (MPI_Allgather) "
+                         "was not done within %.1f s (a rank is stuck or "
+                         "gone): ending the MPI job",
                          C.rank, C.timeout_s);
     }
     C.job = 0;

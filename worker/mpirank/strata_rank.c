@@ -289,6 +289,8 @@ int main(int argc, char **argv)
                  "failed or the job was aborted; mpirun's output says why)",
                  rank);
         worker_session_set_term_reason(why);
+        /* Nobody reclaims a rank's names if mpirun kills it mid-teardown. */
+        worker_session_set_reclaim_early();
     }
     status = worker_session_main(fd, ssl, o.connect, NULL);
     /* mpirun (or its daemon) gone: MPI_Finalize would wait for it. */

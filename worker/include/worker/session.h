@@ -52,6 +52,14 @@ int worker_session_main(int fd, SSL *ssl, const char *peer,
  * worker_session_main. */
 void worker_session_set_term_reason(const char *msg);
 
+/* When the session ends without an orderly GOODBYE (its parent lost,
+ * SIGTERM), unlink this process's names in /dev/shm before anything else
+ * (mappings stay; the teardown's own unlinks find them gone): a process
+ * that nobody reclaims after it dies (strata-rank, which mpirun SIGKILLs
+ * a second after its SIGTERM) then leaves none even if it is killed
+ * while its chips wind down. Call before worker_session_main. */
+void worker_session_set_reclaim_early(void);
+
 /* Ends this process's session from any thread, as SIGTERM does, but as
  * a failure: its GOODBYE carries STRATA_EPEER and the message, and
  * worker_session_main returns status (> 0). Only the first call counts.
