@@ -235,7 +235,7 @@ static bool describe_error(struct wire_conn *c, short what, char *buf,
                  "(authentication refused?)",
                  c->peer);
     else if (what & BEV_EVENT_EOF)
-        snprintf(buf, cap, "%s closed the connection without GOODBYE", c->peer);
+        snprintf(buf, cap, "%s " WIRE_NO_GOODBYE, c->peer);
     else if (tls[0])
         snprintf(buf, cap, "TLS error with %s: %s%s", c->peer, tls,
                  c->got_frame || c->authed ? "" : " (authentication failed?)");

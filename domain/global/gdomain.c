@@ -351,6 +351,14 @@ static strata_err check_reply(struct strata_global_domain *g, uint32_t i,
     return err;
 }
 
+/* Node i was lost with no cause given: it closed its connection without
+ * a GOODBYE (most often killed because of another node's failure). */
+static bool bare_loss(const struct strata_global_domain *g, uint32_t i)
+{
+    return g->ctls[i].err == STRATA_EPEER &&
+           strstr(g->ctls[i].msg, WIRE_NO_GOODBYE) != NULL;
+}
+
 static strata_err phase(struct strata_global_domain *g, strata_orch *o,
                         uint8_t ph)
 {
@@ -362,16 +370,22 @@ static strata_err phase(struct strata_global_domain *g, strata_orch *o,
     for (uint32_t i = 0; i < g->num_nodes; i++)
         if (!g->ctls[i].done)
             return err; /* the wait itself failed */
-    /* Every node answered or was lost. A node that answered with its
-     * reason comes first: another node's loss is most often what that
-     * reason caused (a rank past a collective's deadline ends the MPI
-     * job, and its stopped peer is killed without a word). */
+    /* Every node answered or was lost. Which failure is the cause: a
+     * node lost with a reason (it died, or said why in its GOODBYE),
+     * then a node's answer, then a node that only closed its connection
+     * (a stopped MPI rank that mpirun killed because another rank ended
+     * the job, say), each in node order. A node's answer comes after a
+     * loss with a reason because it is often what the loss caused (a
+     * member's windows gone with it). */
+    for (uint32_t i = 0; i < g->num_nodes; i++)
+        if (g->ctls[i].err && !bare_loss(g, i))
+            return base_fail(g->ctls[i].err, "%s", g->ctls[i].msg);
     for (uint32_t i = 0; i < g->num_nodes; i++)
         if (!g->ctls[i].err && (err = check_reply(g, i, ph)) != STRATA_OK)
             return err;
     for (uint32_t i = 0; i < g->num_nodes; i++)
         if (g->ctls[i].err)
-            return check_reply(g, i, ph);
+            return base_fail(g->ctls[i].err, "%s", g->ctls[i].msg);
     return STRATA_OK;
 }
 

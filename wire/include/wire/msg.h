@@ -272,6 +272,11 @@ struct wire_trace {
     bool last;              /* the answer's final frame */
 };
 
+/* How a connection's end reads when the peer closed it without a
+ * GOODBYE (wire_conn's reason, after the peer's address): a loss with no
+ * cause given, which a caller may rank below one that says why. */
+#define WIRE_NO_GOODBYE "closed the connection without GOODBYE"
+
 /* ---- HEALTH, HEALTH_REPLY ------------------------------------------- */
 
 /* The TLS server name (SNI) a health check sends, so that strata-node
