@@ -1,11 +1,12 @@
 /* Row sums for the halo kernels, and the VJP's scatters. One body,
- * compiled for three vector
- * widths with GCC/Clang vector extensions; the widest the CPU runs is
- * picked once. The accumulators live in registers for a block of four
- * vectors of features while every source row is added, so the output row
- * is loaded and stored once per block instead of once per edge. Only
- * additions, one source at a time per lane: no reassociation, no FMA, the
- * plain loop's result exactly. */
+ * compiled for three vector widths with GCC/Clang vector extensions; the
+ * widest the CPU runs is picked once. The accumulators live in registers
+ * for a block of four vectors of features while every source row is
+ * added, so the output row is loaded and stored once per block instead of
+ * once per edge. Sums add one source at a time per lane: no
+ * reassociation, no FMA (the file is built with -ffp-contract=off), the
+ * plain loop's result exactly; the scatters round each product, then add
+ * it, as the plain loop does. */
 #include "rowsum.h"
 
 #include <stdatomic.h>
@@ -134,6 +135,16 @@ static inline uintptr_t seg_base(const struct halo_seg *segs, size_t n,
         for (; f < features; f++)                                              \
             (a)[f] += (w) * (g)[f];                                            \
     } while (0)
+
+/* One row's entries [lo, hi) of loc, of which those in [first, end) name
+ * row l at base + (l - first) * stride; other entries are skipped. */
+struct halo_scatter {
+    const uint64_t *loc;
+    int64_t lo, hi;
+    uint64_t first, end;
+    char *base;
+    size_t stride;
+};
 
 /* Distance, in entries, of the rows prefetched (for writing) ahead. */
 #define SCATTER_PREFETCH 4

@@ -58,16 +58,6 @@ struct halo_csr_rows {
 void halo_rowsum_csr(strata_dtype dtype, size_t features,
                      const struct halo_csr_rows *cr);
 
-/* One row's entries [lo, hi) of loc, of which those in [first, end) name
- * row l at base + (l - first) * stride; other entries are skipped. */
-struct halo_scatter {
-    const uint64_t *loc;
-    int64_t lo, hi;
-    uint64_t first, end;
-    char *base;
-    size_t stride;
-};
-
 /* Rows whose cotangents are scattered, in one call. */
 struct halo_scatter_csr {
     const uint64_t *rows; /* in this order; NULL: row0 .. row0 + count - 1 */

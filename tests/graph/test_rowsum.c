@@ -17,6 +17,7 @@ static const char *const isas[] = {"baseline", "avx2", "avx512"};
 /* Feature counts around every block width (4, 2, 1 vectors of 2..16). */
 static const size_t feature_counts[] = {1,  2,  3,  5,  7,  8,  9,  15, 16,
                                         17, 31, 32, 33, 48, 63, 64, 65, 100};
+#define NUM_FEATURE_COUNTS (sizeof(feature_counts) / sizeof(size_t))
 
 #define NSRC 70 /* more sources than a batch of the kernels */
 #define MAXF 100
@@ -83,8 +84,7 @@ static void check_isa_sums(const char *isa)
         strata_dtype dt = d ? STRATA_F64 : STRATA_F32;
         size_t es = d ? 8 : 4;
 
-        for (size_t fi = 0; fi < sizeof(feature_counts) / sizeof(size_t);
-             fi++) {
+        for (size_t fi = 0; fi < NUM_FEATURE_COUNTS; fi++) {
             size_t f = feature_counts[fi];
             struct rows r;
 
@@ -114,42 +114,70 @@ static void check_isa_sums(const char *isa)
     }
 }
 
+/* One dtype and feature count (rb bytes per row) over the 300-row test
+ * graph: rows of finite values, two zeroed outputs, the rows in a
+ * shuffled order and the entries as uint64 indices. */
+struct csr_case {
+    uint64_t n;
+    size_t rb;
+    char *in, *got, *want;
+    uint64_t *order, *idx;
+};
+
+static void case_init(struct csr_case *c, const struct gh_graph *g, size_t rb,
+                      uint64_t *seed)
+{
+    uint64_t n = g->n;
+
+    c->n = n;
+    c->rb = rb;
+    c->in = malloc(n * rb);
+    c->got = calloc(n, rb);
+    c->want = calloc(n, rb);
+    c->order = malloc(n * sizeof(uint64_t));
+    c->idx = malloc((size_t)g->row_ptr[n] * sizeof(uint64_t) + 1);
+    assert_true(c->in && c->got && c->want && c->order && c->idx);
+    for (size_t b = 0; b < n * rb; b++)
+        c->in[b] = (char)(gh_rand(seed) % 61); /* finite values */
+    for (int64_t k = 0; k < g->row_ptr[n]; k++)
+        c->idx[k] = (uint64_t)g->col_idx[k];
+    for (uint64_t i = 0; i < n; i++)
+        c->order[i] = (i * 7) % n; /* 7 and 300 are coprime */
+}
+
+static void case_free(struct csr_case *c)
+{
+    free(c->in);
+    free(c->got);
+    free(c->want);
+    free(c->order);
+    free(c->idx);
+}
+
 /* CSR rows: a random irregular graph, rows in a shuffled order, mean and
  * sum. */
 static void check_isa_csr(const char *isa)
 {
-    uint64_t seed = 42;
+    uint64_t seed = 42, n = 300;
     struct gh_graph g;
-    uint64_t n = 300;
 
     gh_graph_random(&g, n, 40, &seed);
     for (int d = 0; d < 2; d++) {
         strata_dtype dt = d ? STRATA_F64 : STRATA_F32;
-        size_t es = d ? 8 : 4;
 
-        for (size_t fi = 0; fi < sizeof(feature_counts) / sizeof(size_t);
-             fi++) {
-            size_t f = feature_counts[fi], rb = f * es;
-            char *in = malloc(n * rb), *got = calloc(n, rb),
-                 *want = calloc(n, rb);
-            uint64_t *order = malloc(n * sizeof(uint64_t));
-            uint64_t *idx = malloc((size_t)g.row_ptr[n] * sizeof(uint64_t) + 1);
+        for (size_t fi = 0; fi < NUM_FEATURE_COUNTS; fi++) {
+            size_t f = feature_counts[fi], rb = f * (d ? 8 : 4);
+            struct csr_case c;
 
-            assert_true(in && got && want && order && idx);
-            for (size_t b = 0; b < n * rb; b++)
-                in[b] = (char)(gh_rand(&seed) % 61); /* finite values */
-            for (int64_t k = 0; k < g.row_ptr[n]; k++)
-                idx[k] = (uint64_t)g.col_idx[k];
-            for (uint64_t i = 0; i < n; i++)
-                order[i] = (i * 7) % n; /* 7 and 300 are coprime */
+            case_init(&c, &g, rb, &seed);
             for (int mean = 0; mean < 2; mean++) {
-                struct halo_csr_rows cr = {.rows = order,
+                struct halo_csr_rows cr = {.rows = c.order,
                                            .count = n,
                                            .row_ptr = g.row_ptr,
-                                           .idx = idx,
-                                           .base = in,
+                                           .idx = c.idx,
+                                           .base = c.in,
                                            .stride = rb,
-                                           .out = got,
+                                           .out = c.got,
                                            .mean = mean};
 
                 halo_rowsum_csr(dt, f, &cr);
@@ -159,19 +187,15 @@ static void check_isa_csr(const char *isa)
 
                     assert_true(deg <= 64);
                     for (int64_t k = 0; k < deg; k++)
-                        src[k] = in + idx[lo + k] * rb;
-                    reference(dt, f, want + i * rb, src, (size_t)deg, true,
+                        src[k] = c.in + c.idx[lo + k] * rb;
+                    reference(dt, f, c.want + i * rb, src, (size_t)deg, true,
                               mean && deg > 0 ? 1.0 / (double)deg : 1.0);
                 }
-                if (memcmp(got, want, n * rb) != 0)
+                if (memcmp(c.got, c.want, n * rb) != 0)
                     fail_msg("%s: csr dtype %s, %zu features, mean %d differ",
                              isa, d ? "f64" : "f32", f, mean);
             }
-            free(in);
-            free(got);
-            free(want);
-            free(order);
-            free(idx);
+            case_free(&c);
         }
     }
     gh_graph_free(&g);
@@ -188,67 +212,72 @@ static void check_isa_segments(const char *isa)
     gh_graph_random(&g, n, 40, &seed);
     for (int d = 0; d < 2; d++) {
         strata_dtype dt = d ? STRATA_F64 : STRATA_F32;
-        size_t es = d ? 8 : 4;
 
-        for (size_t fi = 0; fi < sizeof(feature_counts) / sizeof(size_t);
-             fi++) {
-            size_t f = feature_counts[fi], rb = f * es;
-            char *all = malloc(n * rb), *p1 = malloc((cut - own) * rb + 64),
+        for (size_t fi = 0; fi < NUM_FEATURE_COUNTS; fi++) {
+            size_t f = feature_counts[fi], rb = f * (d ? 8 : 4);
+            struct csr_case c;
+            char *p1 = malloc((cut - own) * rb + 64),
                  *p2 = malloc((n - cut) * rb + 64);
-            char *got = calloc(n, rb), *want = calloc(n, rb);
-            uint64_t *order = malloc(n * sizeof(uint64_t));
-            uint64_t *idx = malloc((size_t)g.row_ptr[n] * sizeof(uint64_t) + 1);
 
-            assert_true(all && p1 && p2 && got && want && order && idx);
-            for (size_t b = 0; b < n * rb; b++)
-                all[b] = (char)(gh_rand(&seed) % 61);
+            assert_true(p1 && p2);
+            case_init(&c, &g, rb, &seed);
             /* The peers' rows at offsets of their own. */
-            memcpy(p1 + 24, all + own * rb, (cut - own) * rb);
-            memcpy(p2 + 8, all + cut * rb, (n - cut) * rb);
-            for (int64_t k = 0; k < g.row_ptr[n]; k++)
-                idx[k] = (uint64_t)g.col_idx[k];
-            for (uint64_t i = 0; i < n; i++)
-                order[i] = (i * 7) % n;
+            memcpy(p1 + 24, c.in + own * rb, (cut - own) * rb);
+            memcpy(p2 + 8, c.in + cut * rb, (n - cut) * rb);
             for (int mean = 0; mean < 2; mean++) {
                 const struct halo_seg segs[3] = {
-                    {0, (uintptr_t)all},
+                    {0, (uintptr_t)c.in},
                     {own, (uintptr_t)(p1 + 24) - (uintptr_t)(own * rb)},
                     {cut, (uintptr_t)(p2 + 8) - (uintptr_t)(cut * rb)},
                 };
-                struct halo_csr_rows cr = {.rows = order,
+                struct halo_csr_rows cr = {.rows = c.order,
                                            .count = n,
                                            .row_ptr = g.row_ptr,
-                                           .idx = idx,
-                                           .base = all,
+                                           .idx = c.idx,
+                                           .base = c.in,
                                            .stride = rb,
-                                           .out = want,
+                                           .out = c.want,
                                            .mean = mean};
 
                 halo_rowsum_csr(dt, f, &cr);
                 /* Own rows past `own` are garbage now: the segments must
                  * not read them. */
-                memset(all + own * rb, 0x7f, (n - own) * rb);
+                memset(c.in + own * rb, 0x7f, (n - own) * rb);
                 cr.segs = segs;
                 cr.num_segs = 3;
-                cr.out = got;
+                cr.out = c.got;
                 halo_rowsum_csr(dt, f, &cr);
-                if (memcmp(got, want, n * rb) != 0)
+                if (memcmp(c.got, c.want, n * rb) != 0)
                     fail_msg("%s: segments dtype %s, %zu features, mean %d "
                              "differ",
                              isa, d ? "f64" : "f32", f, mean);
-                memcpy(all + own * rb, p1 + 24, (cut - own) * rb);
-                memcpy(all + cut * rb, p2 + 8, (n - cut) * rb);
+                memcpy(c.in + own * rb, p1 + 24, (cut - own) * rb);
+                memcpy(c.in + cut * rb, p2 + 8, (n - cut) * rb);
             }
-            free(all);
             free(p1);
             free(p2);
-            free(got);
-            free(want);
-            free(order);
-            free(idx);
+            case_free(&c);
         }
     }
     gh_graph_free(&g);
+}
+
+/* acc += w * x over one row as the plain loop does: the product rounded
+ * (volatile: never fused with the sum), then added. */
+static void axpy_reference(strata_dtype dt, size_t f, char *acc, double w,
+                           const char *x)
+{
+    for (size_t j = 0; j < f; j++) {
+        if (dt == STRATA_F32) {
+            volatile float p = (float)w * ((const float *)x)[j];
+
+            ((float *)acc)[j] += p;
+        } else {
+            volatile double p = w * ((const double *)x)[j];
+
+            ((double *)acc)[j] += p;
+        }
+    }
 }
 
 /* The VJP's scatter (rows in a shuffled order, only targets in [first,
@@ -261,70 +290,45 @@ static void check_isa_scatter(const char *isa)
     gh_graph_random(&g, n, 40, &seed);
     for (int d = 0; d < 2; d++) {
         strata_dtype dt = d ? STRATA_F64 : STRATA_F32;
-        size_t es = d ? 8 : 4;
 
-        for (size_t fi = 0; fi < sizeof(feature_counts) / sizeof(size_t);
-             fi++) {
-            size_t f = feature_counts[fi], rb = f * es;
-            char *gr = malloc(n * rb), *got = malloc(n * rb),
-                 *want = malloc(n * rb);
-            uint64_t *order = malloc(n * sizeof(uint64_t));
-            uint64_t *loc = malloc((size_t)g.row_ptr[n] * sizeof(uint64_t) + 1);
+        for (size_t fi = 0; fi < NUM_FEATURE_COUNTS; fi++) {
+            size_t f = feature_counts[fi], rb = f * (d ? 8 : 4);
+            struct csr_case c;
             int64_t ids[40];
 
-            assert_true(gr && got && want && order && loc);
-            for (size_t b = 0; b < n * rb; b++) {
-                gr[b] = (char)(gh_rand(&seed) % 61);
-                got[b] = want[b] = (char)(gh_rand(&seed) % 61);
-            }
-            for (int64_t k = 0; k < g.row_ptr[n]; k++)
-                loc[k] = (uint64_t)g.col_idx[k];
-            for (uint64_t i = 0; i < n; i++)
-                order[i] = (i * 7) % n;
+            case_init(&c, &g, rb, &seed);
+            /* Targets with values of their own; c.in holds the
+             * cotangents. */
+            for (size_t b = 0; b < n * rb; b++)
+                c.got[b] = c.want[b] = (char)(gh_rand(&seed) % 61);
             for (int mean = 0; mean < 2; mean++) {
                 const struct halo_scatter_csr cs = {
-                    .rows = mean ? order : NULL,
+                    .rows = mean ? c.order : NULL,
                     .row0 = 0,
                     .count = n,
                     .row_ptr = g.row_ptr,
-                    .loc = loc,
+                    .loc = c.idx,
                     .first = first,
                     .end = end,
-                    .base = got,
+                    .base = c.got,
                     .stride = rb,
-                    .g = gr,
+                    .g = c.in,
                     .mean = mean,
                 };
 
                 halo_rowaxpy_csr(dt, f, &cs);
                 for (uint64_t q = 0; q < n; q++) {
-                    uint64_t i = mean ? order[q] : q;
+                    uint64_t i = mean ? c.order[q] : q;
                     int64_t lo = g.row_ptr[i], hi = g.row_ptr[i + 1];
                     double w = mean && hi > lo ? 1.0 / (double)(hi - lo) : 1;
 
-                    for (int64_t k = lo; k < hi; k++) {
-                        uint64_t l = loc[k];
-
-                        if (l < first || l >= end)
-                            continue;
-                        for (size_t j = 0; j < f; j++) {
-                            if (dt == STRATA_F32) {
-                                float *a = (float *)(want + (l - first) * rb);
-                                const float *x = (const float *)(gr + i * rb);
-                                volatile float p = (float)w * x[j];
-
-                                a[j] += p;
-                            } else {
-                                double *a = (double *)(want + (l - first) * rb);
-                                const double *x = (const double *)(gr + i * rb);
-                                volatile double p = w * x[j];
-
-                                a[j] += p;
-                            }
-                        }
-                    }
+                    for (int64_t k = lo; k < hi; k++)
+                        if (c.idx[k] >= first && c.idx[k] < end)
+                            axpy_reference(dt, f,
+                                           c.want + (c.idx[k] - first) * rb, w,
+                                           c.in + i * rb);
                 }
-                if (memcmp(got, want, n * rb) != 0)
+                if (memcmp(c.got, c.want, n * rb) != 0)
                     fail_msg("%s: scatter dtype %s, %zu features, mean %d "
                              "differ",
                              isa, d ? "f64" : "f32", f, mean);
@@ -333,28 +337,18 @@ static void check_isa_scatter(const char *isa)
             for (int k = 0; k < 40; k++)
                 ids[k] = 10 + (int64_t)((k * 37) % 200);
             {
-                const struct halo_gather_add ga = {ids, 10, 40, gr, got, rb};
+                const struct halo_gather_add ga = {ids,  10,    40,
+                                                   c.in, c.got, rb};
 
                 halo_rowadd(dt, f, &ga);
             }
             for (int k = 0; k < 40; k++)
-                for (size_t j = 0; j < f; j++) {
-                    char *a = want + (size_t)(ids[k] - 10) * rb + j * es;
-                    const char *x = gr + (size_t)k * rb + j * es;
-
-                    if (dt == STRATA_F32)
-                        *(float *)a += *(const float *)x;
-                    else
-                        *(double *)a += *(const double *)x;
-                }
-            if (memcmp(got, want, n * rb) != 0)
+                axpy_reference(dt, f, c.want + (size_t)(ids[k] - 10) * rb, 1.0,
+                               c.in + (size_t)k * rb);
+            if (memcmp(c.got, c.want, n * rb) != 0)
                 fail_msg("%s: gather-add dtype %s, %zu features differ", isa,
                          d ? "f64" : "f32", f);
-            free(gr);
-            free(got);
-            free(want);
-            free(order);
-            free(loc);
+            case_free(&c);
         }
     }
     gh_graph_free(&g);

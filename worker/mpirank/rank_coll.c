@@ -109,6 +109,8 @@ static strata_err allgather(const void *send, size_t len, void *recv,
         if (pthread_cond_timedwait(&C.cv, &C.mu, &until) == ETIMEDOUT)
             break;
     if (C.job != 2) {
+        char why[200];
+
         /* The helper stays in MPI_Allgather: no job runs again, and the
          * session ends with the cause in its GOODBYE; the rank's main
          * thread then ends the MPI job (strata_rank.c). */
@@ -120,16 +122,13 @@ static strata_err allgather(const void *send, size_t len, void *recv,
                   C.rank, C.timeout_s);
         /* The same words in the reply as in the GOODBYE: whichever
          * reaches the L4 first says why. */
-        worker_session_fail(5,
-                            "MPI rank %d: a descriptor gather (MPI_Allgather) "
-                            "was not done within %.1f s (a rank is stuck or "
-                            "gone): ending the MPI job",
-                            C.rank, C.timeout_s);
-        return base_fail(STRATA_EPEER,
-                         "MPI rank %d: a descriptor gather (MPI_Allgather) "
-                         "was not done within %.1f s (a rank is stuck or "
-                         "gone): ending the MPI job",
-                         C.rank, C.timeout_s);
+        snprintf(why, sizeof(why),
+                 "MPI rank %d: a descriptor gather (MPI_Allgather) was not "
+                 "done within %.1f s (a rank is stuck or gone): ending the "
+                 "MPI job",
+                 C.rank, C.timeout_s);
+        worker_session_fail(5, "%s", why);
+        return base_fail(STRATA_EPEER, "%s", why);
     }
     C.job = 0;
     rc = C.rc;
