@@ -19,6 +19,7 @@
 static strata_callable forward_kernel;
 static strata_callable vjp_kernel;
 static strata_callable node_callable;
+static strata_callable pages_kernel;
 static strata_err kernels_err = STRATA_ESTATE;
 
 __attribute__((constructor)) static void register_kernels(void)
@@ -31,6 +32,9 @@ __attribute__((constructor)) static void register_kernels(void)
     if (!kernels_err)
         kernels_err = strata_register_orch(HALO_NODE_CALLABLE, halo_node_orch,
                                            &node_callable);
+    if (!kernels_err)
+        kernels_err = strata_register_kernel(
+            HALO_KERNEL_PAGES, halo_kernel_forward_pages, &pages_kernel);
 }
 
 strata_callable halo_kernel(bool vjp)
@@ -41,6 +45,11 @@ strata_callable halo_kernel(bool vjp)
 strata_callable halo_node_callable(void)
 {
     return node_callable;
+}
+
+strata_callable halo_pages_kernel(void)
+{
+    return pages_kernel;
 }
 
 /* ---- per-edge kernels ---- */
@@ -210,6 +219,7 @@ static strata_err make_xchg(strata_worker *w, strata_halo *h)
 static void halo_free(strata_halo *h)
 {
     halo_global_free(h);
+    halo_needs_free(h->needs);
     base_free(h->chips);
     base_free(h->trace_path);
     base_free(h->last);

@@ -142,6 +142,9 @@ struct strata_halo {
     size_t num_groups;
     int *group_nodes;      /* groups[i].node: the targets of the group */
     uint32_t *group_ranks; /* world entries, the groups' rank lists */
+    /* strata_halo_forward_pages: which pages of x each rank's rows in
+     * each page of out read, for the page sizes last used. */
+    struct halo_page_needs *needs;
 };
 
 /* A registered per-edge kernel (the table is in halo_exec.c). */
@@ -221,6 +224,20 @@ strata_err halo_mpi_node_orch(strata_orch *o, const strata_args *args,
  * offset of the data region in the window, the rank. */
 strata_err halo_kernel_forward(strata_chip *chip, const strata_args *args);
 strata_err halo_kernel_vjp(strata_chip *chip, const strata_args *args);
+
+/* Paged fields (halo_exec_pages.c, halo_pages_kernel.c). */
+#define HALO_KERNEL_PAGES "strata.halo.forward_pages"
+/* The kernel's scalars: rank, first row, end row, x's page_rows, x's
+ * page count, the count of x pages named, then their indices, four
+ * 16-bit indices per scalar; tensors: the plan, the rows of out, then
+ * the pages of x named, in that order. */
+#define HALO_PAGES_SCALARS 6
+#define HALO_PAGES_PER_SCALAR 4
+#define HALO_PAGES_MAX_X 65535u
+strata_callable halo_pages_kernel(void);
+strata_err halo_kernel_forward_pages(strata_chip *chip,
+                                     const strata_args *args);
+void halo_needs_free(struct halo_page_needs *n);
 
 /* Fills one record per rank from the plan's stats slots
  * (halo_exec_trace.c); nodes is NULL for a local handle (node -1). */

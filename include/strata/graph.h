@@ -416,6 +416,52 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_halo_vjp(strata_orch *o,
                                                         strata_buffer *grad_out,
                                                         strata_buffer *grad_x);
 
+/* A field held as pages, for a worker whose ram budget cannot hold the
+ * whole field: buffer k of pages holds rows [k * page_rows, min((k + 1) *
+ * page_rows, N)) row-major from byte 0, in the spec's dtype and features.
+ * num_pages must be ceil(N / page_rows). */
+typedef struct strata_halo_pages {
+    strata_buffer *const *pages;
+    size_t num_pages;
+    uint64_t page_rows;
+} strata_halo_pages;
+
+/* Most pages of x that one rank's rows in one page of out may read. */
+#define STRATA_HALO_PAGES_MAX_READ 254
+
+/* The forward of a local handle over paged fields: the same values, bit
+ * for bit, as strata_halo_forward over the whole fields. Made for a worker
+ * with a ram budget and LRU spill (strata_worker_config.budgets, .eviction;
+ * docs/tiers.md) whose budget cannot hold x and out at once: each task
+ * names only the pages it touches, so the worker restores those before
+ * the task runs and spills idle pages to make room.
+ *
+ * One task per rank and page of out: rank r computes its owned rows that
+ * lie in out's page p, reading the rows of x its entries name directly
+ * from x's pages (every chip maps them; nothing is exchanged, and no
+ * domain is allocated). The pages of x those rows read are found once per
+ * pair of page sizes, by reading the graph (the plan's CSR, or the
+ * store's rows), and kept in h. Tasks go out in steps, step s holding each
+ * rank's s-th page; prefetch > 0 submits prefetch steps and waits for
+ * them before the next ones (a spilled page of a later task in the batch
+ * is restored while earlier tasks compute); prefetch 0 submits every step
+ * at once, as far ahead as the budget lets restores go. Inside an orch fn
+ * of the worker; one call at a time per handle; records no trace
+ * (strata_halo_last_trace keeps the previous call's).
+ *
+ * STRATA_EINVAL for a NULL argument or page list, page_rows 0, num_pages
+ * other than ceil(N / page_rows), a NULL page, a page smaller than its
+ * rows, a buffer used by two pages of out or by x and out, rows of one
+ * page of out that read more than STRATA_HALO_PAGES_MAX_READ pages of x,
+ * or more pages of x than 65535; STRATA_ENOTSUP for a global handle;
+ * STRATA_EBUDGET when one task's pages exceed the worker's ram budget
+ * (naming the rank, the page, the bytes and the budget); STRATA_EBUSY when
+ * another call on h is in progress; store errors (a store changed since
+ * the plan is STRATA_EINVAL); STRATA_ETASK when a task fails. */
+STRATA_API STRATA_MUST_CHECK strata_err strata_halo_forward_pages(
+    strata_orch *o, strata_halo *h, const strata_halo_pages *x,
+    const strata_halo_pages *out, size_t prefetch);
+
 /* One rank's record of the last call (the trace file holds the same). */
 typedef struct strata_halo_rank_trace {
     uint32_t rank;
