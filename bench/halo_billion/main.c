@@ -15,8 +15,16 @@
  * the store must have been written for the same graph (the DIR is
  * reused as it is).
  *
+ * --budget SIZE --spill-dir D: the worker's ram budget (IEC, e.g. 12GiB)
+ * with LRU spill to D; the fields are then held as pages of --page-rows
+ * rows (default 4 Mi rows, 512 MiB) and run by strata_halo_forward_pages
+ * with --prefetch steps (default 1). --page-rows alone pages the fields
+ * without a budget.
+ *
  * Usage: bench_halo_billion [--edges E] [--chips K] [--calls C]
- *                           [--graph periodic|random] --store DIR
+ *                           [--graph periodic|random] [--budget SIZE
+ *                           --spill-dir D] [--page-rows R] [--prefetch P]
+ *                           --store DIR
  *   E defaults to 1000000000 (a multiple of 16), K to 2, C to 3. DIR is
  *   created (graph written) when missing and reused when present.
  * Prints a summary and one JSON object as its last stdout line.
@@ -32,8 +40,10 @@
 #include <unistd.h>
 
 #include <strata/strata.h>
+#include <strata/tier.h>
 
 #include "bench_common.h"
+#include "fields.h"
 #include "progress.h"
 #include "stats.h"
 
@@ -152,7 +162,8 @@ static float x_value(uint64_t i, int f)
 
 struct job {
     strata_halo *h;
-    strata_buffer *x, *out;
+    struct fields f;
+    size_t prefetch;
 };
 
 static strata_err forward_orch(strata_orch *o, const strata_args *a, void *user)
@@ -160,36 +171,134 @@ static strata_err forward_orch(strata_orch *o, const strata_args *a, void *user)
     struct job *j = user;
 
     (void)a;
-    return strata_halo_forward(o, j->h, j->x, j->out);
+    return fields_forward(o, j->h, &j->f, j->prefetch);
 }
 
-/* Rows 0, 1, N-1 and 997 spread ones against the definition. */
-static uint64_t check(const float *out, uint64_t rows)
+/* x, row by row, one span (a page, or the whole field) at a time. */
+static int fill(struct fields *fl)
 {
-    uint64_t bad = 0;
+    for (uint64_t i = 0, end = 0; i < fl->rows; i = end) {
+        float *x = fields_span(fl, false, i, &end);
 
-    for (uint64_t s = 0; s < 1000; s++) {
-        uint64_t i = s < 3 ? (s == 2 ? rows - 1 : s) : (s * 1000003u) % rows;
+        if (!x)
+            return fail("strata_buffer_data", STRATA_EIO);
+        for (uint64_t r = i; r < end; r++, x += FEATURES)
+            for (int f = 0; f < FEATURES; f++)
+                x[f] = x_value(r, f);
+    }
+    return 0;
+}
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Rows 0, 1, N-1 and 997 spread ones against the definition, in
+ * ascending order (a page of out is restored once). */
+static uint64_t check(struct fields *fl)
+{
+    uint64_t rows = fl->rows, sample[1000], bad = 0, end = 0;
+    const float *out = NULL;
+
+    for (uint64_t s = 0; s < 1000; s++)
+        sample[s] = s < 3 ? (s == 2 ? rows - 1 : s) : (s * 1000003u) % rows;
+    qsort(sample, 1000, sizeof(sample[0]), cmp_u64);
+    for (uint64_t s = 0, at = 0; s < 1000; s++) {
+        uint64_t i = sample[s];
+
+        if (!out || i >= end) {
+            out = fields_span(fl, true, i, &end);
+            at = i;
+            if (!out)
+                return (uint64_t)FEATURES * 1000;
+        }
         for (int f = 0; f < FEATURES; f++) {
             float sum = 0;
 
             for (int k = 0; k < DEGREE; k++)
                 sum += x_value((uint64_t)source(rows, i, k), f);
-            if (out[i * FEATURES + (uint64_t)f] != sum * (float)(1.0 / DEGREE))
+            if (out[(i - at) * FEATURES + (uint64_t)f] !=
+                sum * (float)(1.0 / DEGREE))
                 bad++;
         }
     }
     return bad;
 }
 
+/* The worker's memory report, as JSON fields after a comma. */
+static void memory_json(strata_worker *w, char *buf, size_t cap)
+{
+    strata_tier_report r;
+
+    if (strata_worker_memory_report(w, &r) != STRATA_OK) {
+        snprintf(buf, cap, "\"memory\":null");
+        return;
+    }
+    snprintf(buf, cap,
+             "\"ram_peak_gib\":%.3f,\"spills\":%llu,\"restores\":%llu,"
+             "\"spilled_gib\":%.3f,\"restored_gib\":%.3f",
+             (double)r.tiers[STRATA_TIER_RAM].peak / (1 << 30),
+             (unsigned long long)r.spills, (unsigned long long)r.restores,
+             (double)r.moved[STRATA_TIER_RAM][STRATA_TIER_NVME] / (1 << 30),
+             (double)r.moved[STRATA_TIER_NVME][STRATA_TIER_RAM] / (1 << 30));
+}
+
+struct opts {
+    uint64_t edges, page_rows;
+    int chips, calls;
+    size_t prefetch;
+    const char *store, *budget, *spill_dir;
+};
+
+static bool parse(int argc, char **argv, struct opts *op)
+{
+    *op = (struct opts){
+        .edges = 1000000000ull, .chips = 2, .calls = 3, .prefetch = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (!v)
+            return false;
+        if (!strcmp(a, "--edges"))
+            op->edges = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--chips"))
+            op->chips = atoi(v);
+        else if (!strcmp(a, "--calls"))
+            op->calls = atoi(v);
+        else if (!strcmp(a, "--store"))
+            op->store = v;
+        else if (!strcmp(a, "--budget"))
+            op->budget = v;
+        else if (!strcmp(a, "--spill-dir"))
+            op->spill_dir = v;
+        else if (!strcmp(a, "--page-rows"))
+            op->page_rows = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--prefetch"))
+            op->prefetch = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--graph") &&
+                 (!strcmp(v, "periodic") || !strcmp(v, "random")))
+            graph_kind = !strcmp(v, "random");
+        else
+            return false;
+        i++;
+    }
+    if (op->budget && op->page_rows == 0)
+        op->page_rows = (uint64_t)1 << 22;
+    return op->store && op->edges >= DEGREE * 4 && op->edges % DEGREE == 0 &&
+           op->chips >= 1 && op->chips <= 8 && op->calls >= 1 &&
+           op->calls <= MAX_CALLS && !op->budget == !op->spill_dir;
+}
+
 int main(int argc, char **argv)
 {
-    uint64_t edges = 1000000000ull, rows;
-    int chips = 2, calls = 3;
-    const char *store = NULL;
+    struct opts op;
+    uint64_t rows;
     int ids[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     double t[MAX_CALLS], t0, create_s, fill_s, med;
+    char budgets[64], mem[256] = "\"memory\":null";
     strata_worker_config cfg;
     strata_halo_spec spec;
     strata_worker *w = NULL;
@@ -200,42 +309,33 @@ int main(int argc, char **argv)
     uint64_t bad = 0;
     int rc = 1;
 
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--edges") && i + 1 < argc)
-            edges = strtoull(argv[++i], NULL, 0);
-        else if (!strcmp(argv[i], "--chips") && i + 1 < argc)
-            chips = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--calls") && i + 1 < argc)
-            calls = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--store") && i + 1 < argc)
-            store = argv[++i];
-        else if (!strcmp(argv[i], "--graph") && i + 1 < argc &&
-                 (!strcmp(argv[i + 1], "periodic") ||
-                  !strcmp(argv[i + 1], "random")))
-            graph_kind = !strcmp(argv[++i], "random");
-        else
-            store = NULL, i = argc;
-    }
-    if (!store || edges < DEGREE * 4 || edges % DEGREE || chips < 1 ||
-        chips > 8 || calls < 1 || calls > MAX_CALLS) {
+    if (!parse(argc, argv, &op)) {
         fprintf(stderr, "usage: " NAME " [--edges E] [--chips K] [--calls C] "
-                        "[--graph periodic|random] --store DIR\n");
+                        "[--graph periodic|random] [--budget SIZE "
+                        "--spill-dir DIR] [--page-rows R] [--prefetch P] "
+                        "--store DIR\n");
         return 2;
     }
-    rows = edges / DEGREE;
-    if (stat(store, &st) != 0 && make_store(store, rows) != 0)
+    rows = op.edges / DEGREE;
+    if (stat(op.store, &st) != 0 && make_store(op.store, rows) != 0)
         return 1;
 
     strata_worker_config_init(&cfg, 3);
     cfg.chip_ids = ids;
-    cfg.num_chips = (size_t)chips;
+    cfg.num_chips = (size_t)op.chips;
+    if (op.budget) {
+        snprintf(budgets, sizeof(budgets), "ram=%s", op.budget);
+        cfg.budgets = budgets;
+        cfg.spill_dir = op.spill_dir;
+        cfg.eviction = STRATA_EVICT_LRU;
+    }
     err = strata_worker_create(&cfg, &w);
     if (err)
         return fail("strata_worker_create", err);
     strata_halo_spec_init(&spec);
-    spec.gfg_path = store;
+    spec.gfg_path = op.store;
     spec.chips = ids;
-    spec.num_chips = (size_t)chips;
+    spec.num_chips = (size_t)op.chips;
     spec.features = FEATURES;
     spec.dtype = STRATA_F32;
     spec.reducer = STRATA_HALO_MEAN;
@@ -245,29 +345,28 @@ int main(int argc, char **argv)
     if (!err)
         err = strata_worker_init(w);
     if (!err)
-        err = strata_worker_create_buffer(w, rows * FEATURES * sizeof(float),
-                                          &j.x);
-    if (!err)
-        err = strata_worker_create_buffer(w, rows * FEATURES * sizeof(float),
-                                          &j.out);
+        err = fields_create(w, rows, FEATURES * sizeof(float), op.page_rows,
+                            &j.f);
     if (err) {
         rc = fail("set-up", err);
         goto out;
     }
+    j.prefetch = op.prefetch;
     t0 = bench_now_s();
-    {
-        float *x = strata_buffer_data(j.x);
-
-        for (uint64_t i = 0; i < rows; i++)
-            for (int f = 0; f < FEATURES; f++)
-                x[i * FEATURES + (uint64_t)f] = x_value(i, f);
-    }
+    if (fill(&j.f) != 0)
+        goto out;
     fill_s = bench_now_s() - t0;
     printf(NAME ": %llu edges, %llu rows x %d float32, %d chips; halo "
                 "create %.1f s, x filled in %.1f s\n",
-           (unsigned long long)edges, (unsigned long long)rows, FEATURES, chips,
-           create_s, fill_s);
-    for (int c = -1; c < calls; c++) {
+           (unsigned long long)op.edges, (unsigned long long)rows, FEATURES,
+           op.chips, create_s, fill_s);
+    if (op.page_rows)
+        printf(NAME ": fields in pages of %llu rows (%.0f MiB), prefetch "
+                    "%zu, ram budget %s\n",
+               (unsigned long long)op.page_rows,
+               (double)op.page_rows * FEATURES * 4 / (1 << 20), op.prefetch,
+               op.budget ? op.budget : "none");
+    for (int c = -1; c < op.calls; c++) {
         t0 = bench_now_s();
         err = strata_worker_run(w, forward_orch, NULL, &j);
         if (err) {
@@ -279,9 +378,11 @@ int main(int argc, char **argv)
         printf(NAME ": forward %s: %.2f s\n", c < 0 ? "warm-up" : "timed",
                bench_now_s() - t0);
     }
-    bad = check(strata_buffer_data(j.out), rows);
+    bad = check(&j.f);
+    memory_json(w, mem, sizeof(mem));
     rc = bad != 0;
 out:
+    fields_release(&j.f);
     if (j.h && strata_halo_destroy(j.h) != STRATA_OK)
         rc = fail("strata_halo_destroy", STRATA_ESTATE);
     if (w && strata_worker_destroy(w) != STRATA_OK)
@@ -290,22 +391,25 @@ out:
         return rc;
     getrusage(RUSAGE_SELF, &self);
     getrusage(RUSAGE_CHILDREN, &kids);
-    med = stats_median(t, (size_t)calls);
+    med = stats_median(t, (size_t)op.calls);
     printf(NAME ": median forward %.2f s = %.1f M edges/s; peak RSS: this "
                 "process %.2f GiB, largest chip %.2f GiB; %s\n",
-           med, (double)edges / med / 1e6, (double)self.ru_maxrss / (1 << 20),
+           med, (double)op.edges / med / 1e6,
+           (double)self.ru_maxrss / (1 << 20),
            (double)kids.ru_maxrss / (1 << 20),
            bad ? "WRONG VALUES" : "1000 sampled rows exact");
     printf("{\"bench\":\"halo_billion\",\"metric\":\"forward_s\",\"unit\":"
            "\"s\",\"strata\":%.3f,\"reference_name\":\"reference system, "
            "1 GPU, paged from NVMe (FACTS.md)\",\"reference\":414.25,"
            "\"ratio\":%.5f,\"pass\":%s,\"graph\":\"%s\",\"edges\":%llu,"
-           "\"chips\":%d,"
-           "\"create_s\":%.2f,\"maxrss_self_gib\":%.3f,"
-           "\"maxrss_chip_gib\":%.3f,\"bad_values\":%llu}\n",
+           "\"chips\":%d,\"budget\":%s%s%s,\"page_rows\":%llu,"
+           "\"prefetch\":%zu,\"create_s\":%.2f,\"maxrss_self_gib\":%.3f,"
+           "\"maxrss_chip_gib\":%.3f,\"bad_values\":%llu,%s}\n",
            med, med / 414.25, bad == 0 && med < 414.25 ? "true" : "false",
-           graph_kind ? "random" : "periodic", (unsigned long long)edges, chips,
+           graph_kind ? "random" : "periodic", (unsigned long long)op.edges,
+           op.chips, op.budget ? "\"" : "", op.budget ? op.budget : "null",
+           op.budget ? "\"" : "", (unsigned long long)op.page_rows, op.prefetch,
            create_s, (double)self.ru_maxrss / (1 << 20),
-           (double)kids.ru_maxrss / (1 << 20), (unsigned long long)bad);
+           (double)kids.ru_maxrss / (1 << 20), (unsigned long long)bad, mem);
     return bad ? 1 : 0;
 }
