@@ -223,9 +223,10 @@ strata_err halo_kernel_forward_pages(strata_chip *chip, const strata_args *args)
             err = chunk_locate(&t, cols, (size_t)(rp[z - a] - rp[0]));
         for (uint64_t i = a; i < z && !err; i++) {
             size_t k = (size_t)(rp[i - a] - rp[0]);
+            size_t n = (size_t)(rp[i - a + 1] - rp[i - a]);
 
-            row(&t, i, cols + k, t.src + k,
-                (size_t)(rp[i - a + 1] - rp[i - a]));
+            /* A chunk without entries may have no arrays at all. */
+            row(&t, i, n ? cols + k : NULL, n ? t.src + k : NULL, n);
         }
         a = z;
     }
