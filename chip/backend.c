@@ -180,7 +180,8 @@ static strata_err cuda_load(void)
         return err;
     if (!p || p->abi != CUDA_PLUGIN_ABI || !p->ops ||
         p->ops->abi != CHIP_BACKEND_ABI || !p->ops->name ||
-        strcmp(p->ops->name, "cuda") != 0 || !p->stream || !p->device)
+        strcmp(p->ops->name, "cuda") != 0 || !p->stream || !p->device ||
+        !p->mem)
         return base_fail(STRATA_ENOTSUP,
                          "%s was built for another strata (plug-in ABI %u, "
                          "backend ABI %u; this library wants %u and %u)",
@@ -189,6 +190,21 @@ static strata_err cuda_load(void)
     LOG_DEBUG("loaded the CUDA backend from %s", path);
     cuda_plugin = p;
     return STRATA_OK;
+}
+
+strata_err chip_cuda_mem(const struct cuda_plugin_mem **out)
+{
+    static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+    strata_err err;
+
+    pthread_mutex_lock(&mem_lock);
+    err = cuda_load();
+    if (!err)
+        err = cuda_plugin->mem->open(&cuda_host);
+    pthread_mutex_unlock(&mem_lock);
+    if (!err)
+        *out = cuda_plugin->mem;
+    return err;
 }
 
 /* ------------------------------------------------------------------ */

@@ -144,7 +144,9 @@ static strata_err cuda_init(strata_chip *chip, void **state_out)
         return cuda_host_table->fail(STRATA_ENOMEM,
                                      "cuda backend: out of memory");
     c->chip_id = cuda_host_table->chip_id(chip);
-    err = map_device(c, cuda_host_table->device_ordinal(chip));
+    err = cuda_mem_forked_check();
+    if (!err)
+        err = map_device(c, cuda_host_table->device_ordinal(chip));
     if (!err)
         err = cuda_driver_load(cuda_host_table, &c->d);
     if (!err)
@@ -328,6 +330,7 @@ static const struct cuda_plugin plugin = {
     .ops = &cuda_ops,
     .stream = cuda_stream,
     .device = cuda_device,
+    .mem = &cuda_mem_ops,
 };
 
 __attribute__((visibility("default"))) strata_err

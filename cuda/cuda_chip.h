@@ -23,6 +23,11 @@ struct cuda_chip {
 
 /* The host's table, from strata_cuda_plugin_open. */
 extern const struct cuda_plugin_host *cuda_host_table;
+/* The tier runtime's memory (cuda_mem.c). */
+extern const struct cuda_plugin_mem cuda_mem_ops;
+/* STRATA_ESTATE when a parent of this process set the tier runtime's CUDA
+ * memory up before forking it (CUDA does not survive fork). */
+strata_err cuda_mem_forked_check(void);
 
 /* Records "device N: call failed: NAME (code): text"; the strata code. */
 strata_err cuda_chip_fail(const struct cuda_chip *c, CUresult r,

@@ -36,6 +36,9 @@
     X(cuEventSynchronize)                                                      \
     X(cuMemAlloc)                                                              \
     X(cuMemFree)                                                               \
+    X(cuMemHostAlloc)                                                          \
+    X(cuMemFreeHost)                                                           \
+    X(cuMemcpyAsync)                                                           \
     X(cuMemcpyHtoD)                                                            \
     X(cuMemcpyDtoH)                                                            \
     X(cuMemcpyDtoD)                                                            \

@@ -5,6 +5,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/fault.h"
+#include "tier/device.h"
 #include "tier_int.h"
 
 #include <errno.h>
@@ -126,12 +127,41 @@ static strata_err io_fail(int e, char *msg, size_t cap, const char *what,
     return STRATA_EIO;
 }
 
+/* A chunk from or to a device instance: one copy between it and host
+ * memory (ram, host-pinned) or device memory; through the thread's
+ * staging buffer for an nvme file. */
+static strata_err dev_chunk(strata_instance *src, strata_instance *dst,
+                            uint64_t off, uint64_t len, void *staging,
+                            char *msg, size_t msg_cap)
+{
+    char *s = src->dev ? src->dev : src->data;
+    char *d = dst->dev ? dst->dev : dst->data;
+    int e;
+
+    if (s && d)
+        return tier_cuda_copy(d + off, s + off, (size_t)len, msg, msg_cap);
+    if (d) { /* nvme -> device */
+        e = full_io(src->fd, staging, io_len(src, off, len), off, false);
+        if (e)
+            return io_fail(e, msg, msg_cap, "read", src, off);
+        return tier_cuda_copy(d + off, staging, (size_t)len, msg, msg_cap);
+    }
+    /* device -> nvme: the tail past len of the last block is written
+     * from the staging buffer as it is (beyond the capacity). */
+    if (tier_cuda_copy(staging, s + off, (size_t)len, msg, msg_cap))
+        return STRATA_EIO;
+    e = full_io(dst->fd, staging, io_len(dst, off, len), off, true);
+    return e ? io_fail(e, msg, msg_cap, "write", dst, off) : STRATA_OK;
+}
+
 strata_err tier_io_chunk(strata_instance *src, strata_instance *dst,
                          uint64_t off, uint64_t len, void *staging, char *msg,
                          size_t msg_cap)
 {
     int e;
 
+    if (src->dev || dst->dev)
+        return dev_chunk(src, dst, off, len, staging, msg, msg_cap);
     if (src->data && dst->data) {
         memcpy((char *)dst->data + off, (char *)src->data + off, len);
         return STRATA_OK;

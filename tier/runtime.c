@@ -2,6 +2,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/fault.h"
+#include "tier/device.h"
 #include "tier/sweep.h"
 #include "tier_int.h"
 
@@ -126,7 +127,10 @@ static void release_storage(strata_instance *inst)
 {
     struct tier_account *a = &inst->rt->acct[inst->tier];
 
-    if (inst->data)
+    if (inst->tier == STRATA_TIER_DEVICE ||
+        inst->tier == STRATA_TIER_HOST_PINNED)
+        tier_cuda_free(inst);
+    else if (inst->data)
         munmap(inst->data, inst->map_len);
     inst->data = NULL;
     tier_nvme_close(inst);
@@ -214,10 +218,7 @@ static strata_err check_allocate(strata_tier_runtime *rt, const char *name,
     if (err)
         return err;
     if (*t == STRATA_TIER_DEVICE || *t == STRATA_TIER_HOST_PINNED)
-        return base_fail(STRATA_ENOTSUP,
-                         "tier '%s' needs the CUDA backend, which this "
-                         "runtime does not have",
-                         strata_tier_name(*t));
+        return tier_cuda_ready(*t);
     if (*t == STRATA_TIER_NVME && !rt->nvme_dir)
         return base_fail(STRATA_ENOTSUP,
                          "tier 'nvme' needs a directory: the runtime was "
@@ -248,6 +249,9 @@ static strata_err make_storage(strata_instance *inst)
 {
     if (inst->tier == STRATA_TIER_NVME)
         return tier_nvme_open(inst->rt, inst);
+    if (inst->tier == STRATA_TIER_DEVICE ||
+        inst->tier == STRATA_TIER_HOST_PINNED)
+        return tier_cuda_alloc(inst);
     if (BASE_FAULT("tier.alloc"))
         return base_fail(STRATA_ENOMEM, "fault point tier.alloc");
     inst->map_len =
@@ -458,6 +462,9 @@ static strata_err host_rw(strata_instance *inst, uint64_t off, void *buf,
             memcpy((char *)inst->data + off, buf, n);
         else
             memcpy(buf, (char *)inst->data + off, n);
+    } else if (inst->dev) {
+        err = write ? tier_cuda_copy((char *)inst->dev + off, buf, n, NULL, 0)
+                    : tier_cuda_copy(buf, (char *)inst->dev + off, n, NULL, 0);
     } else {
         err = tier_file_rw(inst, off, buf, n, write);
     }

@@ -30,7 +30,8 @@ struct strata_instance {
     uint64_t seq; /* allocation order, for latest() */
     bool closed;
     bool invalid; /* a transfer into it failed: no valid bytes */
-    void *data;   /* ram: mapping of map_len bytes */
+    void *data;   /* ram: mapping of map_len bytes; host-pinned: CUDA's */
+    void *dev;    /* device: the CUdeviceptr */
     size_t map_len;
     int fd;      /* nvme: the file, or -1 */
     bool direct; /* fd was opened with O_DIRECT */

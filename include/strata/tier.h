@@ -91,11 +91,16 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_tier_set_budget(
 
 /* Allocates an instance of capacity bytes (> 0) for the logical value
  * (name, version) on tier (a name or alias). ram instances are zeroed host
- * memory; nvme instances are sparse files in the runtime's nvme_dir.
- * Checks, in order: arguments (STRATA_EINVAL: NULL, a name empty or over
- * 255 bytes, capacity 0 or over 2^62, a bad tier), the tier's backend
- * (STRATA_ENOTSUP naming the tier: device and host-pinned need the CUDA
- * backend, nvme needs nvme_dir), the budget (STRATA_EBUDGET naming tier,
+ * memory; nvme instances are sparse files in the runtime's nvme_dir;
+ * device and host-pinned instances are CUDA memory (cuMemAlloc,
+ * cuMemHostAlloc, not zeroed) on the first visible device, through the
+ * CUDA plug-in, which the first such allocation loads into this process
+ * (do it after strata_worker_init of any cuda worker: CUDA does not
+ * survive fork). Checks, in order: arguments (STRATA_EINVAL: NULL, a name
+ * empty or over 255 bytes, capacity 0 or over 2^62, a bad tier), the
+ * tier's backend (STRATA_ENOTSUP naming the tier and the reason: device
+ * and host-pinned need the CUDA plug-in, a driver and a device; nvme needs
+ * nvme_dir), the budget (STRATA_EBUDGET naming tier,
  * budget and live bytes: the allocation would make live bytes exceed the
  * budget; equal is allowed), then the storage (STRATA_ENOMEM, STRATA_ESYS).
  * A failed allocation changes nothing. The runtime owns the instance. */

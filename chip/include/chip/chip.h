@@ -8,6 +8,13 @@
 
 #include <sys/types.h>
 
+struct cuda_plugin_mem;
+/* The CUDA plug-in's memory table for the calling process (the tier
+ * runtime's device and host-pinned instances): loads the plug-in and
+ * sets its context up on first use. STRATA_ENOTSUP with the reason (no
+ * plug-in, no driver, no device). Any thread. */
+strata_err chip_cuda_mem(const struct cuda_plugin_mem **out);
+
 /* Registered backends, looked up by platform name. */
 strata_err chip_backend_register(const struct chip_backend_ops *ops);
 const struct chip_backend_ops *chip_backend_find(const char *platform);

@@ -13,9 +13,11 @@
 
 #include "wire/chip_backend.h"
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#define CUDA_PLUGIN_ABI 3u
+#define CUDA_PLUGIN_ABI 4u
 #define CUDA_PLUGIN_ENTRY "strata_cuda_plugin_open"
 #define CUDA_PLUGIN_FILE "libstrata-cuda.so"
 
@@ -37,6 +39,24 @@ struct cuda_plugin_host {
 #define CUDA_PLUGIN_LOG_INFO 2
 #define CUDA_PLUGIN_LOG_DEBUG 3
 
+/* Memory for the tier runtime's device and host-pinned instances
+ * (tier/device.c), in whatever process allocates them: the first visible
+ * device's primary context, made current on the calling thread by every
+ * call, and one stream for copies. */
+struct cuda_plugin_mem {
+    /* Loads the driver and sets the context and stream up, once per
+     * process; STRATA_ENOTSUP with the reason when it cannot. */
+    strata_err (*open)(const struct cuda_plugin_host *host);
+    /* bytes of device memory (*out is the CUdeviceptr) or of page-locked
+     * host memory. */
+    strata_err (*alloc)(bool pinned, uint64_t bytes, void **out);
+    void (*free)(bool pinned, void *p);
+    /* n bytes between any two of host, pinned or device pointers
+     * (unified addressing), on the stream, returning once they are
+     * there. */
+    strata_err (*copy)(void *dst, const void *src, size_t n);
+};
+
 /* What the plug-in gives back; static, valid while the process lives. */
 struct cuda_plugin {
     uint32_t abi;                       /* CUDA_PLUGIN_ABI */
@@ -45,6 +65,7 @@ struct cuda_plugin {
      * state ops->init made. */
     void *(*stream)(void *state);
     int (*device)(void *state);
+    const struct cuda_plugin_mem *mem;
 };
 
 typedef strata_err (*cuda_plugin_open_fn)(const struct cuda_plugin_host *host,
