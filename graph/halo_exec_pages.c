@@ -33,6 +33,19 @@ struct halo_page_needs {
     bool down;
 };
 
+/* ceil(rows / page_rows), without overflow for any page_rows > 0. */
+static uint64_t pages_for(uint64_t rows, uint64_t page_rows)
+{
+    return rows / page_rows + (rows % page_rows != 0);
+}
+
+/* The end of the page of page_rows rows that starts at row b, within
+ * limit rows (no overflow). */
+static uint64_t page_end(uint64_t b, uint64_t page_rows, uint64_t limit)
+{
+    return page_rows < limit - b ? b + page_rows : limit;
+}
+
 void halo_needs_free(struct halo_page_needs *n)
 {
     if (!n)
@@ -66,8 +79,7 @@ static void mark_rows(struct halo_page_needs *n, uint32_t r, uint64_t b,
 {
     for (uint64_t i = b; i < e;) {
         uint64_t page = i / n->out_rows;
-        uint64_t end =
-            (page + 1) * n->out_rows < e ? (page + 1) * n->out_rows : e;
+        uint64_t end = page_end(page * n->out_rows, n->out_rows, e);
         uint64_t *bits = slot_bits(n, r, page);
 
         for (int64_t k = row_ptr[i - b]; k < row_ptr[end - b]; k++) {
@@ -137,7 +149,7 @@ static strata_err needs_alloc(const strata_halo *h, const void *plan,
                               uint64_t x_rows, uint64_t out_rows,
                               struct halo_page_needs **out)
 {
-    uint64_t nx = (h->num_rows + x_rows - 1) / x_rows, slots = 0;
+    uint64_t nx = pages_for(h->num_rows, x_rows), slots = 0;
     struct halo_page_needs *n = base_calloc(1, sizeof(*n));
 
     if (!n)
@@ -145,7 +157,7 @@ static strata_err needs_alloc(const strata_halo *h, const void *plan,
                                         "memory");
     n->x_rows = x_rows;
     n->out_rows = out_rows;
-    n->words = (size_t)((nx + 63) / 64);
+    n->words = nx ? (size_t)((nx + 63) / 64) : 1; /* no rows: no task */
     n->first = base_calloc(h->world, sizeof(uint64_t));
     n->count = base_calloc(h->world, sizeof(uint64_t));
     n->slot0 = base_calloc(h->world, sizeof(uint64_t));
@@ -181,6 +193,25 @@ static strata_err needs_alloc(const strata_halo *h, const void *plan,
     }
     *out = n;
     return STRATA_OK;
+}
+
+/* A paged plan's store is still the one the plan was made from (two
+ * stats; checked at every call, so that a change is refused here and not
+ * by the first task that reads it). */
+static strata_err check_store(const strata_halo *h)
+{
+    const void *plan = strata_buffer_data(h->plan);
+    const struct halo_plan_hdr *hdr = plan;
+    struct graph_gfg_stamp now;
+    strata_err err;
+
+    if (!hdr->gfg_path_off)
+        return STRATA_OK;
+    err = graph_gfg_stamp_at((const char *)plan + hdr->gfg_path_off, &now);
+    if (!err && memcmp(&now, &hdr->store, sizeof(now)) != 0)
+        err = base_fail(STRATA_EINVAL, "strata_halo_forward_pages: the store "
+                                       "changed since the plan was made");
+    return err;
 }
 
 /* h->needs for these page sizes, found now unless they already are. */
@@ -239,19 +270,17 @@ static strata_err check_list(const strata_halo *h, const strata_halo_pages *p,
         return base_fail(STRATA_EINVAL, "%s: %s.pages is NULL", fn, what);
     if (p->page_rows == 0)
         return base_fail(STRATA_EINVAL, "%s: %s.page_rows is 0", fn, what);
-    if (p->num_pages != (h->num_rows + p->page_rows - 1) / p->page_rows)
-        return base_fail(STRATA_EINVAL,
-                         "%s: %s has %zu pages; %llu rows in pages of %llu "
-                         "rows need %llu",
-                         fn, what, p->num_pages,
-                         (unsigned long long)h->num_rows,
-                         (unsigned long long)p->page_rows,
-                         (unsigned long long)((h->num_rows + p->page_rows - 1) /
-                                              p->page_rows));
+    if (p->num_pages != pages_for(h->num_rows, p->page_rows))
+        return base_fail(
+            STRATA_EINVAL,
+            "%s: %s has %zu pages; %llu rows in pages of %llu "
+            "rows need %llu",
+            fn, what, p->num_pages, (unsigned long long)h->num_rows,
+            (unsigned long long)p->page_rows,
+            (unsigned long long)pages_for(h->num_rows, p->page_rows));
     for (size_t k = 0; k < p->num_pages; k++) {
         uint64_t b = k * p->page_rows;
-        uint64_t e =
-            b + p->page_rows < h->num_rows ? b + p->page_rows : h->num_rows;
+        uint64_t e = page_end(b, p->page_rows, h->num_rows);
         size_t need = (size_t)(e - b) * h->row_bytes;
 
         if (!p->pages[k])
@@ -268,28 +297,44 @@ static strata_err check_list(const strata_halo *h, const strata_halo_pages *p,
 }
 
 /* No buffer twice among out's pages, nor in both lists. */
+/* A sorted copy of p's buffers; NULL (the error set) when out of memory. */
+static strata_buffer **sorted_pages(const strata_halo_pages *p)
+{
+    strata_buffer **all = base_malloc((p->num_pages + 1) * sizeof(*all));
+
+    if (!all) {
+        base_fail(STRATA_ENOMEM, "strata_halo_forward_pages: out of memory");
+        return NULL;
+    }
+    memcpy(all, p->pages, p->num_pages * sizeof(*all));
+    qsort(all, p->num_pages, sizeof(*all), cmp_ptr);
+    return all;
+}
+
+/* No buffer twice in a list (each page lies at byte 0 of its own), nor
+ * in both lists. */
 static strata_err check_distinct(const strata_halo_pages *x,
                                  const strata_halo_pages *out)
 {
-    strata_buffer **all = base_malloc(out->num_pages * sizeof(*all));
-    strata_err err = STRATA_OK;
+    strata_buffer **xs = sorted_pages(x), **os = xs ? sorted_pages(out) : NULL;
+    strata_err err = os ? STRATA_OK : STRATA_ENOMEM;
 
-    if (!all)
-        return base_fail(STRATA_ENOMEM, "strata_halo_forward_pages: out of "
-                                        "memory");
-    memcpy(all, out->pages, out->num_pages * sizeof(*all));
-    qsort(all, out->num_pages, sizeof(*all), cmp_ptr);
+    for (size_t k = 1; k < x->num_pages && !err; k++)
+        if (xs[k] == xs[k - 1])
+            err = base_fail(STRATA_EINVAL, "strata_halo_forward_pages: one "
+                                           "buffer holds two pages of x");
     for (size_t k = 1; k < out->num_pages && !err; k++)
-        if (all[k] == all[k - 1])
+        if (os[k] == os[k - 1])
             err = base_fail(STRATA_EINVAL, "strata_halo_forward_pages: one "
                                            "buffer holds two pages of out");
     for (size_t k = 0; k < x->num_pages && !err; k++)
-        if (bsearch(&x->pages[k], all, out->num_pages, sizeof(*all), cmp_ptr))
+        if (bsearch(&x->pages[k], os, out->num_pages, sizeof(*os), cmp_ptr))
             err = base_fail(STRATA_EINVAL,
                             "strata_halo_forward_pages: x page %zu is also a "
                             "page of out",
                             k);
-    base_free(all);
+    base_free(xs);
+    base_free(os);
     return err;
 }
 
@@ -357,11 +402,11 @@ static void task_at(const strata_halo *h, const strata_halo_pages *x,
     t->page = n->first[r] + s;
     pb = t->page * out->page_rows;
     t->lo = pb > rp->owned_begin ? pb : rp->owned_begin;
-    t->hi = pb + out->page_rows < rp->owned_end ? pb + out->page_rows
-                                                : rp->owned_end;
+    t->hi = page_end(pb, out->page_rows, rp->owned_end);
     t->bits = slot_bits(n, r, t->page);
     t->reads = 0;
-    t->bytes = strata_buffer_size(out->pages[t->page]);
+    t->bytes =
+        strata_buffer_size(out->pages[t->page]) + strata_buffer_size(h->plan);
     for (size_t k = next_page(t->bits, 0, x->num_pages); k < x->num_pages;
          k = next_page(t->bits, k + 1, x->num_pages)) {
         t->reads++;
@@ -393,9 +438,10 @@ static strata_err check_tasks(strata_halo *h, const strata_halo_pages *x,
             if (t.bytes > budget)
                 return base_fail(STRATA_EBUDGET,
                                  "strata_halo_forward_pages: rank %u's task "
-                                 "for page %llu of out names %zu bytes of "
-                                 "pages, over the ram budget of %llu bytes "
-                                 "(make the pages smaller)",
+                                 "for page %llu of out names %zu bytes (its "
+                                 "pages and the handle's plan), over the "
+                                 "ram budget of %llu bytes (make the pages "
+                                 "smaller)",
                                  r, (unsigned long long)t.page, t.bytes,
                                  (unsigned long long)budget);
         }
@@ -426,8 +472,7 @@ static strata_err task_args(const strata_halo *h, const strata_halo_pages *x,
          k < x->num_pages && !err;
          k = next_page(t->bits, k + 1, x->num_pages)) {
         uint64_t b = k * x->page_rows;
-        uint64_t e =
-            b + x->page_rows < h->num_rows ? b + x->page_rows : h->num_rows;
+        uint64_t e = page_end(b, x->page_rows, h->num_rows);
         const size_t shape[2] = {(size_t)(e - b), h->spec.features};
 
         err = strata_args_add_tensor(a, x->pages[k], 0, h->spec.dtype, 2, shape,
@@ -504,7 +549,9 @@ strata_err strata_halo_forward_pages(strata_orch *o, strata_halo *h,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return base_fail(STRATA_EBUSY, "halo: another call on this handle "
                                        "is in progress");
-    err = needs_get(h, x->page_rows, out->page_rows);
+    err = check_store(h);
+    if (!err)
+        err = needs_get(h, x->page_rows, out->page_rows);
     if (!err)
         err = check_tasks(h, x, out);
     if (!err)

@@ -226,7 +226,8 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_halo_map_derive_paged(
 /* How a row combines the rows of its sources (see docs/halo.md). */
 typedef enum strata_halo_reducer {
     STRATA_HALO_SUM = 1,  /* out_i = sum over entries j of row i of x_j */
-    STRATA_HALO_MEAN = 2, /* that sum / deg(i) (entries); 0 for deg 0 */
+    STRATA_HALO_MEAN = 2, /* that sum times 1/deg(i) (entries; the
+                           * reciprocal rounded to the dtype); 0 for deg 0 */
     STRATA_HALO_EDGE = 3, /* a registered per-edge kernel */
 } strata_halo_reducer;
 
@@ -404,7 +405,7 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_halo_forward(strata_orch *o,
                                                             strata_buffer *out);
 
 /* The VJP of strata_halo_forward: grad_x_j = sum over the entries (i, j)
- * of grad_out_i (divided by deg(i) for mean; the edge kernel's vjp for
+ * of grad_out_i (times 1/deg(i) for mean; the edge kernel's vjp for
  * STRATA_HALO_EDGE). Each rank accumulates the cotangents of its ghosts in
  * its own window, signals their owners, adds its local contributions into
  * its rows of grad_x (overwritten, not accumulated into), then waits for
@@ -449,15 +450,24 @@ typedef struct strata_halo_pages {
  * of the worker; one call at a time per handle; records no trace
  * (strata_halo_last_trace keeps the previous call's).
  *
+ * The call opens one scope (strata_orch_scope_begin) of the 16 an orch fn
+ * may nest, and returns when its tasks are done.
+ *
  * STRATA_EINVAL for a NULL argument or page list, page_rows 0, num_pages
  * other than ceil(N / page_rows), a NULL page, a page smaller than its
- * rows, a buffer used by two pages of out or by x and out, rows of one
+ * rows, a buffer used by two pages (of one field or of both), rows of one
  * page of out that read more than STRATA_HALO_PAGES_MAX_READ pages of x,
  * or more pages of x than 65535; STRATA_ENOTSUP for a global handle;
- * STRATA_EBUDGET when one task's pages exceed the worker's ram budget
- * (naming the rank, the page, the bytes and the budget); STRATA_EBUSY when
- * another call on h is in progress; store errors (a store changed since
- * the plan is STRATA_EINVAL); STRATA_ETASK when a task fails. */
+ * STRATA_EBUDGET when one task's buffers (its pages and the handle's
+ * plan) exceed the worker's ram budget, naming the rank, the page, the
+ * bytes and the budget; STRATA_EBUSY when another call on h is in
+ * progress; for a store, STRATA_EINVAL when it changed since the plan was
+ * made and the read errors of strata_gfg_read_rows; the errors of
+ * strata_orch_scope_begin and of submitting (STRATA_EINVAL for a page of
+ * another worker, found when its task is submitted: earlier tasks may
+ * have written their rows; STRATA_EBUDGET when restores cannot make room);
+ * STRATA_ETASK / STRATA_EPEER when a task fails or a chip dies (also when
+ * an earlier task writing a page failed: its poison reaches the reader). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_halo_forward_pages(
     strata_orch *o, strata_halo *h, const strata_halo_pages *x,
     const strata_halo_pages *out, size_t prefetch);

@@ -14,9 +14,11 @@
 
 #include <strata/tier.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define N 1500
 #define MAXP N
@@ -106,7 +108,17 @@ struct pcall {
     strata_halo *h;
     struct field *x, *out;
     size_t prefetch;
+    const strata_halo_pages *xp, *op; /* pages_raw_orch */
 };
+
+static strata_err pages_raw_orch(strata_orch *o, const strata_args *a,
+                                 void *user)
+{
+    struct pcall *c = user;
+
+    (void)a;
+    return strata_halo_forward_pages(o, c->h, c->xp, c->op, c->prefetch);
+}
 
 static strata_err pages_orch(strata_orch *o, const strata_args *a, void *user)
 {
@@ -120,10 +132,13 @@ static strata_err pages_orch(strata_orch *o, const strata_args *a, void *user)
 static strata_err pages_call(strata_worker *w, strata_halo *h, struct field *x,
                              struct field *out, size_t prefetch)
 {
-    struct pcall c = {h, x, out, prefetch};
+    struct pcall c = {h, x, out, prefetch, NULL, NULL};
 
     return strata_worker_run(w, pages_orch, NULL, &c);
 }
+
+static void expect_err(strata_worker *w, strata_halo *h, struct field *x,
+                       struct field *out, strata_err want, const char *needle);
 
 /* The paged forward against the whole-field one, for every case of a
  * handle made from spec (features and dtype from it). */
@@ -221,6 +236,34 @@ static void test_pages_match_whole_forward(void **state)
     gh_graph_free(&g);
 }
 
+/* After a call with these page sizes (whose reads are then known), the
+ * store is touched: the next call is refused up front, not by a task. */
+static void store_changed(const strata_csr_view *v, const char *path)
+{
+    static const int chips[1] = {0};
+    struct timespec ts[2] = {{0, UTIME_OMIT}, {12345, 0}};
+    strata_halo_spec spec;
+    strata_halo *h = NULL;
+    struct field x, out;
+    char *col = gh_join(path, "col_idx.bin");
+
+    spec_for(&spec, v, 1, STRATA_HALO_SUM, STRATA_F32);
+    spec.chips = chips;
+    spec.csr = NULL;
+    spec.gfg_path = path;
+    assert_int_equal(strata_halo_create(env.w, &spec, &h), STRATA_OK);
+    field_make(env.w, &x, 256, 8 * sizeof(float));
+    field_make(env.w, &out, 256, 8 * sizeof(float));
+    assert_int_equal(pages_call(env.w, h, &x, &out, 0), STRATA_OK);
+    assert_int_equal(utimensat(AT_FDCWD, col, ts, 0), 0);
+    expect_err(env.w, h, &x, &out, STRATA_EINVAL,
+               "the store changed since the plan was made");
+    field_free(&x);
+    field_free(&out);
+    assert_int_equal(strata_halo_destroy(h), STRATA_OK);
+    free(col);
+}
+
 /* A plan made from a store: each task reads its rows from the store. */
 static void test_pages_from_store(void **state)
 {
@@ -241,6 +284,7 @@ static void test_pages_from_store(void **state)
         spec.gfg_path = path;
         compare(&spec, world == 1 ? "store, 1 chip" : "store, 3 chips");
     }
+    store_changed(&v, path);
     gh_graph_free(&g);
     gh_rmtree(dir);
     free(path);
@@ -291,6 +335,9 @@ static void test_pages_bad_arguments(void **state)
     x.page[3] = out.page[3];
     expect_err(env.w, h, &x, &out, STRATA_EINVAL,
                "x page 3 is also a page of out");
+    x.page[3] = x.page[4];
+    expect_err(env.w, h, &x, &out, STRATA_EINVAL,
+               "one buffer holds two pages of x");
     x.page[3] = keep_x;
     out.page[3] = out.page[5];
     expect_err(env.w, h, &x, &out, STRATA_EINVAL,
@@ -323,6 +370,47 @@ static void test_pages_bad_arguments(void **state)
     field_free(&out);
     assert_int_equal(strata_halo_forward_pages(NULL, h, NULL, NULL, 0),
                      STRATA_EINVAL);
+    assert_int_equal(strata_halo_destroy(h), STRATA_OK);
+    gh_graph_free(&g);
+}
+
+/* A graph of no rows: no page, nothing to do; one page as large as
+ * any row count can be. */
+static void test_pages_edge_sizes(void **state)
+{
+    static const int64_t zero_rows[1] = {0};
+    const strata_csr_view empty = {0, 0, zero_rows, NULL};
+    uint64_t seed = 8;
+    struct gh_graph g;
+    strata_csr_view v;
+    strata_halo_spec spec;
+    strata_halo *h = NULL;
+    strata_buffer *none[1] = {NULL};
+    struct field x, out;
+    strata_halo_pages nx = {none, 0, 10}, no = {none, 0, 10};
+    struct pcall c = {NULL, NULL, NULL, 0, NULL, NULL};
+
+    (void)state;
+    spec_for(&spec, &empty, 2, STRATA_HALO_SUM, STRATA_F32);
+    assert_int_equal(strata_halo_create(env.w, &spec, &h), STRATA_OK);
+    c.h = h;
+    c.xp = &nx;
+    c.op = &no;
+    assert_int_equal(strata_worker_run(env.w, pages_raw_orch, NULL, &c),
+                     STRATA_OK);
+    assert_int_equal(strata_halo_destroy(h), STRATA_OK);
+
+    gh_graph_random(&g, N, 8, &seed);
+    v = gh_view(&g);
+    spec_for(&spec, &v, 2, STRATA_HALO_MEAN, STRATA_F32);
+    assert_int_equal(strata_halo_create(env.w, &spec, &h), STRATA_OK);
+    field_make(env.w, &x, N, 8 * sizeof(float));
+    field_make(env.w, &out, N, 8 * sizeof(float));
+    x.p.page_rows = UINT64_MAX;
+    out.p.page_rows = UINT64_MAX - 3;
+    assert_int_equal(pages_call(env.w, h, &x, &out, 0), STRATA_OK);
+    field_free(&x);
+    field_free(&out);
     assert_int_equal(strata_halo_destroy(h), STRATA_OK);
     gh_graph_free(&g);
 }
@@ -426,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_pages_match_whole_forward),
         cmocka_unit_test(test_pages_from_store),
         cmocka_unit_test(test_pages_bad_arguments),
+        cmocka_unit_test(test_pages_edge_sizes),
         cmocka_unit_test(test_pages_spill_under_budget),
     };
 
