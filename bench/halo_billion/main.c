@@ -12,8 +12,9 @@
  * checked against the definition (integer inputs: every sum is exact).
  *
  * --graph random: 16 sources per row, uniform (a hash of row and slot);
- * the store must have been written for the same graph (the DIR is
- * reused as it is).
+ * --graph rmat: a power-law R-MAT graph of the same edge count (rmat.h),
+ * its sampled rows checked against the store's. The store must have been
+ * written for the same graph (the DIR is reused as it is).
  *
  * --budget SIZE --spill-dir D: the worker's ram budget (IEC, e.g. 12GiB)
  * with LRU spill to D; the fields are then held as pages of --page-rows
@@ -22,7 +23,7 @@
  * without a budget.
  *
  * Usage: bench_halo_billion [--edges E] [--chips K] [--calls C]
- *                           [--graph periodic|random] [--budget SIZE
+ *                           [--graph periodic|random|rmat] [--budget SIZE
  *                           --spill-dir D] [--page-rows R] [--prefetch P]
  *                           --store DIR
  *   E defaults to 1000000000 (a multiple of 16), K to 2, C to 3. DIR is
@@ -45,6 +46,7 @@
 #include "bench_common.h"
 #include "fields.h"
 #include "progress.h"
+#include "rmat.h"
 #include "stats.h"
 
 #define NAME "bench_halo_billion"
@@ -63,6 +65,7 @@ static int fail(const char *what, strata_err err)
  * uniform over [0, N), a hash of (i, k), so that any row can be checked
  * without the graph in memory. */
 static int graph_kind;
+static const char *const graph_names[] = {"periodic", "random", "rmat"};
 
 static int64_t source(uint64_t rows, uint64_t i, int k)
 {
@@ -115,6 +118,12 @@ static strata_err save(const char *dir, const strata_csr_view *csr)
 }
 
 /* Writes the graph to a new store at dir. */
+static void rmat_progress(double done)
+{
+    fprintf(stderr, "\r" NAME ": building the R-MAT graph: %3.0f %%",
+            100.0 * done);
+}
+
 static int make_store(const char *dir, uint64_t rows)
 {
     uint64_t edges = rows * DEGREE;
@@ -132,8 +141,13 @@ static int make_store(const char *dir, uint64_t rows)
         free(col);
         return 1;
     }
-    for (uint64_t i = 0; i <= rows; i++)
-        row_ptr[i] = (int64_t)(i * DEGREE);
+    if (graph_kind == 2) {
+        rmat_fill(rows, row_ptr, col, tty ? rmat_progress : NULL);
+        rows = 0; /* nothing more to build */
+    } else {
+        for (uint64_t i = 0; i <= rows; i++)
+            row_ptr[i] = (int64_t)(i * DEGREE);
+    }
     for (uint64_t i = 0; i < rows; i++) {
         for (int k = 0; k < DEGREE; k++)
             col[i * DEGREE + (uint64_t)k] = source(rows, i, k);
@@ -196,12 +210,46 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Rows 0, 1, N-1 and 997 spread ones against the definition, in
- * ascending order (a page of out is restored once). */
-static uint64_t check(struct fields *fl)
+/* Row i's sources into *src (grown as needed, *cap entries), *deg of
+ * them: from the definition, or read from the store g (R-MAT). */
+static bool row_sources(const strata_gfg *g, uint64_t rows, uint64_t i,
+                        int64_t **src, size_t *cap, size_t *deg)
+{
+    int64_t rp[2];
+    uint64_t n = DEGREE;
+
+    if (g && strata_gfg_row_edges(g, i, i + 1, &n) != STRATA_OK)
+        return false;
+    if (n > *cap || !*src) {
+        free(*src);
+        *cap = n > DEGREE ? (size_t)n : DEGREE;
+        *src = malloc(*cap * sizeof(int64_t));
+        if (!*src)
+            return false;
+    }
+    *deg = (size_t)n;
+    if (g)
+        return strata_gfg_read_rows(g, i, i + 1, rp, *src, *cap) == STRATA_OK;
+    for (int k = 0; k < DEGREE; k++)
+        (*src)[k] = source(rows, i, k);
+    return true;
+}
+
+/* Rows 0, 1, N-1 and 997 spread ones against the definition (the R-MAT
+ * graph: against the store's rows), in ascending order (a page of out is
+ * restored once). */
+static uint64_t check(struct fields *fl, const char *store)
 {
     uint64_t rows = fl->rows, sample[1000], bad = 0, end = 0;
     const float *out = NULL;
+    int64_t *src = NULL;
+    strata_gfg *g = NULL;
+    size_t deg = 0, cap = 0;
+
+    if (graph_kind == 2 && strata_gfg_open(store, &g) != STRATA_OK) {
+        fail("strata_gfg_open", STRATA_EIO);
+        return (uint64_t)FEATURES * 1000;
+    }
 
     for (uint64_t s = 0; s < 1000; s++)
         sample[s] = s < 3 ? (s == 2 ? rows - 1 : s) : (s * 1000003u) % rows;
@@ -215,16 +263,21 @@ static uint64_t check(struct fields *fl)
             if (!out)
                 return (uint64_t)FEATURES * 1000;
         }
+        if (!row_sources(g, rows, i, &src, &cap, &deg))
+            return (uint64_t)FEATURES * 1000;
         for (int f = 0; f < FEATURES; f++) {
             float sum = 0;
 
-            for (int k = 0; k < DEGREE; k++)
-                sum += x_value((uint64_t)source(rows, i, k), f);
-            if (out[(i - at) * FEATURES + (uint64_t)f] !=
-                sum * (float)(1.0 / DEGREE))
+            for (size_t k = 0; k < deg; k++)
+                sum += x_value((uint64_t)src[k], f);
+            if (deg > 0)
+                sum *= (float)(1.0 / (double)deg);
+            if (out[(i - at) * FEATURES + (uint64_t)f] != sum)
                 bad++;
         }
     }
+    free(src);
+    strata_gfg_close(g);
     return bad;
 }
 
@@ -278,9 +331,12 @@ static bool parse(int argc, char **argv, struct opts *op)
             op->page_rows = strtoull(v, NULL, 0);
         else if (!strcmp(a, "--prefetch"))
             op->prefetch = strtoull(v, NULL, 0);
-        else if (!strcmp(a, "--graph") &&
-                 (!strcmp(v, "periodic") || !strcmp(v, "random")))
-            graph_kind = !strcmp(v, "random");
+        else if (!strcmp(a, "--graph") && !strcmp(v, "periodic"))
+            graph_kind = 0;
+        else if (!strcmp(a, "--graph") && !strcmp(v, "random"))
+            graph_kind = 1;
+        else if (!strcmp(a, "--graph") && !strcmp(v, "rmat"))
+            graph_kind = 2;
         else
             return false;
         i++;
@@ -311,7 +367,7 @@ int main(int argc, char **argv)
 
     if (!parse(argc, argv, &op)) {
         fprintf(stderr, "usage: " NAME " [--edges E] [--chips K] [--calls C] "
-                        "[--graph periodic|random] [--budget SIZE "
+                        "[--graph periodic|random|rmat] [--budget SIZE "
                         "--spill-dir DIR] [--page-rows R] [--prefetch P] "
                         "--store DIR\n");
         return 2;
@@ -378,7 +434,7 @@ int main(int argc, char **argv)
         printf(NAME ": forward %s: %.2f s\n", c < 0 ? "warm-up" : "timed",
                bench_now_s() - t0);
     }
-    bad = check(&j.f);
+    bad = check(&j.f, op.store);
     memory_json(w, mem, sizeof(mem));
     rc = bad != 0;
 out:
@@ -406,8 +462,8 @@ out:
            "\"prefetch\":%zu,\"create_s\":%.2f,\"maxrss_self_gib\":%.3f,"
            "\"maxrss_chip_gib\":%.3f,\"bad_values\":%llu,%s}\n",
            med, med / 414.25, bad == 0 && med < 414.25 ? "true" : "false",
-           graph_kind ? "random" : "periodic", (unsigned long long)op.edges,
-           op.chips, op.budget ? "\"" : "", op.budget ? op.budget : "null",
+           graph_names[graph_kind], (unsigned long long)op.edges, op.chips,
+           op.budget ? "\"" : "", op.budget ? op.budget : "null",
            op.budget ? "\"" : "", (unsigned long long)op.page_rows, op.prefetch,
            create_s, (double)self.ru_maxrss / (1 << 20),
            (double)kids.ru_maxrss / (1 << 20), (unsigned long long)bad, mem);
