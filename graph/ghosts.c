@@ -70,10 +70,61 @@ static strata_err flush(struct graph_ghosts *g)
     return STRATA_OK;
 }
 
+void graph_ghosts_use_bitmap(struct graph_ghosts *g, uint64_t n)
+{
+    g->n = n;
+}
+
+static strata_err bits_add(struct graph_ghosts *g, const int64_t *cols,
+                           size_t n)
+{
+    if (!g->bits) {
+        g->bits = base_calloc((size_t)(g->n / 64 + 1), sizeof(uint64_t));
+        if (!g->bits)
+            return base_fail(STRATA_ENOMEM,
+                             "halo map: no memory for a bitmap of %llu ids",
+                             (unsigned long long)g->n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t c = (uint64_t)cols[i];
+
+        if (c < g->begin || c >= g->end)
+            g->bits[c / 64] |= (uint64_t)1 << (c % 64);
+    }
+    return STRATA_OK;
+}
+
+/* The bitmap's ids, ascending, into ids/count. */
+static strata_err bits_finish(struct graph_ghosts *g)
+{
+    size_t words = (size_t)(g->n / 64 + 1), k = 0;
+    int64_t *ids;
+
+    for (size_t w = 0; w < words; w++)
+        k += (size_t)__builtin_popcountll(g->bits[w]);
+    ids = base_malloc((k + 1) * sizeof(*ids));
+    if (!ids)
+        return base_fail(STRATA_ENOMEM, "halo map: no memory for %zu ghosts",
+                         k);
+    k = 0;
+    for (size_t w = 0; w < words; w++)
+        for (uint64_t b = g->bits[w]; b; b &= b - 1)
+            ids[k++] = (int64_t)(w * 64 + (size_t)__builtin_ctzll(b));
+    base_free(g->bits);
+    g->bits = NULL;
+    base_free(g->ids);
+    g->ids = ids;
+    g->count = k;
+    return STRATA_OK;
+}
+
 strata_err graph_ghosts_add(struct graph_ghosts *g, const int64_t *cols,
                             size_t n)
 {
     strata_err err;
+
+    if (g->n)
+        return bits_add(g, cols, n);
 
     for (size_t i = 0; i < n; i++) {
         uint64_t c = (uint64_t)cols[i];
@@ -101,6 +152,8 @@ strata_err graph_ghosts_finish(struct graph_ghosts *g)
 {
     strata_err err = STRATA_OK;
 
+    if (g->bits)
+        return bits_finish(g);
     if (g->chunk_len)
         err = flush(g);
     base_free(g->chunk);
@@ -112,8 +165,10 @@ void graph_ghosts_fini(struct graph_ghosts *g)
 {
     base_free(g->chunk);
     base_free(g->ids);
+    base_free(g->bits);
     g->chunk = NULL;
     g->ids = NULL;
+    g->bits = NULL;
     g->count = 0;
     g->chunk_len = 0;
 }

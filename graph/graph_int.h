@@ -43,11 +43,20 @@ struct graph_ghosts {
     int64_t *chunk;
     size_t chunk_len;
     size_t chunk_cap;
+    /* With graph_ghosts_use_bitmap: one bit per id of [0, n) instead of
+     * the chunks (allocated at the first add). */
+    uint64_t n;
+    uint64_t *bits;
 };
 
 /* chunk_cap 0 means GRAPH_GHOST_CHUNK; the chunk is allocated lazily. */
 void graph_ghosts_init(struct graph_ghosts *g, uint64_t begin, uint64_t end,
                        size_t chunk_cap);
+/* Marks ghosts in a bitmap over ids [0, n) (n / 8 bytes) instead of
+ * sorting and merging chunks: linear in the columns added, where merging
+ * costs the ghosts so far at every chunk (minutes for a billion-edge
+ * random graph). For sets fed many more columns than one chunk. */
+void graph_ghosts_use_bitmap(struct graph_ghosts *g, uint64_t n);
 /* Adds n columns (already range-checked); owned ones are ignored. */
 strata_err graph_ghosts_add(struct graph_ghosts *g, const int64_t *cols,
                             size_t n);

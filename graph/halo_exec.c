@@ -201,7 +201,9 @@ static strata_err check_sizes(strata_halo *h)
 }
 
 /* The exchange buffer of a local handle: per rank a region for its pack
- * rows (forward) or its ghost cotangents (VJP), whichever is larger. */
+ * rows (forward) or its ghost cotangents (VJP), whichever is larger.
+ * Made at the handle's first call (from its orch fn) and kept until
+ * destroy. */
 static strata_err make_xchg(strata_worker *w, strata_halo *h)
 {
     uint64_t rows = h->max_pack > h->max_ghosts ? h->max_pack : h->max_ghosts;
@@ -289,8 +291,6 @@ strata_err strata_halo_create(strata_worker *w, const strata_halo_spec *spec,
     hdr = strata_buffer_data(h->plan);
     h->num_rows = hdr->num_rows;
     err = check_sizes(h);
-    if (!err && !global)
-        err = make_xchg(w, h);
     if (err)
         goto err_release;
     *out = h;
@@ -497,6 +497,15 @@ static strata_err call(strata_orch *o, strata_halo *h, strata_buffer *in,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return base_fail(STRATA_EBUSY, "halo: another call on this handle "
                                        "is in progress");
+    /* A local handle's exchange buffer is made by its first call, not
+     * at create: strata_halo_forward_pages never names it, and on a
+     * random graph it is as large as a field. */
+    if (!h->groups && !h->xchg)
+        err = make_xchg(h->w, h);
+    if (err) {
+        __atomic_store_n(&h->busy, 0, __ATOMIC_RELEASE);
+        return err;
+    }
     /* Flags, stamps, then the pack region (forward) or the ghost
      * cotangents (VJP); check_sizes bounded both. */
     rows = h->xchg ? 0 : vjp ? h->max_ghosts : h->max_pack;

@@ -126,9 +126,10 @@ struct strata_halo {
     uint64_t max_pack;   /* rows, forward window */
     uint64_t max_ghosts; /* rows, VJP window */
     /* Local handles: the rows exchanged live in one host buffer made at
-     * create, rank r's region at r * xchg_stride, so that its pages are
-     * faulted in once, not by every call's fresh window (NULL for a
-     * global handle: its rows go through the domain's windows). */
+     * the first call, rank r's region at r * xchg_stride, so that its
+     * pages are faulted in once, not by every call's fresh window (NULL
+     * until then, and for a global handle: its rows go through the
+     * domain's windows). */
     strata_buffer *xchg;
     size_t xchg_stride;
     char *trace_path;

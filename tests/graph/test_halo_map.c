@@ -334,9 +334,58 @@ static void test_halo_map_ghost_chunks_merge_equal(void **state)
             expect_ids(gs.ids, gs.count, ref, nref);
             graph_ghosts_fini(&gs);
         }
+        /* The bitmap gives the same set. */
+        {
+            struct graph_ghosts gs;
+            uint64_t b, e;
+
+            assert_int_equal(strata_owned_range(200, 3, 1, &b, &e), STRATA_OK);
+            graph_ghosts_init(&gs, b, e, 0);
+            graph_ghosts_use_bitmap(&gs, 200);
+            assert_int_equal(
+                graph_ghosts_add(&gs, g.col_idx + g.row_ptr[b],
+                                 (size_t)(g.row_ptr[e] - g.row_ptr[b])),
+                STRATA_OK);
+            assert_int_equal(graph_ghosts_finish(&gs), STRATA_OK);
+            expect_ids(gs.ids, gs.count, ref, nref);
+            graph_ghosts_fini(&gs);
+        }
         free(ref);
         gh_graph_free(&g);
     }
+}
+
+/* Ranks fed more entries than one chunk take the bitmap path inside
+ * strata_halo_map_derive: the same ghosts as the brute force. */
+static void test_halo_map_large_rank_bitmap(void **state)
+{
+    const uint64_t n = 150000;
+    uint64_t seed = 77;
+    struct gh_graph g;
+
+    (void)state;
+    g.n = n;
+    g.row_ptr = malloc((n + 1) * sizeof(int64_t));
+    g.col_idx = malloc(n * 16 * sizeof(int64_t));
+    assert_non_null(g.row_ptr);
+    assert_non_null(g.col_idx);
+    for (uint64_t i = 0; i <= n; i++)
+        g.row_ptr[i] = (int64_t)(i * 16);
+    for (uint64_t k = 0; k < n * 16; k++)
+        g.col_idx[k] = (int64_t)(gh_rand(&seed) % n);
+    for (uint32_t r = 0; r < 2; r++) {
+        strata_csr_view v = gh_view(&g);
+        strata_halo_map *m = NULL;
+        size_t nref;
+        int64_t *ref = gh_ref_ghosts(&g, 2, r, &nref);
+
+        assert_int_equal(strata_halo_map_derive(&v, 2, r, NULL, &m), STRATA_OK);
+        expect_ids(strata_halo_map_ghost_ids(m), strata_halo_map_num_ghosts(m),
+                   ref, nref);
+        strata_halo_map_destroy(m);
+        free(ref);
+    }
+    gh_graph_free(&g);
 }
 
 static void expect_einval(strata_err err, const char *reason)
@@ -542,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_halo_map_ring_two_ranks_ghosts),
         cmocka_unit_test(test_halo_map_random_graphs_symmetric),
         cmocka_unit_test(test_halo_map_ghost_chunks_merge_equal),
+        cmocka_unit_test(test_halo_map_large_rank_bitmap),
         cmocka_unit_test(test_halo_map_bad_csr_einval),
         cmocka_unit_test(test_halo_map_bad_world_and_args_einval),
         cmocka_unit_test(test_halo_map_bad_peer_requests_einval),
