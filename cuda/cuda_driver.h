@@ -27,6 +27,8 @@
     X(cuDevicePrimaryCtxRetain)                                                \
     X(cuDevicePrimaryCtxRelease)                                               \
     X(cuCtxSetCurrent)                                                         \
+    X(cuCtxPushCurrent)                                                        \
+    X(cuCtxPopCurrent)                                                         \
     X(cuStreamCreate)                                                          \
     X(cuStreamDestroy)                                                         \
     X(cuStreamSynchronize)                                                     \

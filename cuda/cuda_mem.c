@@ -21,12 +21,20 @@ static strata_err mem_fail(CUresult r, const char *what)
     return cuda_fail(cuda_host_table, mem_d, r, what);
 }
 
-/* The context, current on this thread. */
-static strata_err mem_current(void)
+/* The context, pushed on this thread for one call (mem_leave pops it):
+ * whatever the caller had current stays current afterwards. */
+static strata_err mem_enter(void)
 {
-    CUresult r = mem_d->cuCtxSetCurrent(mem_ctx);
+    CUresult r = mem_d->cuCtxPushCurrent(mem_ctx);
 
-    return r == CUDA_SUCCESS ? STRATA_OK : mem_fail(r, "cuCtxSetCurrent");
+    return r == CUDA_SUCCESS ? STRATA_OK : mem_fail(r, "cuCtxPushCurrent");
+}
+
+static void mem_leave(void)
+{
+    CUcontext popped;
+
+    (void)mem_d->cuCtxPopCurrent(&popped);
 }
 
 static strata_err setup(const struct cuda_plugin_host *host)
@@ -39,6 +47,9 @@ static strata_err setup(const struct cuda_plugin_host *host)
 
     if (err)
         return err;
+    /* From here CUDA is initialised in this process: a chip forked later
+     * must not use it, whatever happens below. */
+    mem_pid = getpid();
     mem_d = d;
     r = d->cuDeviceGetCount(&count);
     if (r != CUDA_SUCCESS)
@@ -50,16 +61,20 @@ static strata_err setup(const struct cuda_plugin_host *host)
         r = d->cuDevicePrimaryCtxRetain(&mem_ctx, dev);
     if (r != CUDA_SUCCESS)
         return mem_fail(r, "device 0: cuDevicePrimaryCtxRetain failed");
-    r = d->cuCtxSetCurrent(mem_ctx);
-    if (r == CUDA_SUCCESS)
+    err = mem_enter();
+    if (!err) {
         r = d->cuStreamCreate(&mem_stream, CU_STREAM_NON_BLOCKING);
-    if (r != CUDA_SUCCESS) {
+        mem_leave();
+        if (r != CUDA_SUCCESS)
+            err = mem_fail(r, "device 0: cuStreamCreate failed");
+    }
+    if (err) {
         d->cuDevicePrimaryCtxRelease(dev);
         mem_ctx = NULL;
-        return mem_fail(r, "device 0: cuStreamCreate failed");
+        mem_stream = NULL;
+        return err;
     }
     cuda_driver_started();
-    mem_pid = getpid();
     return STRATA_OK;
 }
 
@@ -90,7 +105,7 @@ static strata_err mem_open(const struct cuda_plugin_host *host)
 
 static strata_err mem_alloc(bool pinned, uint64_t bytes, void **out)
 {
-    strata_err err = mem_current();
+    strata_err err = mem_enter();
     CUdeviceptr p = 0;
     CUresult r;
 
@@ -98,38 +113,50 @@ static strata_err mem_alloc(bool pinned, uint64_t bytes, void **out)
         return err;
     if (pinned) {
         r = mem_d->cuMemHostAlloc(out, (size_t)bytes, 0);
-        return r == CUDA_SUCCESS ? STRATA_OK : mem_fail(r, "cuMemHostAlloc");
+        if (r != CUDA_SUCCESS)
+            err = mem_fail(r, "cuMemHostAlloc");
+    } else {
+        r = mem_d->cuMemAlloc(&p, (size_t)bytes);
+        if (r != CUDA_SUCCESS)
+            err = mem_fail(r, "cuMemAlloc");
+        else
+            *out = (void *)(uintptr_t)p;
     }
-    r = mem_d->cuMemAlloc(&p, (size_t)bytes);
-    if (r != CUDA_SUCCESS)
-        return mem_fail(r, "cuMemAlloc");
-    *out = (void *)(uintptr_t)p;
-    return STRATA_OK;
+    mem_leave();
+    return err;
 }
 
 static void mem_free(bool pinned, void *p)
 {
-    if (!p || mem_current() != STRATA_OK)
+    if (!p || mem_enter() != STRATA_OK)
         return;
     if (pinned)
         (void)mem_d->cuMemFreeHost(p);
     else
         (void)mem_d->cuMemFree((CUdeviceptr)(uintptr_t)p);
+    mem_leave();
 }
 
+/* One copy at a time on the one stream: an error a synchronize finds is
+ * then this copy's, not another thread's. */
 static strata_err mem_copy(void *dst, const void *src, size_t n)
 {
-    strata_err err = mem_current();
+    strata_err err;
     CUresult r;
 
-    if (err)
-        return err;
-    r = mem_d->cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst,
-                             (CUdeviceptr)(uintptr_t)src, n, mem_stream);
-    if (r != CUDA_SUCCESS)
-        return mem_fail(r, "cuMemcpyAsync");
-    r = mem_d->cuStreamSynchronize(mem_stream);
-    return r == CUDA_SUCCESS ? STRATA_OK : mem_fail(r, "cuStreamSynchronize");
+    pthread_mutex_lock(&mem_lock);
+    err = mem_enter();
+    if (!err) {
+        r = mem_d->cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst,
+                                 (CUdeviceptr)(uintptr_t)src, n, mem_stream);
+        if (r == CUDA_SUCCESS)
+            r = mem_d->cuStreamSynchronize(mem_stream);
+        if (r != CUDA_SUCCESS)
+            err = mem_fail(r, "copy on the tier stream (cuMemcpyAsync)");
+        mem_leave();
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return err;
 }
 
 const struct cuda_plugin_mem cuda_mem_ops = {

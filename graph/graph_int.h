@@ -55,7 +55,9 @@ void graph_ghosts_init(struct graph_ghosts *g, uint64_t begin, uint64_t end,
 /* Marks ghosts in a bitmap over ids [0, n) (n / 8 bytes) instead of
  * sorting and merging chunks: linear in the columns added, where merging
  * costs the ghosts so far at every chunk (minutes for a billion-edge
- * random graph). For sets fed many more columns than one chunk. */
+ * random graph). The derives use it for a rank fed more columns than one
+ * chunk and at least n / 64 of them, so the bitmap is at most 8 bytes
+ * per column. */
 void graph_ghosts_use_bitmap(struct graph_ghosts *g, uint64_t n);
 /* Adds n columns (already range-checked); owned ones are ignored. */
 strata_err graph_ghosts_add(struct graph_ghosts *g, const int64_t *cols,

@@ -353,6 +353,17 @@ static strata_err check_pages_call(strata_orch *o, strata_halo *h,
         return base_fail(STRATA_ENOTSUP, "strata_halo_forward_pages: a "
                                          "global handle's fields are not "
                                          "paged; only local handles");
+    if (strata_orch_worker(o) != h->w)
+        return base_fail(STRATA_EINVAL,
+                         "strata_halo_forward_pages: the handle belongs to "
+                         "another worker than this orch fn's");
+    /* Under LRU the plan may have been spilled: this restores it (every
+     * task reads it). */
+    if (!strata_buffer_data(h->plan)) {
+        base_errmsg_prefix("strata_halo_forward_pages: the handle's plan "
+                           "cannot be restored");
+        return STRATA_EIO;
+    }
     err = check_list(h, x, "x");
     if (!err)
         err = check_list(h, out, "out");

@@ -247,7 +247,8 @@ static strata_err ghosts_of(const strata_csr_view *csr, uint32_t world,
                       (size_t)(last - first) < GRAPH_GHOST_CHUNK
                           ? (size_t)(last - first) + 1
                           : GRAPH_GHOST_CHUNK);
-    if ((uint64_t)(last - first) > GRAPH_GHOST_CHUNK)
+    if ((uint64_t)(last - first) > GRAPH_GHOST_CHUNK &&
+        csr->num_entities / 64 <= (uint64_t)(last - first))
         graph_ghosts_use_bitmap(g, csr->num_entities);
     /* An empty graph may have no column array at all. */
     err = last > first ? graph_ghosts_add(g, csr->col_idx + first,

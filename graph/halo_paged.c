@@ -126,7 +126,8 @@ strata_err strata_halo_map_derive_gfg(const strata_gfg *g, uint32_t world,
                       (uint64_t)(last - first) < GRAPH_GHOST_CHUNK
                           ? (size_t)(last - first) + 1
                           : GRAPH_GHOST_CHUNK);
-    if ((uint64_t)(last - first) > GRAPH_GHOST_CHUNK)
+    if ((uint64_t)(last - first) > GRAPH_GHOST_CHUNK &&
+        strata_gfg_num_entities(g) / 64 <= (uint64_t)(last - first))
         graph_ghosts_use_bitmap(&ghosts, strata_gfg_num_entities(g));
     err = scan_cols(g, first, last, page, &ghosts);
     if (err == STRATA_OK)

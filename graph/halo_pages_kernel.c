@@ -57,8 +57,10 @@ static strata_err task_open(strata_chip *chip, const strata_args *args,
     t->x_rows = strata_args_scalar(args, 3);
     t->num_pages = strata_args_scalar(args, 4);
     named = strata_args_scalar(args, 5);
-    if (t->c.hdr->magic != HALO_PLAN_MAGIC || t->c.rank >= t->c.hdr->world ||
-        t->x_rows == 0 || t->num_pages > HALO_PAGES_MAX_X || named != nt - 2 ||
+    if (t->c.hdr->magic != HALO_PLAN_MAGIC ||
+        t->c.hdr->version != HALO_PLAN_VERSION ||
+        t->c.rank >= t->c.hdr->world || t->x_rows == 0 ||
+        t->num_pages > HALO_PAGES_MAX_X || named != nt - 2 ||
         ns < HALO_PAGES_SCALARS +
                  (named + HALO_PAGES_PER_SCALAR - 1) / HALO_PAGES_PER_SCALAR)
         return base_fail(STRATA_EINVAL, "halo pages kernel: malformed "

@@ -11,16 +11,25 @@
 #include "wire/cuda_plugin.h"
 
 #include <stdio.h>
+#include <unistd.h>
 
 static const struct cuda_plugin_mem *mem;
+static pid_t mem_pid; /* the process mem was set up in */
 
 strata_err tier_cuda_ready(strata_tier t)
 {
     const struct cuda_plugin_mem *m = NULL;
     strata_err err;
 
-    if (__atomic_load_n(&mem, __ATOMIC_ACQUIRE))
-        return STRATA_OK;
+    if (__atomic_load_n(&mem, __ATOMIC_ACQUIRE)) {
+        if (mem_pid == getpid())
+            return STRATA_OK;
+        return base_fail(STRATA_ENOTSUP,
+                         "tier '%s' needs CUDA, which process %d set up "
+                         "before it forked this one (CUDA does not survive "
+                         "fork)",
+                         strata_tier_name(t), (int)mem_pid);
+    }
     err = chip_cuda_mem(&m);
     if (err) {
         base_errmsg_prefix("tier '%s' needs the CUDA backend, which this "
@@ -28,6 +37,7 @@ strata_err tier_cuda_ready(strata_tier t)
                            strata_tier_name(t));
         return err == STRATA_ENOMEM ? err : STRATA_ENOTSUP;
     }
+    mem_pid = getpid();
     __atomic_store_n(&mem, m, __ATOMIC_RELEASE);
     return STRATA_OK;
 }
@@ -35,8 +45,12 @@ strata_err tier_cuda_ready(strata_tier t)
 strata_err tier_cuda_alloc(strata_instance *inst)
 {
     bool pinned = inst->tier == STRATA_TIER_HOST_PINNED;
+    /* Whole blocks: an O_DIRECT file moves the last block whole, into or
+     * out of a pinned instance as into a ram mapping (map_len). */
+    uint64_t bytes =
+        (inst->capacity + TIER_ALIGN - 1) & ~(uint64_t)(TIER_ALIGN - 1);
     void *p = NULL;
-    strata_err err = mem->alloc(pinned, inst->capacity, &p);
+    strata_err err = mem->alloc(pinned, bytes, &p);
 
     if (err) {
         base_errmsg_prefix("%s instance '%s' of %llu bytes",
@@ -48,6 +62,7 @@ strata_err tier_cuda_alloc(strata_instance *inst)
         inst->data = p;
     else
         inst->dev = p;
+    inst->map_len = (size_t)bytes;
     return STRATA_OK;
 }
 
@@ -64,9 +79,12 @@ void tier_cuda_free(strata_instance *inst)
 strata_err tier_cuda_copy(void *dst, const void *src, size_t n, char *msg,
                           size_t msg_cap)
 {
-    strata_err err = mem->copy(dst, src, n);
+    strata_err err = n ? mem->copy(dst, src, n) : STRATA_OK;
 
-    if (err && msg)
+    if (!err)
+        return STRATA_OK;
+    /* A failed copy is a failed I/O, as a failed file access is. */
+    if (msg)
         snprintf(msg, msg_cap, "%s", strata_errmsg());
-    return err;
+    return STRATA_EIO;
 }

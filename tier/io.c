@@ -149,7 +149,7 @@ static strata_err dev_chunk(strata_instance *src, strata_instance *dst,
     /* device -> nvme: the tail past len of the last block is written
      * from the staging buffer as it is (beyond the capacity). */
     if (tier_cuda_copy(staging, s + off, (size_t)len, msg, msg_cap))
-        return STRATA_EIO;
+        return STRATA_EIO; /* the message is in msg */
     e = full_io(dst->fd, staging, io_len(dst, off, len), off, true);
     return e ? io_fail(e, msg, msg_cap, "write", dst, off) : STRATA_OK;
 }

@@ -205,7 +205,9 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_gfg_read_rows(
 
 /* strata_halo_map_derive for the graph in an open store, reading only
  * rank's rows (row_ptr[owned_begin..owned_end] and their columns, in
- * bounded pages), so memory stays O(ghosts + page). The rows read are
+ * bounded pages), so memory stays O(ghosts + page) (plus, for a rank of
+ * more than 2^20 entries and at least N / 64 of them, an N-bit map of
+ * the ghosts: linear time where sorting would not be). The rows read are
  * validated as strata_gfg_read_rows does; the rest of the store is not
  * read. The same map as strata_halo_map_derive on the whole graph. Errors
  * as strata_halo_map_derive (num_rows != num_entities included) plus the
@@ -390,6 +392,9 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_halo_destroy(strata_halo *h);
  * one node still read each other in place). Returns once every
  * rank is done, and writes the trace. Inside an orch fn of the worker
  * (the L4's for a global handle); one call at a time per handle.
+ * A local handle's first call makes its exchange buffer (a host buffer
+ * of the worker, kept until strata_halo_destroy), which can fail as
+ * strata_worker_create_buffer does (STRATA_ENOMEM, STRATA_EBUDGET).
  * STRATA_EINVAL for a NULL argument, x == out, a buffer smaller than the
  * field, or a global handle called from another worker's orch fn;
  * STRATA_EBUSY when another call on h is in progress; domain allocation
@@ -453,7 +458,8 @@ typedef struct strata_halo_pages {
  * The call opens one scope (strata_orch_scope_begin) of the 16 an orch fn
  * may nest, and returns when its tasks are done.
  *
- * STRATA_EINVAL for a NULL argument or page list, page_rows 0, num_pages
+ * STRATA_EINVAL for a NULL argument or page list, a handle of another
+ * worker than the orch fn's, page_rows 0, num_pages
  * other than ceil(N / page_rows), a NULL page, a page smaller than its
  * rows, a buffer used by two pages (of one field or of both), rows of one
  * page of out that read more than STRATA_HALO_PAGES_MAX_READ pages of x,
@@ -461,7 +467,8 @@ typedef struct strata_halo_pages {
  * STRATA_EBUDGET when one task's buffers (its pages and the handle's
  * plan) exceed the worker's ram budget, naming the rank, the page, the
  * bytes and the budget; STRATA_EBUSY when another call on h is in
- * progress; for a store, STRATA_EINVAL when it changed since the plan was
+ * progress; STRATA_EIO when the handle's plan, spilled under LRU, cannot
+ * be restored; for a store, STRATA_EINVAL when it changed since the plan was
  * made and the read errors of strata_gfg_read_rows; the errors of
  * strata_orch_scope_begin and of submitting (STRATA_EINVAL for a page of
  * another worker, found when its task is submitted: earlier tasks may

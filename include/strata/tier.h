@@ -102,8 +102,11 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_tier_set_budget(
  * and host-pinned need the CUDA plug-in, a driver and a device; nvme needs
  * nvme_dir), the budget (STRATA_EBUDGET naming tier,
  * budget and live bytes: the allocation would make live bytes exceed the
- * budget; equal is allowed), then the storage (STRATA_ENOMEM, STRATA_ESYS).
- * A failed allocation changes nothing. The runtime owns the instance. */
+ * budget; equal is allowed), then the storage (STRATA_ENOMEM, STRATA_ESYS;
+ * a CUDA allocation's error). A failed allocation changes nothing in the
+ * runtime, except that the first device or host-pinned attempt that finds
+ * the plug-in and a driver has initialised CUDA in this process, even when
+ * a later check fails. The runtime owns the instance. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_instance_allocate(
     strata_tier_runtime *rt, const char *name, uint64_t version,
     const char *tier, uint64_t capacity, strata_instance **out);
@@ -140,9 +143,10 @@ STRATA_API void *strata_instance_data(strata_instance *inst);
 
 /* Copies n bytes from src into inst at offset (write), or from inst into
  * dst (read), after the unfinished transfers that write inst (and, for a
- * write, those that read it). Any tier with host access or a file.
- * STRATA_EINVAL for NULL or bytes outside the capacity, STRATA_ESTATE when
- * closed, STRATA_EIO for a failed file access. */
+ * write, those that read it). Any tier: host memory, a file, or device
+ * memory (a copy on the tier's CUDA stream). STRATA_EINVAL for NULL or
+ * bytes outside the capacity, STRATA_ESTATE when closed, STRATA_EIO for a
+ * failed file access or device copy (the CUDA error named). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_instance_write(
     strata_instance *inst, uint64_t offset, const void *src, size_t n);
 /* The read half of strata_instance_write: n bytes at offset into dst. */
@@ -167,7 +171,8 @@ STRATA_API bool strata_transfer_ready(const strata_transfer_handle *t);
  * A negative timeout, INFINITY, or one of 1e9 s or more waits without a
  * deadline (the thread sleeps until the transfer finishes); 0 only looks;
  * NaN is STRATA_EINVAL. The result: STRATA_OK, or the failure (STRATA_EIO
- * naming the file, chunk and OS error for a failed read or write). A failed
+ * naming the file, chunk and OS error for a failed read or write, or the
+ * CUDA error of a failed device copy). A failed
  * transfer leaves dst without valid data and its file's blocks returned to the
  * file system. STRATA_ETIMEDOUT leaves it going; wait again. */
 STRATA_API STRATA_MUST_CHECK strata_err

@@ -370,6 +370,24 @@ static void test_pages_bad_arguments(void **state)
     field_free(&out);
     assert_int_equal(strata_halo_forward_pages(NULL, h, NULL, NULL, 0),
                      STRATA_EINVAL);
+    /* From another worker's orch fn. */
+    {
+        static const int chip0[1] = {0};
+        strata_worker_config cfg;
+        strata_worker *w2 = NULL;
+
+        strata_worker_config_init(&cfg, 3);
+        cfg.chip_ids = chip0;
+        cfg.num_chips = 1;
+        assert_int_equal(strata_worker_create(&cfg, &w2), STRATA_OK);
+        assert_int_equal(strata_worker_init(w2), STRATA_OK);
+        field_make(env.w, &x, 100, rb);
+        field_make(env.w, &out, 100, rb);
+        expect_err(w2, h, &x, &out, STRATA_EINVAL, "another worker");
+        field_free(&x);
+        field_free(&out);
+        assert_int_equal(strata_worker_destroy(w2), STRATA_OK);
+    }
     assert_int_equal(strata_halo_destroy(h), STRATA_OK);
     gh_graph_free(&g);
 }
