@@ -482,21 +482,29 @@ static strata_err local_run(strata_orch *o, strata_halo *h, bool vjp,
     return err ? err : rel;
 }
 
+strata_err halo_busy_take(strata_halo *h)
+{
+    int idle = 0;
+
+    if (!__atomic_compare_exchange_n(&h->busy, &idle, 1, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return base_fail(STRATA_EBUSY, "halo: another call on this handle "
+                                       "is in progress");
+    return STRATA_OK;
+}
+
 static strata_err call(strata_orch *o, strata_halo *h, strata_buffer *in,
                        strata_buffer *out, bool vjp)
 {
     uint64_t rows;
     size_t window;
     strata_err err;
-    int idle = 0;
 
     err = check_call(o, h, in, out, vjp);
+    if (!err)
+        err = halo_busy_take(h);
     if (err)
         return err;
-    if (!__atomic_compare_exchange_n(&h->busy, &idle, 1, false,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        return base_fail(STRATA_EBUSY, "halo: another call on this handle "
-                                       "is in progress");
     /* A local handle's exchange buffer is made by its first call, not
      * at create: strata_halo_forward_pages never names it, and on a
      * random graph it is as large as a field. */

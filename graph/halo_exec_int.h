@@ -226,6 +226,10 @@ strata_err halo_mpi_node_orch(strata_orch *o, const strata_args *args,
 strata_err halo_kernel_forward(strata_chip *chip, const strata_args *args);
 strata_err halo_kernel_vjp(strata_chip *chip, const strata_args *args);
 
+/* One call at a time per handle: STRATA_EBUSY when another holds it;
+ * release with __atomic_store_n(&h->busy, 0, __ATOMIC_RELEASE). */
+strata_err halo_busy_take(strata_halo *h);
+
 /* Paged fields (halo_exec_pages.c, halo_pages_kernel.c). */
 #define HALO_KERNEL_PAGES "strata.halo.forward_pages"
 /* The kernel's scalars: rank, first row, end row, x's page_rows, x's

@@ -551,15 +551,12 @@ strata_err strata_halo_forward_pages(strata_orch *o, strata_halo *h,
     uint64_t steps = 0;
     strata_args *a = NULL;
     strata_err err;
-    int idle = 0;
 
     err = check_pages_call(o, h, x, out);
+    if (!err)
+        err = halo_busy_take(h);
     if (err)
         return err;
-    if (!__atomic_compare_exchange_n(&h->busy, &idle, 1, false,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        return base_fail(STRATA_EBUSY, "halo: another call on this handle "
-                                       "is in progress");
     err = check_store(h);
     if (!err)
         err = needs_get(h, x->page_rows, out->page_rows);
