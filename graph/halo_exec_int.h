@@ -230,7 +230,15 @@ strata_err halo_kernel_vjp(strata_chip *chip, const strata_args *args);
  * release with __atomic_store_n(&h->busy, 0, __ATOMIC_RELEASE). */
 strata_err halo_busy_take(strata_halo *h);
 
-/* Paged fields (halo_exec_pages.c, halo_pages_kernel.c). */
+/* halo_store.c: a paged plan's store is still the one the plan was
+ * made from (two stats), else STRATA_EINVAL "<who>: the store changed
+ * since the plan was made"; halo_store_open also opens it and checks the
+ * files it opened. halo_store_same is STRATA_OK for a plan in memory. */
+strata_err halo_store_same(const void *plan, const char *who);
+strata_err halo_store_open(const void *plan, const char *who, strata_gfg **out);
+
+/* Paged fields (halo_exec_pages.c, halo_pages_needs.c,
+ * halo_pages_kernel.c). */
 #define HALO_KERNEL_PAGES "strata.halo.forward_pages"
 /* The kernel's scalars: rank, first row, end row, x's page_rows, x's
  * page count, the count of x pages named, then their indices, four

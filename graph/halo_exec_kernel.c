@@ -9,6 +9,7 @@
 #include "rowsum.h"
 #include "trace/trace.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static strata_err ctx_open(strata_chip *chip, const strata_args *args,
@@ -518,44 +519,25 @@ static strata_err index_rows(struct rank_ctx *c, bool *indexed)
     return err;
 }
 
-/* A paged plan holds only for the store it was made from: rows cached
- * from it, or read again, would belong to another graph. Checked on the
- * files a rank opens, and by path before rows cached from it are used. */
-static strata_err store_changed(const struct rank_ctx *c)
+/* "halo kernel: rank r", the chips' name in store errors. */
+static const char *kernel_who(const struct rank_ctx *c, char *buf, size_t cap)
 {
-    return base_fail(STRATA_EINVAL,
-                     "halo kernel: rank %u: the store changed since the plan "
-                     "was made",
-                     c->rank);
+    snprintf(buf, cap, "halo kernel: rank %u", c->rank);
+    return buf;
 }
 
 static strata_err same_store(const struct rank_ctx *c)
 {
-    struct graph_gfg_stamp now;
-    strata_err err;
+    char who[48];
 
-    if (c->hdr->gfg_path_off == 0)
-        return STRATA_OK;
-    err = graph_gfg_stamp_at(c->plan + c->hdr->gfg_path_off, &now);
-    if (!err && memcmp(&now, &c->hdr->store, sizeof(now)) != 0)
-        err = store_changed(c);
-    return err;
+    return halo_store_same(c->plan, kernel_who(c, who, sizeof(who)));
 }
 
 strata_err halo_k_open_store(const struct rank_ctx *c, strata_gfg **out)
 {
-    struct graph_gfg_stamp now;
-    strata_err err = strata_gfg_open(c->plan + c->hdr->gfg_path_off, out);
+    char who[48];
 
-    if (!err)
-        err = graph_gfg_stamp_of(*out, &now);
-    if (!err && memcmp(&now, &c->hdr->store, sizeof(now)) != 0)
-        err = store_changed(c);
-    if (err) {
-        strata_gfg_close(*out);
-        *out = NULL;
-    }
-    return err;
+    return halo_store_open(c->plan, kernel_who(c, who, sizeof(who)), out);
 }
 
 /* A rank's exchange and compute phases on the timeline, from the times its

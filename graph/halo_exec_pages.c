@@ -2,255 +2,16 @@
  * task per rank and page of out, each naming only the pages of x its
  * rows read, so that a worker under a ram budget spills and restores
  * pages instead of holding both fields. The pages each task reads are
- * found here once per pair of page sizes (halo_page_needs); the rows are
+ * found once per pair of page sizes (halo_pages_needs.c); the rows are
  * computed by halo_pages_kernel.c. */
 #include "base/alloc.h"
 #include "base/err.h"
-#include "halo_exec_int.h"
+#include "halo_pages.h"
 
 #include <strata/tier.h>
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Rows read from a store at a time while finding the pages. */
-#define NEEDS_READ_ROWS 65536
-/* Largest set of bitmaps kept (bytes): pages far smaller than that are
- * not what paging is for. */
-#define NEEDS_MAX_BYTES ((size_t)64 << 20)
-
-/* Per rank r, one slot per page of out its rows touch (pages first[r] ..
- * first[r] + count[r] - 1, slots from slot0[r]), each a bitmap of the
- * pages of x those rows read. */
-struct halo_page_needs {
-    uint64_t x_rows, out_rows; /* page sizes they were found for */
-    size_t words;              /* 64-bit words per bitmap */
-    uint64_t *first, *count, *slot0;
-    uint64_t *bits;
-    /* Calls alternate the order of each rank's pages: under LRU the
-     * pages a call used last are the ones still resident, so the next
-     * call starts with them. */
-    bool down;
-};
-
-/* ceil(rows / page_rows), without overflow for any page_rows > 0. */
-static uint64_t pages_for(uint64_t rows, uint64_t page_rows)
-{
-    return rows / page_rows + (rows % page_rows != 0);
-}
-
-/* The end of the page of page_rows rows that starts at row b, within
- * limit rows (no overflow). */
-static uint64_t page_end(uint64_t b, uint64_t page_rows, uint64_t limit)
-{
-    return page_rows < limit - b ? b + page_rows : limit;
-}
-
-void halo_needs_free(struct halo_page_needs *n)
-{
-    if (!n)
-        return;
-    base_free(n->first);
-    base_free(n->count);
-    base_free(n->slot0);
-    base_free(n->bits);
-    base_free(n);
-}
-
-static const struct halo_rank_plan *rank_plan(const void *plan, uint32_t r)
-{
-    const struct halo_plan_hdr *hdr = plan;
-
-    return (const struct halo_rank_plan *)((const char *)plan +
-                                           hdr->ranks_off) +
-           r;
-}
-
-static uint64_t *slot_bits(const struct halo_page_needs *n, uint32_t r,
-                           uint64_t page)
-{
-    return n->bits + (n->slot0[r] + page - n->first[r]) * n->words;
-}
-
-/* Marks the pages of x read by rows [b, e) of rank r, whose entries
- * row_ptr[i - b] .. row_ptr[i - b + 1] (rebased) of cols are global ids. */
-static void mark_rows(struct halo_page_needs *n, uint32_t r, uint64_t b,
-                      uint64_t e, const int64_t *row_ptr, const int64_t *cols)
-{
-    for (uint64_t i = b; i < e;) {
-        uint64_t page = i / n->out_rows;
-        uint64_t end = page_end(page * n->out_rows, n->out_rows, e);
-        uint64_t *bits = slot_bits(n, r, page);
-
-        for (int64_t k = row_ptr[i - b]; k < row_ptr[end - b]; k++) {
-            uint64_t xp = (uint64_t)cols[k] / n->x_rows;
-
-            bits[xp / 64] |= (uint64_t)1 << (xp % 64);
-        }
-        i = end;
-    }
-}
-
-/* Rank r's rows, read from the store in bounded pieces. */
-static strata_err mark_store(struct halo_page_needs *n, const strata_gfg *g,
-                             uint32_t r, uint64_t b, uint64_t e)
-{
-    int64_t *rows = base_malloc((NEEDS_READ_ROWS + 1) * sizeof(int64_t));
-    int64_t *cols = NULL;
-    size_t cap = 0;
-    strata_err err = rows ? STRATA_OK : STRATA_ENOMEM;
-
-    for (uint64_t a = b; a < e && !err;) {
-        uint64_t z = e - a < NEEDS_READ_ROWS ? e : a + NEEDS_READ_ROWS;
-        uint64_t cnt = 0;
-
-        err = strata_gfg_row_edges(g, a, z, &cnt);
-        if (!err && cnt > cap) {
-            base_free(cols);
-            cap = (size_t)cnt;
-            cols = base_malloc(cap * sizeof(int64_t));
-            err = cols ? STRATA_OK : STRATA_ENOMEM;
-        }
-        if (!err)
-            err = strata_gfg_read_rows(g, a, z, rows, cols, cap);
-        if (!err)
-            mark_rows(n, r, a, z, rows, cols);
-        a = z;
-    }
-    base_free(rows);
-    base_free(cols);
-    if (err == STRATA_ENOMEM)
-        return base_fail(err, "strata_halo_forward_pages: out of memory "
-                              "reading the store");
-    return err;
-}
-
-/* The store a paged plan was made from, refused when it changed since. */
-static strata_err open_store(const void *plan, strata_gfg **out)
-{
-    const struct halo_plan_hdr *hdr = plan;
-    struct graph_gfg_stamp now;
-    strata_err err =
-        strata_gfg_open((const char *)plan + hdr->gfg_path_off, out);
-
-    if (!err)
-        err = graph_gfg_stamp_of(*out, &now);
-    if (!err && memcmp(&now, &hdr->store, sizeof(now)) != 0)
-        err = base_fail(STRATA_EINVAL, "strata_halo_forward_pages: the store "
-                                       "changed since the plan was made");
-    if (err) {
-        strata_gfg_close(*out);
-        *out = NULL;
-    }
-    return err;
-}
-
-static strata_err needs_alloc(const strata_halo *h, const void *plan,
-                              uint64_t x_rows, uint64_t out_rows,
-                              struct halo_page_needs **out)
-{
-    uint64_t nx = pages_for(h->num_rows, x_rows), slots = 0;
-    struct halo_page_needs *n = base_calloc(1, sizeof(*n));
-
-    if (!n)
-        return base_fail(STRATA_ENOMEM, "strata_halo_forward_pages: out of "
-                                        "memory");
-    n->x_rows = x_rows;
-    n->out_rows = out_rows;
-    n->words = nx ? (size_t)((nx + 63) / 64) : 1; /* no rows: no task */
-    n->first = base_calloc(h->world, sizeof(uint64_t));
-    n->count = base_calloc(h->world, sizeof(uint64_t));
-    n->slot0 = base_calloc(h->world, sizeof(uint64_t));
-    if (!n->first || !n->count || !n->slot0) {
-        halo_needs_free(n);
-        return base_fail(STRATA_ENOMEM, "strata_halo_forward_pages: out of "
-                                        "memory");
-    }
-    for (uint32_t r = 0; r < h->world; r++) {
-        const struct halo_rank_plan *rp = rank_plan(plan, r);
-
-        n->slot0[r] = slots;
-        if (rp->owned_end > rp->owned_begin) {
-            n->first[r] = rp->owned_begin / out_rows;
-            n->count[r] = (rp->owned_end - 1) / out_rows - n->first[r] + 1;
-        }
-        slots += n->count[r];
-    }
-    if (slots > NEEDS_MAX_BYTES / 8 / n->words) {
-        halo_needs_free(n);
-        return base_fail(STRATA_EINVAL,
-                         "strata_halo_forward_pages: pages of %llu rows (x) "
-                         "and %llu rows (out) are too small for %llu rows",
-                         (unsigned long long)x_rows,
-                         (unsigned long long)out_rows,
-                         (unsigned long long)h->num_rows);
-    }
-    n->bits = base_calloc((size_t)slots * n->words + 1, sizeof(uint64_t));
-    if (!n->bits) {
-        halo_needs_free(n);
-        return base_fail(STRATA_ENOMEM, "strata_halo_forward_pages: out of "
-                                        "memory");
-    }
-    *out = n;
-    return STRATA_OK;
-}
-
-/* A paged plan's store is still the one the plan was made from (two
- * stats; checked at every call, so that a change is refused here and not
- * by the first task that reads it). */
-static strata_err check_store(const strata_halo *h)
-{
-    const void *plan = strata_buffer_data(h->plan);
-    const struct halo_plan_hdr *hdr = plan;
-    struct graph_gfg_stamp now;
-    strata_err err;
-
-    if (!hdr->gfg_path_off)
-        return STRATA_OK;
-    err = graph_gfg_stamp_at((const char *)plan + hdr->gfg_path_off, &now);
-    if (!err && memcmp(&now, &hdr->store, sizeof(now)) != 0)
-        err = base_fail(STRATA_EINVAL, "strata_halo_forward_pages: the store "
-                                       "changed since the plan was made");
-    return err;
-}
-
-/* h->needs for these page sizes, found now unless they already are. */
-static strata_err needs_get(strata_halo *h, uint64_t x_rows, uint64_t out_rows)
-{
-    const void *plan = strata_buffer_data(h->plan);
-    const struct halo_plan_hdr *hdr = plan;
-    struct halo_page_needs *n = NULL;
-    strata_gfg *g = NULL;
-    strata_err err;
-
-    if (h->needs && h->needs->x_rows == x_rows &&
-        h->needs->out_rows == out_rows)
-        return STRATA_OK;
-    err = needs_alloc(h, plan, x_rows, out_rows, &n);
-    if (!err && hdr->gfg_path_off)
-        err = open_store(plan, &g);
-    for (uint32_t r = 0; r < h->world && !err; r++) {
-        const struct halo_rank_plan *rp = rank_plan(plan, r);
-
-        if (rp->owned_end == rp->owned_begin)
-            continue;
-        if (g)
-            err = mark_store(n, g, r, rp->owned_begin, rp->owned_end);
-        else
-            mark_rows(n, r, rp->owned_begin, rp->owned_end,
-                      (const int64_t *)((const char *)plan + rp->row_ptr_off),
-                      (const int64_t *)((const char *)plan + rp->col_off));
-    }
-    strata_gfg_close(g);
-    if (err) {
-        if (n)
-            halo_needs_free(n);
-        return err;
-    }
-    halo_needs_free(h->needs);
-    h->needs = n;
-    return STRATA_OK;
-}
 
 static int cmp_ptr(const void *a, const void *b)
 {
@@ -270,17 +31,17 @@ static strata_err check_list(const strata_halo *h, const strata_halo_pages *p,
         return base_fail(STRATA_EINVAL, "%s: %s.pages is NULL", fn, what);
     if (p->page_rows == 0)
         return base_fail(STRATA_EINVAL, "%s: %s.page_rows is 0", fn, what);
-    if (p->num_pages != pages_for(h->num_rows, p->page_rows))
+    if (p->num_pages != halo_pages_for(h->num_rows, p->page_rows))
         return base_fail(
             STRATA_EINVAL,
             "%s: %s has %zu pages; %llu rows in pages of %llu "
             "rows need %llu",
             fn, what, p->num_pages, (unsigned long long)h->num_rows,
             (unsigned long long)p->page_rows,
-            (unsigned long long)pages_for(h->num_rows, p->page_rows));
+            (unsigned long long)halo_pages_for(h->num_rows, p->page_rows));
     for (size_t k = 0; k < p->num_pages; k++) {
         uint64_t b = k * p->page_rows;
-        uint64_t e = page_end(b, p->page_rows, h->num_rows);
+        uint64_t e = halo_page_end(b, p->page_rows, h->num_rows);
         size_t need = (size_t)(e - b) * h->row_bytes;
 
         if (!p->pages[k])
@@ -377,21 +138,6 @@ static strata_err check_pages_call(strata_orch *o, strata_halo *h,
     return err;
 }
 
-/* The first page of x at or after k (of n) that bits names, or n. */
-static size_t next_page(const uint64_t *bits, size_t k, size_t n)
-{
-    while (k < n) {
-        uint64_t w = bits[k / 64] >> (k % 64);
-
-        if (w) {
-            k += (size_t)__builtin_ctzll(w);
-            return k < n ? k : n;
-        }
-        k = (k / 64 + 1) * 64;
-    }
-    return n;
-}
-
 /* One task: rank r's rows of out's page p. */
 struct page_task {
     uint32_t r;
@@ -406,20 +152,21 @@ static void task_at(const strata_halo *h, const strata_halo_pages *x,
                     struct page_task *t)
 {
     const struct halo_page_needs *n = h->needs;
-    const struct halo_rank_plan *rp = rank_plan(strata_buffer_data(h->plan), r);
+    const struct halo_rank_plan *rp =
+        halo_plan_rank(strata_buffer_data(h->plan), r);
     uint64_t pb;
 
     t->r = r;
     t->page = n->first[r] + s;
     pb = t->page * out->page_rows;
     t->lo = pb > rp->owned_begin ? pb : rp->owned_begin;
-    t->hi = page_end(pb, out->page_rows, rp->owned_end);
-    t->bits = slot_bits(n, r, t->page);
+    t->hi = halo_page_end(pb, out->page_rows, rp->owned_end);
+    t->bits = halo_needs_bits(n, r, t->page);
     t->reads = 0;
     t->bytes =
         strata_buffer_size(out->pages[t->page]) + strata_buffer_size(h->plan);
-    for (size_t k = next_page(t->bits, 0, x->num_pages); k < x->num_pages;
-         k = next_page(t->bits, k + 1, x->num_pages)) {
+    for (size_t k = halo_next_page(t->bits, 0, x->num_pages); k < x->num_pages;
+         k = halo_next_page(t->bits, k + 1, x->num_pages)) {
         t->reads++;
         t->bytes += strata_buffer_size(x->pages[k]);
     }
@@ -479,11 +226,11 @@ static strata_err task_args(const strata_halo *h, const strata_halo_pages *x,
                                      (size_t)(t->lo - pb) * h->row_bytes,
                                      h->spec.dtype, 2, shape, STRATA_OUT);
     }
-    for (size_t k = next_page(t->bits, 0, x->num_pages);
+    for (size_t k = halo_next_page(t->bits, 0, x->num_pages);
          k < x->num_pages && !err;
-         k = next_page(t->bits, k + 1, x->num_pages)) {
+         k = halo_next_page(t->bits, k + 1, x->num_pages)) {
         uint64_t b = k * x->page_rows;
-        uint64_t e = page_end(b, x->page_rows, h->num_rows);
+        uint64_t e = halo_page_end(b, x->page_rows, h->num_rows);
         const size_t shape[2] = {(size_t)(e - b), h->spec.features};
 
         err = strata_args_add_tensor(a, x->pages[k], 0, h->spec.dtype, 2, shape,
@@ -501,9 +248,9 @@ static strata_err task_args(const strata_halo *h, const strata_halo_pages *x,
         err = strata_args_add_scalar(a, x->num_pages);
     if (!err)
         err = strata_args_add_scalar(a, t->reads);
-    for (size_t k = next_page(t->bits, 0, x->num_pages);
+    for (size_t k = halo_next_page(t->bits, 0, x->num_pages);
          k < x->num_pages && !err;
-         k = next_page(t->bits, k + 1, x->num_pages)) {
+         k = halo_next_page(t->bits, k + 1, x->num_pages)) {
         packed |= (uint64_t)k << (16 * (named % HALO_PAGES_PER_SCALAR));
         if (++named % HALO_PAGES_PER_SCALAR == 0) {
             err = strata_args_add_scalar(a, packed);
@@ -557,9 +304,10 @@ strata_err strata_halo_forward_pages(strata_orch *o, strata_halo *h,
         err = halo_busy_take(h);
     if (err)
         return err;
-    err = check_store(h);
+    err = halo_store_same(strata_buffer_data(h->plan),
+                          "strata_halo_forward_pages");
     if (!err)
-        err = needs_get(h, x->page_rows, out->page_rows);
+        err = halo_needs_get(h, x->page_rows, out->page_rows);
     if (!err)
         err = check_tasks(h, x, out);
     if (!err)
