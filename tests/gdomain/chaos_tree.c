@@ -258,3 +258,27 @@ void chaos_print_tree(pid_t root)
         fprintf(stderr, "\n");
     }
 }
+
+void chaos_print_stacks(pid_t root)
+{
+    pid_t p[CHAOS_MAX_PIDS];
+    size_t n = chaos_descendants(root, p, CHAOS_MAX_PIDS);
+
+    if (system("command -v gdb >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "chaos: no gdb here: no stacks\n");
+        return;
+    }
+    /* The tree first, then the test process (the L4) itself. */
+    for (size_t i = 0; i <= n; i++) {
+        pid_t pid = i < n ? p[i] : root;
+        char cmd[200];
+
+        fprintf(stderr, "---- stacks of pid %d ----\n", (int)pid);
+        snprintf(cmd, sizeof(cmd),
+                 "timeout -k 2 10 gdb -q -nx -batch -p %d "
+                 "-ex 'thread apply all bt 20' 1>&2 2>/dev/null",
+                 (int)pid);
+        if (system(cmd) != 0)
+            fprintf(stderr, "(gdb gave no stacks)\n");
+    }
+}

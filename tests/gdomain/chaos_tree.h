@@ -63,5 +63,9 @@ size_t chaos_paths_left(const struct chaos_names *list, char *msg, size_t cap);
 /* One line per process below root: pid, parent, state, command (for a
  * hang report), on stderr. */
 void chaos_print_tree(pid_t root);
+/* Every thread's stack of each process below root and of root itself,
+ * from gdb (10 s a process at most), on stderr: what a hang waits on. A
+ * line saying so, and nothing else, when gdb is not installed. */
+void chaos_print_stacks(pid_t root);
 
 #endif /* STRATA_CHAOS_TREE_H */

@@ -657,6 +657,7 @@ static void *dog_main(void *arg)
                     "chaos: repeat with CHAOS_SEED=%llu CHAOS_ONLY=%ld\n",
                     i, plan, s, (unsigned long long)chaos_cfg.seed, i);
             chaos_print_tree(getpid());
+            chaos_print_stacks(getpid());
             chaos_daemon_log_tail(&daemon_);
             hang_cleanup();
             abort();
