@@ -20,6 +20,7 @@ static strata_callable forward_kernel;
 static strata_callable vjp_kernel;
 static strata_callable node_callable;
 static strata_callable pages_kernel;
+static strata_callable inplace_kernel;
 static strata_err kernels_err = STRATA_ESTATE;
 
 __attribute__((constructor)) static void register_kernels(void)
@@ -35,6 +36,9 @@ __attribute__((constructor)) static void register_kernels(void)
     if (!kernels_err)
         kernels_err = strata_register_kernel(
             HALO_KERNEL_PAGES, halo_kernel_forward_pages, &pages_kernel);
+    if (!kernels_err)
+        kernels_err = strata_register_kernel(
+            HALO_KERNEL_INPLACE, halo_kernel_inplace, &inplace_kernel);
 }
 
 strata_callable halo_kernel(bool vjp)
@@ -50,6 +54,11 @@ strata_callable halo_node_callable(void)
 strata_callable halo_pages_kernel(void)
 {
     return pages_kernel;
+}
+
+strata_callable halo_inplace_kernel(void)
+{
+    return inplace_kernel;
 }
 
 /* ---- per-edge kernels ---- */
@@ -160,9 +169,14 @@ static strata_err check_spec(const strata_worker *w, const strata_halo_spec *s)
                          "F64",
                          (int)s->dtype);
     if (s->schedule != STRATA_HALO_OVERLAPPED &&
-        s->schedule != STRATA_HALO_SERIALIZED)
+        s->schedule != STRATA_HALO_SERIALIZED &&
+        s->schedule != STRATA_HALO_IN_PLACE)
         return base_fail(STRATA_EINVAL, "halo spec: unknown schedule %d",
                          (int)s->schedule);
+    if (s->schedule == STRATA_HALO_IN_PLACE && (s->members || s->num_members))
+        return base_fail(STRATA_EINVAL,
+                         "halo spec: STRATA_HALO_IN_PLACE needs a local "
+                         "handle (chips), not members");
     if (s->reducer == STRATA_HALO_EDGE) {
         if (!s->edge_kernel || !halo_edge_find(s->edge_kernel))
             return base_fail(STRATA_EINVAL,
@@ -508,6 +522,10 @@ static strata_err call(strata_orch *o, strata_halo *h, strata_buffer *in,
     /* A local handle's exchange buffer is made by its first call, not
      * at create: strata_halo_forward_pages never names it, and on a
      * random graph it is as large as a field. */
+    if (h->spec.schedule == STRATA_HALO_IN_PLACE) {
+        err = halo_inplace_run(o, h, vjp, in, out);
+        goto done;
+    }
     if (!h->groups && !h->xchg)
         err = make_xchg(h->w, h);
     if (err) {
@@ -525,6 +543,7 @@ static strata_err call(strata_orch *o, strata_halo *h, strata_buffer *in,
         err = halo_global_run(o, h, vjp, in, out, window);
     else
         err = local_run(o, h, vjp, in, out, window);
+done:
     if (!err) {
         halo_trace_collect(strata_buffer_data(h->plan), h->chips, h->nodes,
                            h->last);

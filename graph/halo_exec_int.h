@@ -252,6 +252,17 @@ strata_err halo_kernel_forward_pages(strata_chip *chip,
                                      const strata_args *args);
 void halo_needs_free(struct halo_page_needs *n);
 
+/* STRATA_HALO_IN_PLACE (halo_exec_inplace.c, halo_inplace.c). The
+ * kernel's tensors: the plan, the rank's stats slot, the whole input
+ * field (when the graph has rows), the rank's rows of the output (when
+ * it has some); scalars: the rank, then 1 for the VJP. */
+#define HALO_KERNEL_INPLACE "strata.halo.inplace"
+strata_callable halo_inplace_kernel(void);
+strata_err halo_kernel_inplace(strata_chip *chip, const strata_args *args);
+/* One call of a local in-place handle: one task per rank, as a group. */
+strata_err halo_inplace_run(strata_orch *o, strata_halo *h, bool vjp,
+                            strata_buffer *in, strata_buffer *out);
+
 /* Fills one record per rank from the plan's stats slots
  * (halo_exec_trace.c); nodes is NULL for a local handle (node -1). */
 void halo_trace_collect(const void *plan, const int *chips, const int *nodes,

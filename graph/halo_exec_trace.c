@@ -112,24 +112,26 @@ static void write_json(FILE *f, bool vjp, const struct halo_plan_hdr *hdr,
         if (records[r].overlap_ns > overlap)
             overlap = records[r].overlap_ns;
     }
-    fprintf(
-        f,
-        "{\n  \"schema\": \"strata.halo-trace.v1\",\n"
-        "  \"op\": \"%s\",\n  \"schedule\": \"%s\",\n"
-        "  \"reducer\": \"%s\",\n  \"dtype\": \"%s\",\n"
-        "  \"graph\": \"%s\",\n  \"num_rows\": %llu,\n"
-        "  \"features\": %llu,\n  \"world\": %u,\n"
-        "  \"interior_rows\": %llu,\n  \"boundary_rows\": %llu,\n"
-        "  \"measured_overlap_ns\": %lld,\n"
-        "  \"measured_overlap_ms\": %.6f,\n  \"ranks\": [\n",
-        vjp ? "vjp" : "forward",
-        hdr->schedule == STRATA_HALO_SERIALIZED ? "serialized" : "overlapped",
-        reducer_name(hdr->reducer),
-        hdr->dtype == STRATA_F64 ? "float64" : "float32",
-        hdr->gfg_path_off ? "paged" : "memory",
-        (unsigned long long)hdr->num_rows, (unsigned long long)hdr->features,
-        hdr->world, (unsigned long long)interior, (unsigned long long)boundary,
-        (long long)overlap, (double)overlap / 1e6);
+    fprintf(f,
+            "{\n  \"schema\": \"strata.halo-trace.v1\",\n"
+            "  \"op\": \"%s\",\n  \"schedule\": \"%s\",\n"
+            "  \"reducer\": \"%s\",\n  \"dtype\": \"%s\",\n"
+            "  \"graph\": \"%s\",\n  \"num_rows\": %llu,\n"
+            "  \"features\": %llu,\n  \"world\": %u,\n"
+            "  \"interior_rows\": %llu,\n  \"boundary_rows\": %llu,\n"
+            "  \"measured_overlap_ns\": %lld,\n"
+            "  \"measured_overlap_ms\": %.6f,\n  \"ranks\": [\n",
+            vjp ? "vjp" : "forward",
+            hdr->schedule == STRATA_HALO_SERIALIZED ? "serialized"
+            : hdr->schedule == STRATA_HALO_IN_PLACE ? "in_place"
+                                                    : "overlapped",
+            reducer_name(hdr->reducer),
+            hdr->dtype == STRATA_F64 ? "float64" : "float32",
+            hdr->gfg_path_off ? "paged" : "memory",
+            (unsigned long long)hdr->num_rows,
+            (unsigned long long)hdr->features, hdr->world,
+            (unsigned long long)interior, (unsigned long long)boundary,
+            (long long)overlap, (double)overlap / 1e6);
     for (uint32_t r = 0; r < hdr->world; r++)
         write_rank(f, &records[r], r + 1 == hdr->world);
     fprintf(f, "  ]\n}\n");

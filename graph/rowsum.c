@@ -211,8 +211,41 @@ struct halo_scatter {
         }                                                                      \
     }
 
-/* The functions of one instruction set: {ptr, csr, axpy, add} x {f32,
- * f64}. */
+/* Distance, in entries, of the cotangent rows prefetched ahead. */
+#define GATHER_PREFETCH 8
+
+#define ROWGATHER_FN(NAME, ATTR, E, V, VW)                                     \
+    ATTR static void NAME(size_t features, const struct halo_gather_csr *gc)   \
+    {                                                                          \
+        typedef E elem_t;                                                      \
+        size_t stride = gc->stride;                                            \
+        int64_t end = gc->ptr[gc->count];                                      \
+                                                                               \
+        for (size_t q = 0; q < gc->count; q++) {                               \
+            elem_t *a = (elem_t *)(gc->out + q * stride);                      \
+                                                                               \
+            memset(a, 0, features * sizeof(elem_t));                           \
+            for (int64_t k = gc->ptr[q]; k < gc->ptr[q + 1]; k++) {            \
+                const elem_t *g =                                              \
+                    (const elem_t *)(gc->g + gc->src[k] * stride);             \
+                elem_t w = gc->w ? (elem_t)gc->w[k] : 1;                       \
+                V wv;                                                          \
+                                                                               \
+                if (k + GATHER_PREFETCH < end) {                               \
+                    const char *r =                                            \
+                        gc->g + gc->src[k + GATHER_PREFETCH] * stride;         \
+                    __builtin_prefetch(r);                                     \
+                    __builtin_prefetch(r + stride - 1);                        \
+                }                                                              \
+                for (int j = 0; j < (VW); j++)                                 \
+                    wv[j] = w;                                                 \
+                AXPY_ROW(V, VW, a, g, wv, w);                                  \
+            }                                                                  \
+        }                                                                      \
+    }
+
+/* The functions of one instruction set: {ptr, csr, axpy, add, gather} x
+ * {f32, f64}. */
 #define ROWSUM_ISA(SFX, ATTR, V32, W32, V64, W64)                              \
     ROWSUM_PTR_FN(sum_f32_ptr_##SFX, ATTR, float, V32, W32)                    \
     ROWSUM_PTR_FN(sum_f64_ptr_##SFX, ATTR, double, V64, W64)                   \
@@ -223,7 +256,9 @@ struct halo_scatter {
     ROWAXPY_CSR_FN(axpy_f32_##SFX, ATTR, float, V32, W32)                      \
     ROWAXPY_CSR_FN(axpy_f64_##SFX, ATTR, double, V64, W64)                     \
     ROWADD_FN(add_f32_##SFX, ATTR, float, V32, W32)                            \
-    ROWADD_FN(add_f64_##SFX, ATTR, double, V64, W64)
+    ROWADD_FN(add_f64_##SFX, ATTR, double, V64, W64)                           \
+    ROWGATHER_FN(gather_f32_##SFX, ATTR, float, V32, W32)                      \
+    ROWGATHER_FN(gather_f64_##SFX, ATTR, double, V64, W64)
 
 typedef float f32x4 __attribute__((vector_size(16)));
 typedef double f64x2 __attribute__((vector_size(16)));
@@ -274,6 +309,14 @@ static const rowadd_fn add_table[][2] = {
 #if ROWSUM_X86
     {add_f32_avx2, add_f64_avx2},
     {add_f32_avx512, add_f64_avx512},
+#endif
+};
+typedef void (*rowgather_fn)(size_t features, const struct halo_gather_csr *gc);
+static const rowgather_fn gather_table[][2] = {
+    {gather_f32_base, gather_f64_base},
+#if ROWSUM_X86
+    {gather_f32_avx2, gather_f64_avx2},
+    {gather_f32_avx512, gather_f64_avx512},
 #endif
 };
 
@@ -331,6 +374,12 @@ void halo_rowadd(strata_dtype dtype, size_t features,
                  const struct halo_gather_add *ga)
 {
     add_table[choose()][dtype == STRATA_F32 ? 0 : 1](features, ga);
+}
+
+void halo_rowgather_csr(strata_dtype dtype, size_t features,
+                        const struct halo_gather_csr *gc)
+{
+    gather_table[choose()][dtype == STRATA_F32 ? 0 : 1](features, gc);
 }
 
 bool halo_rowsum_use(const char *isa)

@@ -93,6 +93,25 @@ struct halo_gather_add {
 void halo_rowadd(strata_dtype dtype, size_t features,
                  const struct halo_gather_add *ga);
 
+/* Targets whose terms are gathered (the in-place VJP): target q is
+ * out + q * stride = sum over its entries k in [ptr[q], ptr[q + 1]), in
+ * order, of w[k] * (row src[k] at g + src[k] * stride); w NULL: 1. */
+struct halo_gather_csr {
+    size_t count;
+    const int64_t *ptr;
+    const uint64_t *src;
+    const double *w; /* rounded to the row's type before the product */
+    const char *g;
+    char *out;
+    size_t stride;
+};
+
+/* Every target of gc, from 0 (a product, then a sum, never fused): bit for
+ * bit halo_rowaxpy_csr's result when it visits the same terms in the same
+ * order into zeroed rows. */
+void halo_rowgather_csr(strata_dtype dtype, size_t features,
+                        const struct halo_gather_csr *gc);
+
 /* The instruction set halo_rowsum uses: "avx512", "avx2" or "baseline".
  * STRATA_SIMD=baseline|avx2|avx512 in the environment caps it (a level the
  * CPU lacks is never chosen). */

@@ -240,6 +240,18 @@ typedef enum strata_halo_schedule {
     STRATA_HALO_OVERLAPPED = 0,
     /* The exchange completes first, then every row. */
     STRATA_HALO_SERIALIZED = 1,
+    /* No exchange: every rank reads each source row where it lies in the
+     * input field, its own rows and its peers' alike (the VJP gathers,
+     * for each owned row, the cotangents of the rows that read it, through
+     * an index transposed once per plan on each chip). No domain is
+     * allocated and no row is copied; the fastest choice for graphs whose
+     * contiguous split leaves most rows boundary rows (random, power-law;
+     * docs/halo.md, "In place"). Each task names the input field whole.
+     * Local handles only (STRATA_EINVAL for members, at create). Results
+     * do not depend on the number of chips: the forward is the plain
+     * loop's, bit for bit, and the VJP adds each row's terms in row
+     * order, as the one-chip VJP does. */
+    STRATA_HALO_IN_PLACE = 2,
 } strata_halo_schedule;
 
 /* A per-edge kernel for the entry src of row dst. Forward: acc_row is

@@ -354,6 +354,81 @@ static void check_isa_scatter(const char *isa)
     gh_graph_free(&g);
 }
 
+/* The in-place VJP's gather: each target's terms from a transposed index
+ * (rows in order), weighted (mean) or not, against the scalar loop into
+ * zeroed rows. */
+static void check_isa_gather(const char *isa)
+{
+    uint64_t seed = 7, n = 300;
+    struct gh_graph g;
+    int64_t *tptr, *fill;
+    uint64_t *tsrc;
+    double *tw;
+
+    gh_graph_random(&g, n, 40, &seed);
+    tptr = calloc(n + 1, sizeof(int64_t));
+    fill = calloc(n + 1, sizeof(int64_t));
+    tsrc = calloc((size_t)g.row_ptr[n] + 1, sizeof(uint64_t));
+    tw = calloc((size_t)g.row_ptr[n] + 1, sizeof(double));
+    assert_true(tptr && fill && tsrc && tw);
+    for (int64_t k = 0; k < g.row_ptr[n]; k++)
+        tptr[g.col_idx[k] + 1]++;
+    for (uint64_t q = 0; q < n; q++)
+        tptr[q + 1] += tptr[q];
+    memcpy(fill, tptr, (n + 1) * sizeof(int64_t));
+    for (uint64_t i = 0; i < n; i++)
+        for (int64_t k = g.row_ptr[i]; k < g.row_ptr[i + 1]; k++) {
+            int64_t at = fill[g.col_idx[k]]++;
+
+            tsrc[at] = i;
+            tw[at] = 1.0 / (double)(g.row_ptr[i + 1] - g.row_ptr[i]);
+        }
+    for (int d = 0; d < 2; d++) {
+        strata_dtype dt = d ? STRATA_F64 : STRATA_F32;
+
+        for (size_t fi = 0; fi < NUM_FEATURE_COUNTS; fi++) {
+            size_t f = feature_counts[fi], rb = f * (d ? 8 : 4);
+            struct csr_case c;
+
+            case_init(&c, &g, rb, &seed);
+            for (int mean = 0; mean < 2; mean++) {
+                const struct halo_gather_csr gc = {
+                    .count = n,
+                    .ptr = tptr,
+                    .src = tsrc,
+                    .w = mean ? tw : NULL,
+                    .g = c.in,
+                    .out = c.got,
+                    .stride = rb,
+                };
+
+                memset(c.got, 0x5a, n * rb); /* the gather zeroes */
+                memset(c.want, 0, n * rb);
+                halo_rowgather_csr(dt, f, &gc);
+                for (uint64_t i = 0; i < n; i++) {
+                    int64_t lo = g.row_ptr[i], hi = g.row_ptr[i + 1];
+                    double w = mean && hi > lo ? 1.0 / (double)(hi - lo) : 1;
+
+                    for (int64_t k = lo; k < hi; k++)
+                        axpy_reference(dt, f,
+                                       c.want + (size_t)g.col_idx[k] * rb, w,
+                                       c.in + i * rb);
+                }
+                if (memcmp(c.got, c.want, n * rb) != 0)
+                    fail_msg("%s: gather dtype %s, %zu features, mean %d "
+                             "differ",
+                             isa, d ? "f64" : "f32", f, mean);
+            }
+            case_free(&c);
+        }
+    }
+    free(tptr);
+    free(fill);
+    free(tsrc);
+    free(tw);
+    gh_graph_free(&g);
+}
+
 static void test_rowsum_every_isa_matches_the_plain_loop(void **state)
 {
     int ran = 0;
@@ -369,6 +444,7 @@ static void test_rowsum_every_isa_matches_the_plain_loop(void **state)
         check_isa_csr(isas[i]);
         check_isa_segments(isas[i]);
         check_isa_scatter(isas[i]);
+        check_isa_gather(isas[i]);
         ran++;
     }
     assert_true(ran >= 1); /* baseline runs everywhere */

@@ -72,6 +72,10 @@ struct red {
     const char *edge;
 };
 
+/* The schedule make_red gives its handles (tests that run in place too
+ * set it and put it back). */
+static strata_halo_schedule make_sched = STRATA_HALO_OVERLAPPED;
+
 /* A handle with r, handing rows over in chunks of chunk bytes (0: the
  * default). */
 static strata_halo *make_red(const strata_csr_view *v, const char *path,
@@ -89,6 +93,7 @@ static strata_halo *make_red(const strata_csr_view *v, const char *path,
     spec.reducer = r->reducer;
     spec.edge_kernel = r->edge;
     spec.chunk_bytes = chunk;
+    spec.schedule = make_sched;
     assert_int_equal(strata_halo_create(env.w, &spec, &h), STRATA_OK);
     return h;
 }
@@ -199,6 +204,82 @@ static void test_halo_paged_equals_in_memory(void **state)
     gh_graph_free(&g);
 }
 
+/* In place: the forward is the exchange's, bit for bit; the VJP is the
+ * one-rank VJP's on every number of ranks (terms in row order); a store
+ * gives the in-memory plan's bits; every reducer and dtype, ranks that
+ * own nothing included (8 ranks, 5 rows). */
+static void test_halo_in_place_matches_exchange(void **state)
+{
+    static const struct red reds[] = {
+        {STRATA_F64, STRATA_HALO_SUM, NULL},
+        {STRATA_F32, STRATA_HALO_SUM, NULL},
+        {STRATA_F64, STRATA_HALO_MEAN, NULL},
+        {STRATA_F32, STRATA_HALO_MEAN, NULL},
+        {STRATA_F64, STRATA_HALO_EDGE, "test.weighted"},
+        {STRATA_F32, STRATA_HALO_EDGE, "test.weighted"},
+    };
+    static const size_t worlds[] = {1, 2, 3, 8};
+    static const uint64_t sizes[] = {300, 5};
+    uint64_t st = 77;
+
+    (void)state;
+    for (size_t z = 0; z < 2; z++) {
+        struct gh_graph g;
+        strata_csr_view v;
+        char *store;
+
+        gh_graph_random(&g, sizes[z], 9, &st);
+        v = gh_view(&g);
+        store = gh_join(tmp, "inplace.gfg");
+        assert_int_equal(strata_gfg_save(store, &v, STRATA_I64), STRATA_OK);
+        for (size_t k = 0; k < sizeof(reds) / sizeof(reds[0]); k++) {
+            size_t bytes = g.n * strata_dtype_size(reds[k].dt);
+            char *fwd = malloc(bytes);
+            char *bwd = malloc(bytes);
+            strata_halo *one;
+
+            assert_non_null(fwd);
+            assert_non_null(bwd);
+            hk_fill(env.x, reds[k].dt, g.n, 1, k + 3);
+            hk_fill(env.grad_out, reds[k].dt, g.n, 1, k + 4);
+            make_sched = STRATA_HALO_OVERLAPPED;
+            one = make_red(&v, NULL, 1, &reds[k], 0);
+            assert_int_equal(hk_call(&env, one, false), STRATA_OK);
+            assert_int_equal(hk_call(&env, one, true), STRATA_OK);
+            memcpy(fwd, strata_buffer_data(env.out), bytes);
+            memcpy(bwd, strata_buffer_data(env.grad_x), bytes);
+            assert_int_equal(strata_halo_destroy(one), STRATA_OK);
+            make_sched = STRATA_HALO_IN_PLACE;
+            for (size_t i = 0; i < sizeof(worlds) / sizeof(worlds[0]); i++)
+                for (int paged = 0; paged < 2; paged++) {
+                    strata_halo *h =
+                        make_red(paged ? NULL : &v, paged ? store : NULL,
+                                 worlds[i], &reds[k], 0);
+
+                    /* Twice: the second call runs from the chips'
+                     * cached indices. */
+                    for (int call = 0; call < 2; call++) {
+                        memset(strata_buffer_data(env.out), 0xff, bytes);
+                        memset(strata_buffer_data(env.grad_x), 0xff, bytes);
+                        assert_int_equal(hk_call(&env, h, false), STRATA_OK);
+                        assert_int_equal(hk_call(&env, h, true), STRATA_OK);
+                        assert_memory_equal(fwd, strata_buffer_data(env.out),
+                                            bytes);
+                        assert_memory_equal(bwd, strata_buffer_data(env.grad_x),
+                                            bytes);
+                    }
+                    assert_int_equal(strata_halo_destroy(h), STRATA_OK);
+                }
+            make_sched = STRATA_HALO_OVERLAPPED;
+            free(fwd);
+            free(bwd);
+        }
+        gh_rmtree(store);
+        free(store);
+        gh_graph_free(&g);
+    }
+}
+
 static void check_trace(const char *text, const char *schedule)
 {
     static const char *keys[] = {"\"schema\": \"strata.halo-trace.v1\"",
@@ -233,7 +314,9 @@ static void test_halo_trace_written_with_schema(void **state)
     gh_graph_random(&g, 500, 6, &st);
     v = gh_view(&g);
     path = gh_join(tmp, "trace.json");
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < 3; s++) {
+        static const char *const names[] = {"overlapped", "serialized",
+                                            "in_place"};
         strata_halo *h = NULL;
         strata_halo_rank_trace t;
         uint64_t rows = 0;
@@ -244,7 +327,7 @@ static void test_halo_trace_written_with_schema(void **state)
         spec.csr = &v;
         spec.chips = chips;
         spec.num_chips = 4;
-        spec.schedule = s ? STRATA_HALO_SERIALIZED : STRATA_HALO_OVERLAPPED;
+        spec.schedule = (strata_halo_schedule)s;
         spec.trace_path = path;
         assert_int_equal(strata_halo_last_trace(NULL, 0, &t), STRATA_EINVAL);
         assert_int_equal(strata_halo_create(env.w, &spec, &h), STRATA_OK);
@@ -253,7 +336,7 @@ static void test_halo_trace_written_with_schema(void **state)
         assert_int_equal(hk_call(&env, h, false), STRATA_OK);
         text = gh_read_file(tmp, "trace.json", &n);
         assert_non_null(text);
-        check_trace(text, s ? "serialized" : "overlapped");
+        check_trace(text, names[s]);
         free(text);
         for (uint32_t r = 0; r < 4; r++) {
             assert_int_equal(strata_halo_last_trace(h, r, &t), STRATA_OK);
@@ -266,6 +349,12 @@ static void test_halo_trace_written_with_schema(void **state)
             if (s) {
                 assert_int_equal(t.overlap_ns, 0);
                 assert_true(t.compute_start_ns >= t.wait_end_ns);
+            }
+            if (s == STRATA_HALO_IN_PLACE) {
+                /* Nothing exchanged: the exchange is the call's start. */
+                assert_int_equal(t.exchange_end_ns, t.exchange_start_ns);
+                assert_int_equal(t.sent_rows, 0);
+                assert_int_equal(t.pack_ns, 0);
             }
             rows += t.owned_end - t.owned_begin;
         }
@@ -425,12 +514,16 @@ static void test_halo_empty_graph_ok(void **state)
     strata_halo *h;
 
     (void)state;
-    h = make(&v, NULL, 3, STRATA_F32);
-    assert_int_equal(hk_call(&env, h, false), STRATA_OK);
-    assert_int_equal(hk_call(&env, h, true), STRATA_OK);
-    assert_int_equal(strata_halo_last_trace(h, 2, &t), STRATA_OK);
-    assert_int_equal(t.owned_end - t.owned_begin, 0);
-    assert_int_equal(strata_halo_destroy(h), STRATA_OK);
+    for (int s = 0; s < 2; s++) {
+        make_sched = s ? STRATA_HALO_IN_PLACE : STRATA_HALO_OVERLAPPED;
+        h = make(&v, NULL, 3, STRATA_F32);
+        make_sched = STRATA_HALO_OVERLAPPED;
+        assert_int_equal(hk_call(&env, h, false), STRATA_OK);
+        assert_int_equal(hk_call(&env, h, true), STRATA_OK);
+        assert_int_equal(strata_halo_last_trace(h, 2, &t), STRATA_OK);
+        assert_int_equal(t.owned_end - t.owned_begin, 0);
+        assert_int_equal(strata_halo_destroy(h), STRATA_OK);
+    }
 }
 
 /* A chip id the worker lacks is found when the domain is allocated. */
@@ -451,6 +544,12 @@ static void test_halo_unknown_chip_einval(void **state)
     spec.num_chips = 2;
     assert_int_equal(strata_halo_create(env.w, &spec, &h), STRATA_OK);
     assert_int_equal(hk_call(&env, h, false), STRATA_EINVAL);
+    assert_int_equal(strata_halo_destroy(h), STRATA_OK);
+    /* In place, the group's submission finds it. */
+    spec.schedule = STRATA_HALO_IN_PLACE;
+    assert_int_equal(strata_halo_create(env.w, &spec, &h), STRATA_OK);
+    assert_int_equal(hk_call(&env, h, false), STRATA_EINVAL);
+    assert_non_null(strstr(strata_errmsg(), "42"));
     assert_int_equal(strata_halo_destroy(h), STRATA_OK);
     gh_graph_free(&g);
 }
@@ -508,19 +607,29 @@ static void test_halo_kernel_bad_args_fail_the_task(void **state)
  * why, on the whole-rank path (rows cached by an earlier call or not)
  * and, under halo_api_streamed, on the streamed one: first with the same
  * edge count and every column moved, then with only self loops. */
+static void store_changed(strata_halo_schedule sched);
+
 static void test_halo_store_changed_fails_the_call(void **state)
+{
+    (void)state;
+    for (int s = 0; s < 2; s++)
+        store_changed(s ? STRATA_HALO_IN_PLACE : STRATA_HALO_OVERLAPPED);
+}
+
+static void store_changed(strata_halo_schedule sched)
 {
     struct gh_graph g, moved, self;
     strata_csr_view v, mv, sv;
     strata_halo *paged;
     char *store;
 
-    (void)state;
     gh_graph_ring(&g, 16);
     v = gh_view(&g);
     store = gh_join(tmp, "changed.gfg");
     assert_int_equal(strata_gfg_save(store, &v, STRATA_I64), STRATA_OK);
+    make_sched = sched;
     paged = make(NULL, store, 2, STRATA_F32);
+    make_sched = STRATA_HALO_OVERLAPPED;
     hk_fill(env.x, STRATA_F32, g.n, 1, 4);
     assert_int_equal(hk_call(&env, paged, false), STRATA_OK);
     moved.n = self.n = g.n;
@@ -550,6 +659,7 @@ static void test_halo_store_changed_fails_the_call(void **state)
     gh_graph_free(&moved);
     gh_graph_free(&self);
     gh_graph_free(&g);
+    gh_rmtree(store);
     free(store);
 }
 
@@ -587,6 +697,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_halo_ring_values_exact),
         T(test_halo_paged_equals_in_memory),
+        T(test_halo_in_place_matches_exchange),
         T(test_halo_trace_written_with_schema),
         T(test_halo_edge_kernel_matches_reference),
         T(test_halo_bad_specs_einval),

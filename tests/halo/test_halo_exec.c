@@ -1,7 +1,7 @@
 /* Distributed halo forward and VJP against a single-process reference:
- * irregular graphs (isolated rows, self loops, multi-edges, a hub), both
- * schedules, sum and mean, float32 and float64, 1/2/3/4/8 ranks, chips
- * in a shuffled order, and ranks that own nothing. */
+ * irregular graphs (isolated rows, self loops, multi-edges, a hub), every
+ * schedule (in place too), sum and mean, float32 and float64, 1/2/3/4/8 ranks,
+ * chips in a shuffled order, and ranks that own nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -47,8 +47,8 @@ static const int shuffled[HK_CHIPS] = {5, 2, 7, 0, 3, 6, 1, 4};
 static void check_graph(const struct gh_graph *g, size_t world, size_t f,
                         const int *chips)
 {
-    static const strata_halo_schedule scheds[2] = {STRATA_HALO_OVERLAPPED,
-                                                   STRATA_HALO_SERIALIZED};
+    static const strata_halo_schedule scheds[3] = {
+        STRATA_HALO_OVERLAPPED, STRATA_HALO_SERIALIZED, STRATA_HALO_IN_PLACE};
     static const strata_halo_reducer reds[2] = {STRATA_HALO_SUM,
                                                 STRATA_HALO_MEAN};
     static const strata_dtype dts[2] = {STRATA_F32, STRATA_F64};
@@ -61,7 +61,7 @@ static void check_graph(const struct gh_graph *g, size_t world, size_t f,
 
     assert_non_null(in);
     assert_non_null(ref);
-    for (int s = 0; s < 2; s++)
+    for (int s = 0; s < 3; s++)
         for (int r = 0; r < 2; r++)
             for (int d = 0; d < 2; d++)
                 for (int c = 0; c < 3; c++) {

@@ -435,6 +435,7 @@ static void test_halo_global_bad_specs_einval(void **state)
     expect_einval(e.w, &s, "node 1 has more than 85 members");
     /* The spec checks that do not depend on where ranks run still apply. */
     BAD(features, 0, "features is 0");
+    BAD(schedule, STRATA_HALO_IN_PLACE, "STRATA_HALO_IN_PLACE needs a local");
 #undef BAD
     /* A worker without nodes (level 3) has no members to give. */
     strata_worker_config_init(&cfg, 3);

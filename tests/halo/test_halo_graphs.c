@@ -152,6 +152,26 @@ static void ref_forward(const struct gh_graph *g, const float *x, bool mean,
     }
 }
 
+/* The reference VJP in float32, rows in order, each term a product then a
+ * sum: what the in-place schedule computes, bit for bit, on any number of
+ * chips. */
+static void ref_vjp_f32(const struct gh_graph *g, const float *gout, bool mean,
+                        float *gx)
+{
+    memset(gx, 0, (size_t)g->n * F * sizeof(float));
+    for (uint64_t i = 0; i < g->n; i++) {
+        int64_t lo = g->row_ptr[i], hi = g->row_ptr[i + 1];
+        float w = mean && hi > lo ? (float)(1.0 / (double)(hi - lo)) : 1.0f;
+
+        for (int64_t k = lo; k < hi; k++)
+            for (int f = 0; f < F; f++) {
+                volatile float t = w * gout[i * F + (uint64_t)f];
+
+                gx[(uint64_t)g->col_idx[k] * F + (uint64_t)f] += t;
+            }
+    }
+}
+
 /* The reference VJP in double (exact for sum: integer terms). */
 static void ref_vjp(const struct gh_graph *g, const float *gout, bool mean,
                     double *gx, double *mag)
@@ -176,23 +196,25 @@ static void ref_vjp(const struct gh_graph *g, const float *gout, bool mean,
 static void check(const struct gh_graph *g, const char *name)
 {
     static const int chips[4] = {2, 0, 3, 1};
-    static const strata_halo_schedule scheds[2] = {STRATA_HALO_OVERLAPPED,
-                                                   STRATA_HALO_SERIALIZED};
+    static const strata_halo_schedule scheds[3] = {
+        STRATA_HALO_OVERLAPPED, STRATA_HALO_SERIALIZED, STRATA_HALO_IN_PLACE};
     static const size_t chunks[2] = {0, 1000}; /* default, 7 rows */
     size_t count = (size_t)N * F;
     float *in = malloc(count * sizeof(float));
     float *fref = malloc(count * sizeof(float));
     double *vref = malloc(count * sizeof(double));
     double *mag = malloc(count * sizeof(double));
+    float *vref32 = malloc(count * sizeof(float));
     const strata_csr_view v = gh_view(g);
 
     assert_non_null(in);
     assert_non_null(fref);
     assert_non_null(vref);
     assert_non_null(mag);
+    assert_non_null(vref32);
     for (size_t world = 1; world <= 4; world++)
         for (int mean = 0; mean < 2; mean++)
-            for (int s = 0; s < 2; s++)
+            for (int s = 0; s < 3; s++)
                 for (int c = 0; c < 2; c++) {
                     strata_halo_spec spec;
                     strata_halo *h = NULL;
@@ -232,6 +254,17 @@ static void check(const struct gh_graph *g, const char *name)
                         memcpy(in, strata_buffer_data(env.grad_out),
                                count * sizeof(float));
                         ref_vjp(g, in, mean, vref, mag);
+                        ref_vjp_f32(g, in, mean, vref32);
+                        for (size_t i = 0; i < count; i++) {
+                            if (scheds[s] == STRATA_HALO_IN_PLACE &&
+                                memcmp(&gx[i], &vref32[i], sizeof(float)))
+                                fail_msg("%s world %zu %s in place call %d: "
+                                         "vjp [%zu] = %.9g, float32 "
+                                         "reference %.9g",
+                                         name, world, mean ? "mean" : "sum",
+                                         call, i, (double)gx[i],
+                                         (double)vref32[i]);
+                        }
                         for (size_t i = 0; i < count; i++) {
                             /* float32 rounding of each partial sum */
                             double tol = mean ? 1e-6 * (1 + mag[i]) : 0;
@@ -251,6 +284,7 @@ static void check(const struct gh_graph *g, const char *name)
     free(fref);
     free(vref);
     free(mag);
+    free(vref32);
 }
 
 static void test_halo_graphs_uniform_random_1_to_4_chips(void **state)

@@ -1,0 +1,66 @@
+/* The host side of STRATA_HALO_IN_PLACE: one task per rank naming the
+ * whole input field and the rank's rows of the output, submitted as a
+ * group; no domain, no exchange buffer (halo_inplace.c runs the rank). */
+#include "base/alloc.h"
+#include "base/err.h"
+#include "halo_exec_int.h"
+
+static strata_err rank_args(const strata_halo *h, uint32_t r, bool vjp,
+                            strata_buffer *in, strata_buffer *out,
+                            strata_args *a)
+{
+    const struct halo_plan_hdr *hdr = strata_buffer_data(h->plan);
+    const struct halo_rank_plan *rp =
+        (const struct halo_rank_plan *)((const char *)hdr + hdr->ranks_off) + r;
+    size_t ro_shape[1] = {hdr->ro_size};
+    size_t st_shape[1] = {HALO_STATS_STRIDE};
+    strata_err err;
+
+    err = strata_args_add_tensor(a, h->plan, 0, STRATA_U8, 1, ro_shape,
+                                 STRATA_IN);
+    if (!err)
+        err = strata_args_add_tensor(a, h->plan,
+                                     hdr->stats_off + r * HALO_STATS_STRIDE,
+                                     STRATA_U8, 1, st_shape, STRATA_OUT);
+    if (!err && h->num_rows > 0)
+        err = halo_add_rows(a, h, in, 0, h->num_rows, STRATA_IN);
+    if (!err && rp->owned_end > rp->owned_begin)
+        err = halo_add_rows(a, h, out, rp->owned_begin, rp->owned_end,
+                            STRATA_OUT);
+    if (!err)
+        err = strata_args_add_scalar(a, r);
+    if (!err)
+        err = strata_args_add_scalar(a, vjp ? 1 : 0);
+    return err;
+}
+
+strata_err halo_inplace_run(strata_orch *o, strata_halo *h, bool vjp,
+                            strata_buffer *in, strata_buffer *out)
+{
+    strata_args **a = base_calloc(h->world, sizeof(*a));
+    strata_err err = a ? STRATA_OK : STRATA_ENOMEM;
+    strata_err end;
+
+    if (err)
+        return base_fail(err, "halo: out of memory");
+    for (uint32_t r = 0; r < h->world && !err; r++) {
+        err = strata_args_create(&a[r]);
+        if (!err)
+            err = rank_args(h, r, vjp, in, out, a[r]);
+    }
+    if (!err)
+        err = strata_orch_scope_begin(o);
+    if (!err) {
+        err = strata_orch_submit_next_level_group(o, halo_inplace_kernel(),
+                                                  (const strata_args *const *)a,
+                                                  h->chips, h->world);
+        /* The scope must close even when the submit failed. */
+        end = strata_orch_scope_end(o);
+        if (!err)
+            err = end;
+    }
+    for (uint32_t r = 0; r < h->world; r++)
+        strata_args_destroy(a[r]);
+    base_free(a);
+    return err;
+}
