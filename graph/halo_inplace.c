@@ -270,12 +270,20 @@ static strata_err build_forward(struct inplace_task *t)
 
         for (int64_t k = rp[i]; k < rp[i + 1] && !boundary; k++)
             boundary = (uint64_t)cols[k] < b || (uint64_t)cols[k] >= e;
+        /* Boundary rows from the end, then turned around: both kinds
+         * ascend, so the row stream runs forward. */
         if (boundary) {
             ix->order[t->rows - 1 - nb++] = i;
             ix->boundary_edges += (uint64_t)(rp[i + 1] - rp[i]);
         } else {
             ix->order[ix->num_interior++] = i;
         }
+    }
+    for (uint64_t a = ix->num_interior, z = t->rows; a + 1 < z; a++, z--) {
+        uint64_t tmp = ix->order[a];
+
+        ix->order[a] = ix->order[z - 1];
+        ix->order[z - 1] = tmp;
     }
     ix->bytes = (t->rows + 1) * sizeof(uint64_t);
     if (ix->cols)
