@@ -409,8 +409,9 @@ static strata_err rank_args(const strata_halo *h, const strata_domain *d,
     return err;
 }
 
-static strata_err submit(strata_orch *o, strata_halo *h, const strata_domain *d,
-                         bool vjp, strata_buffer *in, strata_buffer *out)
+strata_err halo_submit_ranks(strata_orch *o, const strata_halo *h,
+                             strata_callable fn, halo_rank_args_fn fill,
+                             void *ctx)
 {
     strata_args **a = base_calloc(h->world, sizeof(*a));
     strata_err err = a ? STRATA_OK : STRATA_ENOMEM;
@@ -421,14 +422,13 @@ static strata_err submit(strata_orch *o, strata_halo *h, const strata_domain *d,
     for (uint32_t r = 0; r < h->world && !err; r++) {
         err = strata_args_create(&a[r]);
         if (!err)
-            err = rank_args(h, d, r, in, out, a[r]);
+            err = fill(h, r, a[r], ctx);
     }
     if (!err)
         err = strata_orch_scope_begin(o);
     if (!err) {
         err = strata_orch_submit_next_level_group(
-            o, vjp ? vjp_kernel : forward_kernel, (const strata_args *const *)a,
-            h->chips, h->world);
+            o, fn, (const strata_args *const *)a, h->chips, h->world);
         /* The scope must close even when the submit failed. */
         end = strata_orch_scope_end(o);
         if (!err)
@@ -438,6 +438,29 @@ static strata_err submit(strata_orch *o, strata_halo *h, const strata_domain *d,
         strata_args_destroy(a[r]);
     base_free(a);
     return err;
+}
+
+/* A local exchange call's fields and domain. */
+struct local_call {
+    const strata_domain *d;
+    strata_buffer *in, *out;
+};
+
+static strata_err local_fill(const strata_halo *h, uint32_t r, strata_args *a,
+                             void *ctx)
+{
+    const struct local_call *lc = ctx;
+
+    return rank_args(h, lc->d, r, lc->in, lc->out, a);
+}
+
+static strata_err submit(strata_orch *o, strata_halo *h, const strata_domain *d,
+                         bool vjp, strata_buffer *in, strata_buffer *out)
+{
+    struct local_call lc = {d, in, out};
+
+    return halo_submit_ranks(o, h, vjp ? vjp_kernel : forward_kernel,
+                             local_fill, &lc);
 }
 
 static strata_err check_call(strata_orch *o, strata_halo *h, strata_buffer *in,

@@ -1,7 +1,6 @@
 /* The host side of STRATA_HALO_IN_PLACE: one task per rank naming the
  * whole input field and the rank's rows of the output, submitted as a
  * group; no domain, no exchange buffer (halo_inplace.c runs the rank). */
-#include "base/alloc.h"
 #include "base/err.h"
 #include "halo_exec_int.h"
 
@@ -34,33 +33,24 @@ static strata_err rank_args(const strata_halo *h, uint32_t r, bool vjp,
     return err;
 }
 
+/* An in-place call's direction and fields. */
+struct inplace_call {
+    bool vjp;
+    strata_buffer *in, *out;
+};
+
+static strata_err inplace_fill(const strata_halo *h, uint32_t r, strata_args *a,
+                               void *ctx)
+{
+    const struct inplace_call *ic = ctx;
+
+    return rank_args(h, r, ic->vjp, ic->in, ic->out, a);
+}
+
 strata_err halo_inplace_run(strata_orch *o, strata_halo *h, bool vjp,
                             strata_buffer *in, strata_buffer *out)
 {
-    strata_args **a = base_calloc(h->world, sizeof(*a));
-    strata_err err = a ? STRATA_OK : STRATA_ENOMEM;
-    strata_err end;
+    struct inplace_call ic = {vjp, in, out};
 
-    if (err)
-        return base_fail(err, "halo: out of memory");
-    for (uint32_t r = 0; r < h->world && !err; r++) {
-        err = strata_args_create(&a[r]);
-        if (!err)
-            err = rank_args(h, r, vjp, in, out, a[r]);
-    }
-    if (!err)
-        err = strata_orch_scope_begin(o);
-    if (!err) {
-        err = strata_orch_submit_next_level_group(o, halo_inplace_kernel(),
-                                                  (const strata_args *const *)a,
-                                                  h->chips, h->world);
-        /* The scope must close even when the submit failed. */
-        end = strata_orch_scope_end(o);
-        if (!err)
-            err = end;
-    }
-    for (uint32_t r = 0; r < h->world; r++)
-        strata_args_destroy(a[r]);
-    base_free(a);
-    return err;
+    return halo_submit_ranks(o, h, halo_inplace_kernel(), inplace_fill, &ic);
 }

@@ -252,6 +252,14 @@ strata_err halo_kernel_forward_pages(strata_chip *chip,
                                      const strata_args *args);
 void halo_needs_free(struct halo_page_needs *n);
 
+/* Submits fn to every rank's chip as one group inside a scope, rank r's
+ * arguments filled by fill(h, r, a, ctx) (halo_exec.c). */
+typedef strata_err (*halo_rank_args_fn)(const strata_halo *h, uint32_t r,
+                                        strata_args *a, void *ctx);
+strata_err halo_submit_ranks(strata_orch *o, const strata_halo *h,
+                             strata_callable fn, halo_rank_args_fn fill,
+                             void *ctx);
+
 /* STRATA_HALO_IN_PLACE (halo_exec_inplace.c, halo_inplace.c). The
  * kernel's tensors: the plan, the rank's stats slot, the whole input
  * field (when the graph has rows), the rank's rows of the output (when

@@ -72,6 +72,16 @@ struct red {
     const char *edge;
 };
 
+/* Every reducer in both dtypes. */
+static const struct red reds[] = {
+    {STRATA_F64, STRATA_HALO_SUM, NULL},
+    {STRATA_F32, STRATA_HALO_SUM, NULL},
+    {STRATA_F64, STRATA_HALO_MEAN, NULL},
+    {STRATA_F32, STRATA_HALO_MEAN, NULL},
+    {STRATA_F64, STRATA_HALO_EDGE, "test.weighted"},
+    {STRATA_F32, STRATA_HALO_EDGE, "test.weighted"},
+};
+
 /* The schedule make_red gives its handles (tests that run in place too
  * set it and put it back). */
 static strata_halo_schedule make_sched = STRATA_HALO_OVERLAPPED;
@@ -152,14 +162,6 @@ static void test_halo_ring_values_exact(void **state)
  * row at a time: the chunks change when rows are computed, never how. */
 static void test_halo_paged_equals_in_memory(void **state)
 {
-    static const struct red reds[] = {
-        {STRATA_F64, STRATA_HALO_SUM, NULL},
-        {STRATA_F32, STRATA_HALO_SUM, NULL},
-        {STRATA_F64, STRATA_HALO_MEAN, NULL},
-        {STRATA_F32, STRATA_HALO_MEAN, NULL},
-        {STRATA_F64, STRATA_HALO_EDGE, "test.weighted"},
-        {STRATA_F32, STRATA_HALO_EDGE, "test.weighted"},
-    };
     static const size_t worlds[] = {1, 3, 8};
     struct gh_graph g;
     strata_csr_view v;
@@ -210,14 +212,6 @@ static void test_halo_paged_equals_in_memory(void **state)
  * own nothing included (8 ranks, 5 rows). */
 static void test_halo_in_place_matches_exchange(void **state)
 {
-    static const struct red reds[] = {
-        {STRATA_F64, STRATA_HALO_SUM, NULL},
-        {STRATA_F32, STRATA_HALO_SUM, NULL},
-        {STRATA_F64, STRATA_HALO_MEAN, NULL},
-        {STRATA_F32, STRATA_HALO_MEAN, NULL},
-        {STRATA_F64, STRATA_HALO_EDGE, "test.weighted"},
-        {STRATA_F32, STRATA_HALO_EDGE, "test.weighted"},
-    };
     static const size_t worlds[] = {1, 2, 3, 8};
     static const uint64_t sizes[] = {300, 5};
     uint64_t st = 77;
