@@ -15,6 +15,7 @@
  * depend on the number of chips. */
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/env.h"
 #include "base/err.h"
 #include "halo_exec_int.h"
 #include "halo_kernel.h"
@@ -47,6 +48,9 @@ struct inplace_index {
     double *tw;
     uint64_t num_interior;
     uint64_t boundary_edges;
+    /* VJP: the index would not fit the cache, so every call scatters
+     * from the whole graph instead (same terms, same order). */
+    bool scatter;
 };
 
 static struct inplace_index slots[INPLACE_SLOTS];
@@ -331,6 +335,17 @@ static strata_err transpose_pass(struct inplace_task *t, struct row_reader *rd,
     return err;
 }
 
+/* STRATA_HALO_STREAM (the tests' knob for the paths of indices too
+ * large to keep) makes every in-place VJP scatter. */
+static bool scatter_forced(void)
+{
+    static int forced = -1;
+
+    if (forced < 0)
+        forced = base_env_flag("STRATA_HALO_STREAM");
+    return forced != 0;
+}
+
 static strata_err build_vjp(struct inplace_task *t)
 {
     struct inplace_index *ix = &t->ix;
@@ -349,6 +364,17 @@ static strata_err build_vjp(struct inplace_task *t)
     for (uint64_t q = 0; q < t->rows && !err; q++)
         ix->tptr[q + 1] += ix->tptr[q];
     n = (uint64_t)ix->tptr[t->rows];
+    ix->bytes = (t->rows + 1) * sizeof(int64_t) +
+                (n + 1) * (sizeof(uint64_t) + (mean ? sizeof(double) : 0));
+    if (!err && (ix->bytes > halo_k_cache_cap() || scatter_forced())) {
+        /* Built again by every call, it would cost more than it saves. */
+        base_free(ix->tptr);
+        ix->tptr = NULL;
+        ix->bytes = 0;
+        ix->scatter = true;
+        reader_close(&rd);
+        return STRATA_OK;
+    }
     if (!err) {
         ix->tsrc = base_malloc((n + 1) * sizeof(uint64_t));
         ix->tw = mean ? base_malloc((n + 1) * sizeof(double)) : NULL;
@@ -369,8 +395,6 @@ static strata_err build_vjp(struct inplace_task *t)
                             t->rank);
     base_free(fill);
     reader_close(&rd);
-    ix->bytes = (t->rows + 1) * sizeof(int64_t) +
-                (n + 1) * (sizeof(uint64_t) + (mean ? sizeof(double) : 0));
     return err;
 }
 
@@ -492,6 +516,53 @@ static void forward(struct inplace_task *t)
     t->stats->boundary_edges = t->ix.boundary_edges;
 }
 
+/* The VJP without an index: every row of the graph, in order, scatters
+ * into the rank's rows the terms that name them. */
+static strata_err vjp_scatter(struct inplace_task *t)
+{
+    uint64_t b = t->rp->owned_begin, e = t->rp->owned_end;
+    struct row_reader rd;
+    strata_err err;
+
+    if (t->rows > 0)
+        memset(t->out, 0, t->rows * t->rb);
+    err = reader_open(t, &rd);
+    for (uint64_t a = 0; a < t->hdr->num_rows && t->rows > 0 && !err;) {
+        uint64_t z = chunk_end(&rd, a);
+        const int64_t *rp, *cols;
+
+        err = reader_load(&rd, a, z, &rp, &cols);
+        if (!err && !t->edge) {
+            /* Entry k of the chunk's rows is cols[k - rp[0]]. */
+            const struct halo_scatter_csr cs = {
+                .row0 = 0,
+                .count = (size_t)(z - a),
+                .row_ptr = rp,
+                .loc = (const uint64_t *)cols - rp[0],
+                .first = b,
+                .end = e,
+                .base = t->out,
+                .stride = t->rb,
+                .g = t->in + a * t->rb,
+                .mean = t->hdr->reducer == STRATA_HALO_MEAN,
+            };
+
+            halo_rowaxpy_csr(t->dtype, t->features, &cs);
+        }
+        for (uint64_t i = a; i < z && !err && t->edge; i++)
+            for (int64_t k = rp[i - a]; k < rp[i - a + 1]; k++) {
+                uint64_t j = (uint64_t)cols[k - rp[0]];
+
+                if (j >= b && j < e)
+                    t->edge->vjp((int64_t)i, (int64_t)j, t->dtype, t->features,
+                                 t->in + i * t->rb, t->out + (j - b) * t->rb);
+            }
+        a = z;
+    }
+    reader_close(&rd);
+    return err;
+}
+
 static void vjp(struct inplace_task *t)
 {
     const struct inplace_index *ix = &t->ix;
@@ -537,10 +608,14 @@ strata_err halo_kernel_inplace(strata_chip *chip, const strata_args *args)
         t.stats->exchange_end_ns = start;
         t.stats->wait_end_ns = start;
         t.stats->compute_start_ns = (int64_t)base_now_ns();
-        if (t.vjp)
+        if (t.vjp && t.ix.scatter)
+            err = vjp_scatter(&t);
+        else if (t.vjp)
             vjp(&t);
         else
             forward(&t);
+    }
+    if (!err) {
         t.stats->compute_end_ns = (int64_t)base_now_ns();
         t.stats->interior_rows = t.vjp ? 0 : t.ix.num_interior;
         t.stats->boundary_rows = t.vjp ? 0 : t.rows - t.ix.num_interior;

@@ -405,8 +405,9 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_halo_destroy(strata_halo *h);
  * rank is done, and writes the trace. Inside an orch fn of the worker
  * (the L4's for a global handle); one call at a time per handle.
  * A local handle's first call makes its exchange buffer (a host buffer
- * of the worker, kept until strata_halo_destroy), which can fail as
- * strata_worker_create_buffer does (STRATA_ENOMEM, STRATA_EBUDGET).
+ * of the worker, kept until strata_halo_destroy; none in place), which
+ * can fail as strata_worker_create_buffer does (STRATA_ENOMEM,
+ * STRATA_EBUDGET).
  * STRATA_EINVAL for a NULL argument, x == out, a buffer smaller than the
  * field, or a global handle called from another worker's orch fn;
  * STRATA_EBUSY when another call on h is in progress; domain allocation
