@@ -366,26 +366,39 @@ strata_err halo_add_rows(strata_args *a, const strata_halo *h,
                                   h->spec.dtype, 2, shape, tag);
 }
 
+strata_err halo_add_plan(strata_args *a, const strata_halo *h)
+{
+    const struct halo_plan_hdr *hdr = strata_buffer_data(h->plan);
+    const size_t shape[1] = {hdr->ro_size};
+
+    return strata_args_add_tensor(a, h->plan, 0, STRATA_U8, 1, shape,
+                                  STRATA_IN);
+}
+
+strata_err halo_add_stats(strata_args *a, const strata_halo *h, uint64_t r)
+{
+    const struct halo_plan_hdr *hdr = strata_buffer_data(h->plan);
+    const size_t shape[1] = {HALO_STATS_STRIDE};
+
+    return strata_args_add_tensor(a, h->plan,
+                                  hdr->stats_off + r * HALO_STATS_STRIDE,
+                                  STRATA_U8, 1, shape, STRATA_OUT);
+}
+
 static strata_err rank_args(const strata_halo *h, const strata_domain *d,
                             uint32_t r, strata_buffer *in, strata_buffer *out,
                             strata_args *a)
 {
-    const struct halo_plan_hdr *hdr = strata_buffer_data(h->plan);
     const struct halo_rank_plan *rp =
-        (const struct halo_rank_plan *)((const char *)hdr + hdr->ranks_off) + r;
-    size_t ro_shape[1] = {hdr->ro_size};
-    size_t st_shape[1] = {HALO_STATS_STRIDE};
+        halo_plan_rank(strata_buffer_data(h->plan), r);
     strata_chip_domain_ctx ctx;
     strata_err err;
 
     err = strata_domain_context(d, h->chips[r], &ctx);
     if (!err)
-        err = strata_args_add_tensor(a, h->plan, 0, STRATA_U8, 1, ro_shape,
-                                     STRATA_IN);
+        err = halo_add_plan(a, h);
     if (!err)
-        err = strata_args_add_tensor(a, h->plan,
-                                     hdr->stats_off + r * HALO_STATS_STRIDE,
-                                     STRATA_U8, 1, st_shape, STRATA_OUT);
+        err = halo_add_stats(a, h, r);
     if (!err && rp->owned_end > rp->owned_begin)
         err =
             halo_add_rows(a, h, in, rp->owned_begin, rp->owned_end, STRATA_IN);

@@ -125,21 +125,14 @@ strata_err halo_node_args(const strata_halo *h, const struct halo_node_group *g,
                           uint64_t first, bool vjp, strata_buffer *in,
                           strata_buffer *out, strata_args *a)
 {
-    const struct halo_plan_hdr *hdr = strata_buffer_data(h->plan);
-    const struct halo_rank_plan *rps =
-        (const struct halo_rank_plan *)((const char *)hdr + hdr->ranks_off);
-    const size_t ro_shape[1] = {hdr->ro_size};
-    const size_t st_shape[1] = {HALO_STATS_STRIDE};
+    const void *plan = strata_buffer_data(h->plan);
     strata_err err;
 
-    err = strata_args_add_tensor(a, h->plan, 0, STRATA_U8, 1, ro_shape,
-                                 STRATA_IN);
+    err = halo_add_plan(a, h);
     for (size_t k = 0; k < g->count && !err; k++) {
-        const struct halo_rank_plan *rp = &rps[g->ranks[k]];
+        const struct halo_rank_plan *rp = halo_plan_rank(plan, g->ranks[k]);
 
-        err = strata_args_add_tensor(
-            a, h->plan, hdr->stats_off + g->ranks[k] * HALO_STATS_STRIDE,
-            STRATA_U8, 1, st_shape, STRATA_OUT);
+        err = halo_add_stats(a, h, g->ranks[k]);
         if (!err && rp->owned_end > rp->owned_begin)
             err = halo_add_rows(a, h, in, rp->owned_begin, rp->owned_end,
                                 STRATA_IN);
@@ -265,9 +258,7 @@ static strata_err member_args(const strata_args *args, const void *plan,
                               size_t *ti, strata_args *a)
 {
     const struct halo_plan_hdr *hdr = plan;
-    const struct halo_rank_plan *rp =
-        (const struct halo_rank_plan *)((const char *)plan + hdr->ranks_off) +
-        r;
+    const struct halo_rank_plan *rp = halo_plan_rank(plan, r);
     const size_t ro_shape[1] = {hdr->ro_size};
     const size_t st_shape[1] = {HALO_STATS_STRIDE};
     const size_t rows_shape[2] = {(size_t)(rp->owned_end - rp->owned_begin),

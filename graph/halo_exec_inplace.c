@@ -8,19 +8,13 @@ static strata_err rank_args(const strata_halo *h, uint32_t r, bool vjp,
                             strata_buffer *in, strata_buffer *out,
                             strata_args *a)
 {
-    const struct halo_plan_hdr *hdr = strata_buffer_data(h->plan);
     const struct halo_rank_plan *rp =
-        (const struct halo_rank_plan *)((const char *)hdr + hdr->ranks_off) + r;
-    size_t ro_shape[1] = {hdr->ro_size};
-    size_t st_shape[1] = {HALO_STATS_STRIDE};
+        halo_plan_rank(strata_buffer_data(h->plan), r);
     strata_err err;
 
-    err = strata_args_add_tensor(a, h->plan, 0, STRATA_U8, 1, ro_shape,
-                                 STRATA_IN);
+    err = halo_add_plan(a, h);
     if (!err)
-        err = strata_args_add_tensor(a, h->plan,
-                                     hdr->stats_off + r * HALO_STATS_STRIDE,
-                                     STRATA_U8, 1, st_shape, STRATA_OUT);
+        err = halo_add_stats(a, h, r);
     if (!err && h->num_rows > 0)
         err = halo_add_rows(a, h, in, 0, h->num_rows, STRATA_IN);
     if (!err && rp->owned_end > rp->owned_begin)

@@ -169,6 +169,22 @@ strata_err halo_plan_build(strata_worker *w, const strata_halo_spec *spec,
 strata_callable halo_kernel(bool vjp);
 strata_callable halo_node_callable(void);
 
+/* Rank r's plan inside the plan buffer's bytes. */
+static inline const struct halo_rank_plan *halo_plan_rank(const void *plan,
+                                                          uint64_t r)
+{
+    const struct halo_plan_hdr *hdr = plan;
+
+    return (const struct halo_rank_plan *)((const char *)plan +
+                                           hdr->ranks_off) +
+           r;
+}
+
+/* Appends the read-only plan (IN), every halo task's first tensor. */
+strata_err halo_add_plan(strata_args *a, const strata_halo *h);
+/* Appends rank r's stats slot of the plan (OUT). */
+strata_err halo_add_stats(strata_args *a, const strata_halo *h, uint64_t r);
+
 /* Appends rows [b, e) of a field buffer as an N x features tensor. */
 strata_err halo_add_rows(strata_args *a, const strata_halo *h,
                          strata_buffer *buf, uint64_t b, uint64_t e,

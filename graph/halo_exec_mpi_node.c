@@ -57,7 +57,7 @@ struct node_call {
 static const struct halo_rank_plan *rank_plan(const struct node_call *c,
                                               uint32_t r)
 {
-    return (const struct halo_rank_plan *)(c->plan + c->hdr->ranks_off) + r;
+    return halo_plan_rank(c->plan, r);
 }
 
 static char *data(const struct node_call *c, uint64_t r, uint64_t row)

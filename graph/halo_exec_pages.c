@@ -210,15 +210,12 @@ static strata_err task_args(const strata_halo *h, const strata_halo_pages *x,
                             const strata_halo_pages *out,
                             const struct page_task *t, strata_args *a)
 {
-    const struct halo_plan_hdr *hdr = strata_buffer_data(h->plan);
-    size_t ro_shape[1] = {hdr->ro_size};
     uint64_t pb = t->page * out->page_rows, packed = 0;
     size_t named = 0;
     strata_err err;
 
     strata_args_clear(a);
-    err = strata_args_add_tensor(a, h->plan, 0, STRATA_U8, 1, ro_shape,
-                                 STRATA_IN);
+    err = halo_add_plan(a, h);
     if (!err) {
         const size_t shape[2] = {(size_t)(t->hi - t->lo), h->spec.features};
 

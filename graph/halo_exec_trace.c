@@ -26,8 +26,7 @@ void halo_trace_collect(const void *plan, const int *chips, const int *nodes,
     const char *base = plan;
 
     for (uint32_t r = 0; r < hdr->world; r++) {
-        const struct halo_rank_plan *rp =
-            (const struct halo_rank_plan *)(base + hdr->ranks_off) + r;
+        const struct halo_rank_plan *rp = halo_plan_rank(plan, r);
         const struct halo_stats *st =
             (const struct halo_stats *)(base + hdr->stats_off +
                                         r * HALO_STATS_STRIDE);

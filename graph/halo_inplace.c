@@ -75,7 +75,7 @@ struct inplace_task {
 static const struct halo_rank_plan *rank_plan(const struct inplace_task *t,
                                               uint64_t r)
 {
-    return (const struct halo_rank_plan *)(t->plan + t->hdr->ranks_off) + r;
+    return halo_plan_rank(t->plan, r);
 }
 
 static strata_err nomem(const struct inplace_task *t)
@@ -189,9 +189,7 @@ static strata_err reader_load(struct row_reader *rd, uint64_t a, uint64_t z,
     strata_err err;
 
     if (!rd->g) {
-        const struct halo_plan_hdr *hdr = rd->t->hdr;
-        const struct halo_rank_plan *q =
-            (const struct halo_rank_plan *)(rd->t->plan + hdr->ranks_off);
+        const struct halo_rank_plan *q = halo_plan_rank(rd->t->plan, 0);
 
         while (a >= q->owned_end)
             q++;
@@ -224,8 +222,7 @@ static uint64_t chunk_end(const struct row_reader *rd, uint64_t a)
                      : a + INPLACE_CHUNK_ROWS;
 
     if (!rd->g) {
-        const struct halo_rank_plan *q =
-            (const struct halo_rank_plan *)(rd->t->plan + hdr->ranks_off);
+        const struct halo_rank_plan *q = halo_plan_rank(rd->t->plan, 0);
 
         while (a >= q->owned_end)
             q++;

@@ -91,7 +91,7 @@ static inline const void *halo_k_source(const struct rank_ctx *c, uint64_t l)
 static inline const struct halo_rank_plan *
 halo_k_rank_plan(const struct rank_ctx *c, uint64_t r)
 {
-    return (const struct halo_rank_plan *)(c->plan + c->hdr->ranks_off) + r;
+    return halo_plan_rank(c->plan, r);
 }
 
 /* row *= w, over one row. */

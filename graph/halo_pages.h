@@ -28,8 +28,6 @@ uint64_t halo_pages_for(uint64_t rows, uint64_t page_rows);
 /* The end of the page of page_rows rows that starts at row b, within
  * limit rows (no overflow). */
 uint64_t halo_page_end(uint64_t b, uint64_t page_rows, uint64_t limit);
-/* Rank r's part of a plan. */
-const struct halo_rank_plan *halo_plan_rank(const void *plan, uint32_t r);
 /* The bitmap of rank r's rows in page `page` of out. */
 uint64_t *halo_needs_bits(const struct halo_page_needs *n, uint32_t r,
                           uint64_t page);

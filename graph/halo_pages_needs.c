@@ -36,15 +36,6 @@ void halo_needs_free(struct halo_page_needs *n)
     base_free(n);
 }
 
-const struct halo_rank_plan *halo_plan_rank(const void *plan, uint32_t r)
-{
-    const struct halo_plan_hdr *hdr = plan;
-
-    return (const struct halo_rank_plan *)((const char *)plan +
-                                           hdr->ranks_off) +
-           r;
-}
-
 uint64_t *halo_needs_bits(const struct halo_page_needs *n, uint32_t r,
                           uint64_t page)
 {
