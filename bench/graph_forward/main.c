@@ -17,7 +17,10 @@
  *
  * Operations: forward sum and mean, VJP sum and mean. Measured, interleaved
  * per round so that a slow phase of a shared machine hits every side alike
- * (one warm-up round, then `reps` rounds; medians over rounds):
+ * (one warm-up round, then 9 rounds at the smaller size and 5 at the larger,
+ * --quick 3, --reps K; medians over rounds; every ratio judged is the
+ * median of per-round ratios, the two calls compared having run in the same
+ * round):
  * - triad1 / triad2: a STREAM-like triad over three 128 MiB double arrays
  *   in this process (1 core) and in two forked processes at once (bytes as
  *   STREAM counts them); memcpy1: one 128 MiB memcpy, bytes copied / s.
@@ -54,7 +57,11 @@
  * Usage: bench_graph_forward [--quick] [--reps K]
  *                            [--graph periodic|random|rmat]
  *                            [--schedule overlapped|serialized|in_place]
+ *                            [--verbose]
+ * --verbose prints every round's call time and each rank's compute span to
+ * stderr.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -101,6 +108,7 @@ static const char *const family_names[NUM_FAMILIES] = {"periodic", "random",
 static const char *const op_names[NUM_OPS] = {"forward_sum", "forward_mean",
                                               "vjp_sum", "vjp_mean"};
 static const int chip_counts[NUM_CHIPS] = {1, 2};
+static bool verbose; /* --verbose: every round's call and ranks on stderr */
 
 static bool op_vjp(int op)
 {
@@ -109,8 +117,8 @@ static bool op_vjp(int op)
 
 struct options {
     bool quick;
-    int reps;
-    int family; /* -1: all */
+    int reps[NUM_SIZES]; /* rounds per size, after the warm-up round */
+    int family;          /* -1: all */
     uint64_t edges[NUM_SIZES];
 };
 
@@ -124,10 +132,15 @@ struct point {
     uint64_t sent_rows;
     bool exact;     /* bit for bit (forward, 1-chip VJP) or within tol */
     double max_rel; /* largest relative difference from the plain loop */
+    /* Medians of per-round ratios (the calls compared ran in one round):
+     * strata edges/s / plain edges/s; / the 1-chip call's edges/s (c = 1);
+     * boundary edges/s / the 1-chip call's compute edges/s (c = 1). */
+    double vs_plain, vs_1chip, bnd_vs_int;
 };
 
 struct size_result {
     int family;
+    int reps; /* rounds measured (after the warm-up round) */
     uint64_t edges, rows;
     double triad1, triad2, memcpy1; /* GB/s, medians */
     double plain_s[NUM_OPS];
@@ -480,6 +493,11 @@ static void trace_spans(const strata_halo *h, int chips, double *compute_s,
             continue;
         double c = (double)(t.compute_end_ns - t.compute_start_ns) / 1e9;
 
+        if (verbose)
+            fprintf(stderr, " [rank %d: start %.2f ms, compute %.2f ms]", r,
+                    (double)(t.compute_start_ns - t.exchange_start_ns) / 1e6,
+                    c * 1e3);
+
         *compute_s = c > *compute_s ? c : *compute_s;
         *boundary += t.boundary_rows;
         *sent += t.sent_rows;
@@ -592,8 +610,8 @@ static int drop_handles(strata_halo *h[NUM_CHIPS])
 }
 
 /* Rounds of one reducer: forward and VJP, plain, 1 and 2 chips. */
-static int run_reducer(const struct options *opt, struct bufs *b, bool mean,
-                       struct size_result *res, double t1[], double mc[])
+static int run_reducer(struct bufs *b, bool mean, struct size_result *res,
+                       double t1[], double mc[])
 {
     uint64_t rows = res->rows;
     size_t n = (size_t)rows * FEATURES;
@@ -610,7 +628,7 @@ static int run_reducer(const struct options *opt, struct bufs *b, bool mean,
         goto out;
     }
     /* Round 0 warms up (page faults, caches, index arrays). */
-    for (int k = 0; k <= opt->reps; k++) {
+    for (int k = 0; k <= res->reps; k++) {
         if (!mean) {
             t1[k] = triad_pass(&b->tr);
             mc[k] = memcpy_pass(&b->tr);
@@ -637,8 +655,16 @@ static int run_reducer(const struct options *opt, struct bufs *b, bool mean,
                     goto out;
                 }
                 cs[v][c][k] = j.call_s;
+                if (verbose)
+                    fprintf(stderr,
+                            "%s %" PRIu64 " %s round %d, %d chip(s): "
+                            "call %.2f ms (plain %.2f ms)",
+                            family_names[res->family], res->edges, op_names[op],
+                            k, chip_counts[c], j.call_s * 1e3, pl[v][k] * 1e3);
                 trace_spans(h[c], chip_counts[c], &cp[v][c][k], &xf[v][c][k],
                             &be[v][c][k], &p->boundary_rows, &p->sent_rows);
+                if (verbose)
+                    fputc('\n', stderr);
                 if (k == 0) {
                     p->max_rel =
                         max_rel(strata_buffer_data(b->out), b->plain_out, n);
@@ -663,15 +689,27 @@ static int run_reducer(const struct options *opt, struct bufs *b, bool mean,
     }
     for (int v = 0; v < 2; v++) {
         int op = (v ? VJP_SUM : FWD_SUM) + (mean ? 1 : 0);
+        size_t reps = (size_t)res->reps;
 
-        res->plain_s[op] = stats_median(pl[v] + 1, (size_t)opt->reps);
+        res->plain_s[op] = stats_median(pl[v] + 1, reps);
         for (int c = 0; c < NUM_CHIPS; c++) {
             struct point *p = &res->pt[op][c];
+            double rp[MAX_REPS], r1[MAX_REPS], rb[MAX_REPS];
+            size_t nb = 0;
 
-            p->call_s = stats_median(cs[v][c] + 1, (size_t)opt->reps);
-            p->compute_s = stats_median(cp[v][c] + 1, (size_t)opt->reps);
-            p->xfer_GBps = stats_median(xf[v][c] + 1, (size_t)opt->reps);
-            p->boundary_eps = stats_median(be[v][c] + 1, (size_t)opt->reps);
+            p->call_s = stats_median(cs[v][c] + 1, reps);
+            p->compute_s = stats_median(cp[v][c] + 1, reps);
+            p->xfer_GBps = stats_median(xf[v][c] + 1, reps);
+            p->boundary_eps = stats_median(be[v][c] + 1, reps);
+            for (size_t k = 1; k <= reps; k++) {
+                rp[k - 1] = pl[v][k] / cs[v][c][k];
+                r1[k - 1] = cs[v][0][k] / cs[v][c][k];
+                if (be[v][c][k] > 0 && cp[v][0][k] > 0)
+                    rb[nb++] = be[v][c][k] * cp[v][0][k] / (double)res->edges;
+            }
+            p->vs_plain = stats_median(rp, reps);
+            p->vs_1chip = c > 0 ? stats_median(r1, reps) : -1;
+            p->bnd_vs_int = c > 0 && nb > 0 ? stats_median(rb, nb) : -1;
         }
     }
     rc = 0;
@@ -681,10 +719,11 @@ out:
     return rc;
 }
 
-static int bench_size(const struct options *opt, int family, uint64_t edges,
+static int bench_size(const struct options *opt, int family, int size,
                       struct size_result *res)
 {
     static const int ids[NUM_CHIPS] = {0, 1};
+    uint64_t edges = opt->edges[size];
     uint64_t rows = edges / DEGREE;
     size_t field = (size_t)rows * ROW_BYTES;
     struct bufs b = {0};
@@ -696,6 +735,7 @@ static int bench_size(const struct options *opt, int family, uint64_t edges,
 
     memset(res, 0, sizeof(*res));
     res->family = family;
+    res->reps = opt->reps[size];
     res->edges = edges;
     res->rows = rows;
     if (build_graph(family, rows, &b.row_ptr, &b.col) != 0 ||
@@ -711,7 +751,7 @@ static int bench_size(const struct options *opt, int family, uint64_t edges,
     memset(b.plain_out, 0, field);
     /* The two-core triad first, before this process has chips or threads
      * (the children fork from it). */
-    for (int k = 0; k < opt->reps; k++)
+    for (int k = 0; k < res->reps; k++)
         t2[k] = triad_two();
     strata_worker_config_init(&cfg, 3);
     cfg.chip_ids = ids;
@@ -730,12 +770,12 @@ static int bench_size(const struct options *opt, int family, uint64_t edges,
         goto out;
     }
     /* One reducer at a time: two plans (1 and 2 chips) alive at once. */
-    if (run_reducer(opt, &b, false, res, t1, mc) != 0 ||
-        run_reducer(opt, &b, true, res, t1, mc) != 0)
+    if (run_reducer(&b, false, res, t1, mc) != 0 ||
+        run_reducer(&b, true, res, t1, mc) != 0)
         goto out;
-    res->triad1 = stats_median(t1 + 1, (size_t)opt->reps);
-    res->triad2 = stats_median(t2, (size_t)opt->reps);
-    res->memcpy1 = stats_median(mc + 1, (size_t)opt->reps);
+    res->triad1 = stats_median(t1 + 1, (size_t)res->reps);
+    res->triad2 = stats_median(t2, (size_t)res->reps);
+    res->memcpy1 = stats_median(mc + 1, (size_t)res->reps);
     rc = 0;
     for (int op = 0; op < NUM_OPS; op++)
         for (int c = 0; c < NUM_CHIPS; c++)
@@ -782,18 +822,16 @@ static struct verdict judge(const struct size_result *r, int op, int c)
 {
     const struct point *p = &r->pt[op][c];
     double s = eps(r->edges, p->call_s);
-    double pl = eps(r->edges, r->plain_s[op]);
     struct verdict v = {-1, -1, -1, -1, -1, p->exact};
 
-    v.per_core_vs_plain = s / chip_counts[c] / pl;
+    v.per_core_vs_plain = p->vs_plain / chip_counts[c];
     v.vs_bound = s / bound_eps(r, chip_counts[c], BYTES_PER_EDGE);
     if (c > 0) {
-        v.scale = s / eps(r->edges, r->pt[op][0].call_s);
+        v.scale = p->vs_1chip;
         if (!op_vjp(op) && p->xfer_GBps > 0 && r->memcpy1 > 0)
             v.xfer_vs_memcpy = p->xfer_GBps / r->memcpy1;
-        if (!op_vjp(op) && p->boundary_eps > 0 && r->pt[op][0].compute_s > 0)
-            v.boundary_vs_interior =
-                p->boundary_eps / eps(r->edges, r->pt[op][0].compute_s);
+        if (!op_vjp(op))
+            v.boundary_vs_interior = p->bnd_vs_int;
     }
     if (r->family == PERIODIC) {
         if (op == FWD_MEAN)
@@ -826,12 +864,13 @@ static void print_summary(const struct options *opt,
                           const struct size_result *res, int n,
                           double other_pct)
 {
-    printf("bench_graph_forward (%s, %d rounds, medians, schedule %s): %d "
-           "sources per row on average, %d float32 features.\nbound = triad "
-           "GB/s / %.1f B "
-           "per edge; gather bound = triad GB/s / %.1f B per edge.\n",
-           opt->quick ? "quick" : "full", opt->reps, schedule_names[schedule],
-           DEGREE, FEATURES, BYTES_PER_EDGE, GATHER_BYTES_PER_EDGE);
+    printf("bench_graph_forward (%s, %d and %d rounds, medians, schedule %s): "
+           "%d sources per row on average, %d float32 features.\nbound = "
+           "triad GB/s / %.1f B per edge; gather bound = triad GB/s / %.1f B "
+           "per edge; ratios are medians of per-round ratios.\n",
+           opt->quick ? "quick" : "full", opt->reps[0], opt->reps[1],
+           schedule_names[schedule], DEGREE, FEATURES, BYTES_PER_EDGE,
+           GATHER_BYTES_PER_EDGE);
     for (int i = 0; i < n; i++) {
         const struct size_result *r = &res[i];
 
@@ -933,6 +972,9 @@ static void print_json(const struct options *opt, const struct size_result *res,
                 bench_json_num("per_core_vs_plain", v.per_core_vs_plain, true);
                 bench_json_num("vs_bound", v.vs_bound, true);
                 bench_json_num("vs_1chip", v.scale, true);
+                bench_json_num("vs_1chip_of_medians",
+                               c > 0 ? r->pt[op][0].call_s / pt->call_s : -1,
+                               true);
                 bench_json_num("exchange_GBps_per_rank", pt->xfer_GBps, true);
                 bench_json_num("exchange_vs_memcpy", v.xfer_vs_memcpy, true);
                 bench_json_num("boundary_vs_interior", v.boundary_vs_interior,
@@ -946,7 +988,7 @@ static void print_json(const struct options *opt, const struct size_result *res,
     }
     printf("],");
     bench_json_num("other_cpu_pct", other_pct, true);
-    printf("\"reps\":%d,\"quick\":%s", opt->reps,
+    printf("\"reps\":[%d,%d],\"quick\":%s", opt->reps[0], opt->reps[1],
            opt->quick ? "true" : "false");
     if (error != NULL)
         printf(",\"error\":\"%s\"", error);
@@ -965,9 +1007,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             opt.quick = true;
+        } else if (strcmp(argv[i], "--verbose") == 0) {
+            verbose = true;
         } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
-            opt.reps = atoi(argv[++i]);
-            if (opt.reps < 1 || opt.reps >= MAX_REPS) {
+            opt.reps[0] = opt.reps[1] = atoi(argv[++i]);
+            if (opt.reps[0] < 1 || opt.reps[0] >= MAX_REPS) {
                 fprintf(stderr, "bench_graph_forward: reps 1..%d\n",
                         MAX_REPS - 1);
                 return 2;
@@ -1000,12 +1044,16 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: bench_graph_forward [--quick] [--reps K] "
                             "[--graph periodic|random|rmat]\n"
                             "       [--schedule overlapped|serialized|"
-                            "in_place]\n");
+                            "in_place] [--verbose]\n");
             return 2;
         }
     }
-    if (opt.reps == 0)
-        opt.reps = opt.quick ? 3 : 5;
+    /* A smaller size's calls are short, so one slow phase of a shared
+     * machine spans more of its rounds: it gets more of them. */
+    if (opt.reps[0] == 0) {
+        opt.reps[0] = opt.quick ? 3 : 9;
+        opt.reps[1] = opt.quick ? 3 : 5;
+    }
     opt.edges[0] = opt.quick ? 1000000 : 10000000;
     opt.edges[1] = opt.quick ? 10000000 : 100000000;
     machine_load_sample(&load0);
@@ -1013,7 +1061,7 @@ int main(int argc, char **argv)
         if (opt.family >= 0 && f != opt.family)
             continue;
         for (int i = 0; i < NUM_SIZES; i++, n++)
-            if (bench_size(&opt, f, opt.edges[i], &res[n]) != 0) {
+            if (bench_size(&opt, f, i, &res[n]) != 0) {
                 machine_load_sample(&load1);
                 print_json(&opt, res, n, machine_load_other_pct(&load0, &load1),
                            "measurement failed");
