@@ -5,6 +5,7 @@
 #include "base/env.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "halo_cache.h"
 #include "halo_kernel.h"
 
 #include <stdlib.h>
@@ -41,7 +42,7 @@ bool halo_k_streams(const struct rank_ctx *c)
     if (forced < 0)
         forced = base_env_flag("STRATA_HALO_STREAM");
     return c->hdr->gfg_path_off != 0 &&
-           (forced || halo_k_index_bytes(c) > halo_k_cache_cap());
+           (forced || halo_k_index_bytes(c) > halo_cache_cap());
 }
 
 /* Rows [a, b) of the rank, from its open store. */

@@ -9,14 +9,15 @@
  * VJP: grad_x of an owned row j is the sum, over every entry (i, j) of
  * the whole graph in row order, of w_i * grad_out_i. The entries naming
  * the rank's rows are gathered once per plan into a transposed index
- * (every rank's rows are read: the plan's, or the store's), kept in a
- * small cache like the exchange kernels' index arrays. The terms are
- * added in the order the one-chip scatter adds them, so the bits do not
- * depend on the number of chips. */
+ * (every rank's rows are read: the plan's, or the store's), kept in the
+ * chip's halo cache (halo_cache.h) beside the exchange kernels' arrays.
+ * The terms are added in the order the one-chip scatter adds them, so the
+ * bits do not depend on the number of chips. */
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/err.h"
+#include "halo_cache.h"
 #include "halo_exec_int.h"
 #include "halo_kernel.h"
 #include "rowsum.h"
@@ -27,14 +28,9 @@
 
 /* Rows of a store read at a time while the transposed index is built. */
 #define INPLACE_CHUNK_ROWS 16384
-#define INPLACE_SLOTS 4
 
 /* A rank's index for one direction of one plan. */
 struct inplace_index {
-    bool used, vjp;
-    uint64_t plan_id;
-    uint32_t rank;
-    uint64_t stamp;
     size_t bytes;
     /* Forward: the rank's rows (a store's, or NULL: the plan's) and its
      * rows in compute order, interior first. */
@@ -53,9 +49,6 @@ struct inplace_index {
     bool scatter;
 };
 
-static struct inplace_index slots[INPLACE_SLOTS];
-static uint64_t slot_clock;
-
 struct inplace_task {
     const char *plan;
     const struct halo_plan_hdr *hdr;
@@ -69,7 +62,7 @@ struct inplace_task {
     const char *in; /* the whole field */
     char *out;      /* the owned rows */
     const struct halo_edge_entry *edge;
-    struct inplace_index ix; /* this call's (a copy of a slot's) */
+    struct inplace_index ix; /* this call's (a copy of a cache entry's) */
 };
 
 static const struct halo_rank_plan *rank_plan(const struct inplace_task *t,
@@ -363,7 +356,7 @@ static strata_err build_vjp(struct inplace_task *t)
     n = (uint64_t)ix->tptr[t->rows];
     ix->bytes = (t->rows + 1) * sizeof(int64_t) +
                 (n + 1) * (sizeof(uint64_t) + (mean ? sizeof(double) : 0));
-    if (!err && (ix->bytes > halo_k_cache_cap() || scatter_forced())) {
+    if (!err && (ix->bytes > halo_cache_cap() || scatter_forced())) {
         /* Built again by every call, it would cost more than it saves. */
         base_free(ix->tptr);
         ix->tptr = NULL;
@@ -397,59 +390,43 @@ static strata_err build_vjp(struct inplace_task *t)
 
 /* ---- the cache ---- */
 
-static struct inplace_index *slot_find(const struct inplace_task *t)
+static struct halo_cache_key key_of(const struct inplace_task *t)
 {
-    for (int i = 0; i < INPLACE_SLOTS; i++)
-        if (slots[i].used && slots[i].plan_id == t->hdr->plan_id &&
-            slots[i].rank == t->rank && slots[i].vjp == t->vjp)
-            return &slots[i];
-    return NULL;
+    return (struct halo_cache_key){t->hdr->plan_id, t->rank,
+                                   t->vjp ? HALO_CACHE_INPLACE_VJP
+                                          : HALO_CACHE_INPLACE_FWD};
 }
 
-/* Keeps t's index, dropping the least recently used past the cap;
- * false when it is too large to keep. */
-static bool slot_keep(struct inplace_task *t)
+static void index_drop(void *data)
 {
-    size_t cap = halo_k_cache_cap();
+    index_free(data);
+    base_free(data);
+}
 
-    if (t->ix.bytes > cap)
+/* Keeps t's index in the chip's halo cache; false when it is not kept
+ * (too large, or no memory for the entry). */
+static bool index_keep(struct inplace_task *t)
+{
+    struct inplace_index *s = base_malloc(sizeof(*s));
+
+    if (!s)
         return false;
-    for (;;) {
-        struct inplace_index *free_slot = NULL, *oldest = NULL;
-        size_t total = 0;
-
-        for (int i = 0; i < INPLACE_SLOTS; i++) {
-            if (!slots[i].used) {
-                free_slot = free_slot ? free_slot : &slots[i];
-                continue;
-            }
-            total += slots[i].bytes;
-            if (!oldest || slots[i].stamp < oldest->stamp)
-                oldest = &slots[i];
-        }
-        if (free_slot && total + t->ix.bytes <= cap) {
-            *free_slot = t->ix;
-            free_slot->used = true;
-            free_slot->vjp = t->vjp;
-            free_slot->plan_id = t->hdr->plan_id;
-            free_slot->rank = t->rank;
-            free_slot->stamp = ++slot_clock;
-            return true;
-        }
-        index_free(oldest);
-    }
+    *s = t->ix;
+    if (halo_cache_keep(key_of(t), s, s->bytes, index_drop))
+        return true;
+    base_free(s);
+    return false;
 }
 
 /* t->ix from the cache (*cached) or built. */
 static strata_err index_get(struct inplace_task *t, bool *cached)
 {
-    struct inplace_index *s = slot_find(t);
+    const struct inplace_index *s = halo_cache_find(key_of(t));
     char who[64];
 
     *cached = false;
     if (s) {
         snprintf(who, sizeof(who), "halo in-place kernel: rank %u", t->rank);
-        s->stamp = ++slot_clock;
         t->ix = *s;
         *cached = true;
         return halo_store_same(t->plan, who);
@@ -625,7 +602,7 @@ strata_err halo_kernel_inplace(strata_chip *chip, const strata_args *args)
                 t.vjp ? "halo vjp in place" : "halo in place");
         __atomic_store_n(&t.stats->done, 1, __ATOMIC_RELEASE);
     }
-    if (!cached && (err || !slot_keep(&t)))
+    if (!cached && (err || !index_keep(&t)))
         index_free(&t.ix);
     return err;
 }

@@ -46,6 +46,7 @@ struct rank_ctx {
      * several rounds, round_rows. */
     uint64_t *order;
     uint64_t num_interior;
+    bool cached; /* paged rows, loc and order belong to a cache entry */
     /* Forward hand-off in chunks (hdr->chunk_rows rows of each block):
      * round t of a receiver needs chunk t of every peer that has one; the
      * boundary rows of round t, round_rows[round_end[t - 1] ..
@@ -161,8 +162,7 @@ strata_err halo_k_group_rounds(struct rank_ctx *c);
 /* Opens the rank's paged store, failing (as "the store changed") unless
  * its files are the ones the plan was made from. */
 strata_err halo_k_open_store(const struct rank_ctx *c, strata_gfg **out);
-size_t halo_k_cache_cap(void);
-/* Fills c from the cache; false when its plan is not there. */
+/* Fills c from the cache (c->cached); false when its plan is not there. */
 bool halo_k_cache_take(struct rank_ctx *c);
 /* At the end of a call: keeps c's index arrays when ok and they fit,
  * else frees them unless a cache entry still holds them. */

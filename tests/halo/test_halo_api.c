@@ -274,6 +274,86 @@ static void test_halo_in_place_matches_exchange(void **state)
     }
 }
 
+enum { CACHE_GRAPHS = 6 };
+
+/* Handles of one cache test: graph k, exchange (0) or in place (1). */
+struct cache_case {
+    struct gh_graph g[CACHE_GRAPHS];
+    strata_csr_view v[CACHE_GRAPHS];
+    strata_halo *h[CACHE_GRAPHS][2];
+    char *want[CACHE_GRAPHS][2][2]; /* graph, schedule, vjp */
+};
+
+/* Graph k's four calls (both schedules, forward and VJP): each gives the
+ * bits its handle gave first, and in place the exchange's forward. */
+static void cache_calls(struct cache_case *cc, int k)
+{
+    size_t bytes = cc->g[k].n * sizeof(float);
+
+    for (int s = 0; s < 2; s++)
+        for (int vjp = 0; vjp < 2; vjp++) {
+            strata_buffer *out = vjp ? env.grad_x : env.out;
+
+            hk_fill(env.x, STRATA_F32, cc->g[k].n, 1, (size_t)k + 1);
+            hk_fill(env.grad_out, STRATA_F32, cc->g[k].n, 1, (size_t)k + 2);
+            memset(strata_buffer_data(out), 0xff, bytes);
+            assert_int_equal(hk_call(&env, cc->h[k][s], vjp != 0), STRATA_OK);
+            if (!cc->want[k][s][vjp]) {
+                cc->want[k][s][vjp] = malloc(bytes);
+                assert_non_null(cc->want[k][s][vjp]);
+                memcpy(cc->want[k][s][vjp], strata_buffer_data(out), bytes);
+            }
+            assert_memory_equal(cc->want[k][s][vjp], strata_buffer_data(out),
+                                bytes);
+            if (s == 1 && !vjp)
+                assert_memory_equal(cc->want[k][0][0], strata_buffer_data(out),
+                                    bytes);
+        }
+}
+
+/* Many handles served by the same chips in turn: each chip's one cache
+ * (the exchange kernels' arrays and the in-place forward's and VJP's
+ * indices under one least-recently-used order, 8 entries) holds fewer
+ * entries than the 18 keys per chip they need. Graph 0's calls come
+ * between every other graph's, so its three entries stay recent and are
+ * found again while the others evict each other around them; the others
+ * are rebuilt after being evicted. Every call gives its handle's first
+ * bits. */
+static void test_halo_many_handles_share_the_chip_cache(void **state)
+{
+    struct cache_case *cc = calloc(1, sizeof(*cc));
+    uint64_t st = 4242;
+
+    (void)state;
+    assert_non_null(cc);
+    for (int k = 0; k < CACHE_GRAPHS; k++) {
+        struct red r = {STRATA_F32, k % 2 ? STRATA_HALO_MEAN : STRATA_HALO_SUM,
+                        NULL};
+
+        gh_graph_random(&cc->g[k], 150 + 40 * (uint64_t)k, 5 + k, &st);
+        cc->v[k] = gh_view(&cc->g[k]);
+        for (int s = 0; s < 2; s++) {
+            make_sched = s ? STRATA_HALO_IN_PLACE : STRATA_HALO_OVERLAPPED;
+            cc->h[k][s] = make_red(&cc->v[k], NULL, 2, &r, 0);
+        }
+    }
+    make_sched = STRATA_HALO_OVERLAPPED;
+    for (int round = 0; round < 2; round++)
+        for (int k = 1; k < CACHE_GRAPHS; k++) {
+            cache_calls(cc, 0);
+            cache_calls(cc, k);
+        }
+    for (int k = 0; k < CACHE_GRAPHS; k++) {
+        for (int s = 0; s < 2; s++) {
+            assert_int_equal(strata_halo_destroy(cc->h[k][s]), STRATA_OK);
+            free(cc->want[k][s][0]);
+            free(cc->want[k][s][1]);
+        }
+        gh_graph_free(&cc->g[k]);
+    }
+    free(cc);
+}
+
 static void check_trace(const char *text, const char *schedule)
 {
     static const char *keys[] = {"\"schema\": \"strata.halo-trace.v1\"",
@@ -692,6 +772,7 @@ int main(void)
         T(test_halo_ring_values_exact),
         T(test_halo_paged_equals_in_memory),
         T(test_halo_in_place_matches_exchange),
+        T(test_halo_many_handles_share_the_chip_cache),
         T(test_halo_trace_written_with_schema),
         T(test_halo_edge_kernel_matches_reference),
         T(test_halo_bad_specs_einval),
