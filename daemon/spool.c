@@ -7,6 +7,7 @@
  * submitted (their threads not parked yet), never adds threads past it. */
 #include "spool.h"
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
 
@@ -149,18 +150,29 @@ void spool_fini(struct spool *p)
 /* ---- the loop ----------------------------------------------------------- */
 
 /* A job offered by the loop runs on the loop's thread right away. Nobody
- * runs the loop meanwhile; if the job is still running after
- * SPOOL_TAKEOVER_MS, the watch thread (parked on a timerfd) hands the loop
- * to a pool thread, so a long job delays the loop by that much at most. A
- * short job costs two timerfd_settime calls and wakes nobody. */
+ * runs the loop meanwhile; if the job is still running SPOOL_TAKEOVER_MS
+ * after it began, the watch thread (parked on a timerfd) hands the loop to
+ * a pool thread, so a long job delays the loop by that much at most. The
+ * timer is set when a job begins and is not set already, and is never
+ * cleared: when it fires, the watch looks at the job running then, if
+ * any, and sets it again for what that job has left. So jobs that follow
+ * each other closely cost one timerfd_settime and one wake of the watch
+ * per SPOOL_TAKEOVER_MS between them, not two calls each. */
 #define SPOOL_TAKEOVER_MS 2
+#define SPOOL_TAKEOVER_NS ((uint64_t)SPOOL_TAKEOVER_MS * 1000000u)
 
-static void arm(struct spool_loop *l, long ms)
+static void arm_ns(struct spool_loop *l, uint64_t ns)
 {
-    struct itimerspec its = {.it_value = {ms / 1000, (ms % 1000) * 1000000}};
+    struct itimerspec its = {
+        .it_value = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)}};
 
     if (timerfd_settime(l->tfd, 0, &its, NULL) != 0)
         LOG_WARN("timerfd_settime: %s", strerror(errno));
+}
+
+static void arm(struct spool_loop *l, long ms)
+{
+    arm_ns(l, (uint64_t)ms * 1000000u);
 }
 
 static void runner_fn(struct spool_job *job);
@@ -195,7 +207,11 @@ static void drive(struct spool_loop *l)
         pthread_mutex_lock(&l->mu);
         epoch = ++l->epoch;
         l->inline_running = true;
-        arm(l, SPOOL_TAKEOVER_MS);
+        l->job_ns = base_now_ns();
+        if (!l->armed) {
+            arm(l, SPOOL_TAKEOVER_MS);
+            l->armed = true;
+        }
         pthread_mutex_unlock(&l->mu);
         job->fn(job);
         pthread_mutex_lock(&l->mu);
@@ -204,7 +220,6 @@ static void drive(struct spool_loop *l)
             return; /* the loop runs elsewhere now */
         }
         l->inline_running = false;
-        arm(l, 0);
         pthread_mutex_unlock(&l->mu);
     }
     if (job && spool_submit(l->pool, job) != STRATA_OK)
@@ -221,18 +236,24 @@ static void runner_fn(struct spool_job *job)
 static void *watch_main(void *arg)
 {
     struct spool_loop *l = arg;
-    uint64_t ticks;
+    uint64_t ticks, ran;
 
     for (;;) {
         if (read(l->tfd, &ticks, sizeof(ticks)) < 0 && errno != EINTR &&
             errno != EAGAIN)
             break;
         pthread_mutex_lock(&l->mu);
+        l->armed = false;
         if (l->stop) {
             pthread_mutex_unlock(&l->mu);
             break;
         }
-        if (l->inline_running) {
+        ran = base_now_ns() - l->job_ns;
+        if (l->inline_running && ran < SPOOL_TAKEOVER_NS) {
+            /* A later job than the one the timer was set for. */
+            arm_ns(l, SPOOL_TAKEOVER_NS - ran);
+            l->armed = true;
+        } else if (l->inline_running) {
             l->runner.fn = runner_fn;
             if (spool_submit(l->pool, &l->runner) == STRATA_OK) {
                 l->epoch++;
@@ -240,6 +261,7 @@ static void *watch_main(void *arg)
             } else {
                 LOG_WARN("no thread for the event loop: %s", strata_errmsg());
                 arm(l, SPOOL_TAKEOVER_MS); /* try again */
+                l->armed = true;
             }
         }
         pthread_mutex_unlock(&l->mu);

@@ -65,6 +65,8 @@ struct spool_loop {
     bool done;           /* the loop has ended, on whichever thread */
     bool inline_running; /* a thread left the loop to run a job */
     uint64_t epoch;      /* of that job; bumped when the loop moves */
+    uint64_t job_ns;     /* when that job began (base_now_ns) */
+    bool armed;          /* the timer is set and has not fired yet */
     bool stop;           /* the watch thread should leave */
     int tfd;             /* timerfd the watch thread waits on */
     pthread_t watch;
