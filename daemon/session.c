@@ -488,14 +488,13 @@ static void on_control(struct session *s, const struct wire_control *c)
 struct scmd {
     struct spool_job job; /* first: the pool hands it back */
     struct session *s;
+    struct scmd *next; /* queued behind the running one (s->mu) */
     size_t len;
     uint8_t frame[]; /* header + body */
 };
 
-/* Drives the chips, which waits: off the loop, like a task. */
-static void cmd_job(struct spool_job *job)
+static void cmd_run(struct scmd *c)
 {
-    struct scmd *c = (struct scmd *)job;
     struct session *s = c->s;
     struct wire_buf reply;
     strata_err err;
@@ -507,28 +506,94 @@ static void cmd_job(struct spool_job *job)
     else if ((err = wire_conn_send(s->conn, reply.data, reply.len)) != 0)
         send_failed(s, "a domain command's reply", err);
     wire_buf_fini(&reply);
+}
+
+/* A window copy drives a chip, which waits: off the loop, like a task. */
+static void copy_job(struct spool_job *job)
+{
+    struct scmd *c = (struct scmd *)job;
+    struct session *s = c->s;
+
+    cmd_run(c);
     base_free(c);
     job_done(s);
 }
 
+/* Domain commands, in order: this one, then every one queued meanwhile.
+ * The next of a transaction sent at once depends on this one's outcome
+ * (an IMPORT finds what PREPARE_EXPORT made). */
+static void cmd_job(struct spool_job *job)
+{
+    struct scmd *c = (struct scmd *)job;
+    struct session *s = c->s;
+
+    while (c) {
+        cmd_run(c);
+        base_free(c);
+        pthread_mutex_lock(&s->mu);
+        c = s->cmd_head;
+        if (c) {
+            s->cmd_head = c->next;
+            if (!s->cmd_head)
+                s->cmd_tail = NULL;
+        } else {
+            s->cmd_running = false;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    job_done(s);
+}
+
 static void on_domain(struct session *s, unsigned type, const uint8_t *body,
-                      size_t len)
+                      size_t len, bool ordered)
 {
     struct scmd *c = base_malloc(sizeof(*c) + WIRE_FRAME_HEADER_SIZE + len);
     struct wire_frame_header h = {WIRE_FRAME_VERSION, (uint8_t)type, 0,
                                   (uint32_t)len};
+    bool queued = false;
 
     if (!c) {
         stop(s, 1, "out of memory");
         return;
     }
     c->s = s;
+    c->next = NULL;
     c->len = WIRE_FRAME_HEADER_SIZE + len;
     wire_frame_header_pack(&h, c->frame);
     memcpy(c->frame + WIRE_FRAME_HEADER_SIZE, body, len);
-    c->job.fn = cmd_job;
-    if (!start_job(s, &c->job))
+    c->job.fn = ordered ? cmd_job : copy_job;
+    if (ordered) {
+        pthread_mutex_lock(&s->mu);
+        if (s->cmd_running) {
+            if (s->cmd_tail)
+                s->cmd_tail->next = c;
+            else
+                s->cmd_head = c;
+            s->cmd_tail = c;
+            queued = true;
+        } else {
+            s->cmd_running = true;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (queued)
+        return;
+    if (start_job(s, &c->job))
+        return;
+    /* The session stops: nothing queued behind it will run either. */
+    pthread_mutex_lock(&s->mu);
+    if (ordered) {
+        c->next = s->cmd_head;
+        s->cmd_head = s->cmd_tail = NULL;
+        s->cmd_running = false;
+    }
+    pthread_mutex_unlock(&s->mu);
+    while (c) {
+        struct scmd *next = c->next;
+
         base_free(c);
+        c = next;
+    }
 }
 
 /* ---- the connection ------------------------------------------------- */
@@ -570,11 +635,11 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
     } else if (type == WIRE_MSG_CONTROL &&
                (m.u.control.op == WIRE_CTRL_WINDOW_WRITE ||
                 m.u.control.op == WIRE_CTRL_WINDOW_READ)) {
-        on_domain(s, type, body, len); /* waits for a chip: off the loop */
+        on_domain(s, type, body, len, false); /* waits for a chip */
     } else if (type == WIRE_MSG_CONTROL) {
         on_control(s, &m.u.control);
     } else if (type == WIRE_MSG_DOMAIN_CMD || type == WIRE_MSG_COMM_INIT) {
-        on_domain(s, type, body, len);
+        on_domain(s, type, body, len, true);
     } else if (type == WIRE_MSG_TRACE && s->traced && !m.u.trace.is_data) {
         session_trace_answer(s->conn, m.u.trace.request_id);
     } else if (type == WIRE_MSG_GOODBYE) {

@@ -72,6 +72,11 @@ struct session {
     size_t num_shadows;
     size_t cap_shadows;
     struct stask *waiting; /* tasks still receiving input */
+    /* Domain commands run one at a time, in the order they came (the
+     * L4 may send a whole transaction at once): the one running drains
+     * the rest (session.c, under s->mu). */
+    struct scmd *cmd_head, *cmd_tail;
+    bool cmd_running;
     struct event *timer;
     uint64_t hb_seq;
     int status;

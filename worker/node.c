@@ -185,7 +185,9 @@ static strata_err node_cmd(strata_worker *w, struct mbx_frame *f)
         return base_fail(STRATA_EPROTO, "node command of %llu bytes",
                          (unsigned long long)f->staged_len);
     wire_buf_init(&reply);
-    err = gnode_handle(w, node_mbx->staging, f->staged_len, &reply);
+    /* arg[2]: how many frames the L4 sent at once (gdomain_batch.c). */
+    err = gnode_handle_batch(w, node_mbx->staging, f->staged_len,
+                             (uint32_t)f->arg[2], &reply);
     if (!err && reply.len > MBX_STAGING_SIZE)
         err = base_fail(STRATA_EPROTO, "node reply too large");
     if (!err) {

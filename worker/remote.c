@@ -201,8 +201,11 @@ static void send_control(struct remote_node *r, unsigned pos,
     struct wire_control *c = &m.u.control;
 
     if (f->op == MBX_CTL_NODE_CMD) {
-        /* A packed command: it goes as it is, under its own request id. */
+        /* A packed command: it goes as it is, under its own request id.
+         * A batch (arg[2] frames, gdomain_batch.c) has consecutive ids
+         * from arg[1], and its replies pile up in the staging area. */
         r->req[pos] = f->arg[1];
+        r->replies[pos] = 0;
         if (f->staged_len > MBX_STAGING_SIZE ||
             wire_conn_send(r->conn, r->ep->mbx->staging, f->staged_len))
             lose(r, STRATA_EPEER, "cannot send a domain command");
@@ -424,25 +427,33 @@ static void on_reply(struct remote_node *r, const struct wire_hello_reply *h)
 }
 
 /* A node command's reply, packed again into the ring's staging area where
- * the scheduler expects it. */
+ * the scheduler expects it, after the earlier replies of its batch. The
+ * frame's first request id, to complete, once its batch is in; 0 while
+ * replies are still to come; false when nobody asked for this one. */
 static bool stage_reply(struct remote_node *r, uint64_t req, unsigned type,
-                        const uint8_t *body, size_t len)
+                        const uint8_t *body, size_t len, uint64_t *finish)
 {
     struct mbx *mb = r->ep->mbx;
     struct wire_frame_header h = {WIRE_FRAME_VERSION, (uint8_t)type, 0,
                                   (uint32_t)len};
 
     for (uint32_t k = mb->h.tail; k != r->sent; k++) {
-        struct mbx_frame *f = &mb->ring[k % MBX_RING];
+        unsigned pos = k % MBX_RING;
+        struct mbx_frame *f = &mb->ring[pos];
+        uint32_t count = f->arg[2] > 1 ? (uint32_t)f->arg[2] : 1;
+        uint64_t at = f->staged_len;
 
-        if (r->req[k % MBX_RING] != req || f->kind != MBX_CONTROL ||
-            f->op != MBX_CTL_NODE_CMD)
+        if (f->kind != MBX_CONTROL || f->op != MBX_CTL_NODE_CMD ||
+            r->done[pos] || req != r->req[pos] + r->replies[pos])
             continue;
-        if (len + WIRE_FRAME_HEADER_SIZE > MBX_STAGING_SIZE)
+        if (r->replies[pos] == 0)
+            at = 0;
+        if (at + len + WIRE_FRAME_HEADER_SIZE > MBX_STAGING_SIZE)
             return false;
-        wire_frame_header_pack(&h, mb->staging);
-        memcpy(mb->staging + WIRE_FRAME_HEADER_SIZE, body, len);
-        f->staged_len = WIRE_FRAME_HEADER_SIZE + len;
+        wire_frame_header_pack(&h, mb->staging + at);
+        memcpy(mb->staging + at + WIRE_FRAME_HEADER_SIZE, body, len);
+        f->staged_len = at + WIRE_FRAME_HEADER_SIZE + len;
+        *finish = ++r->replies[pos] == count ? r->req[pos] : 0;
         return true;
     }
     return false;
@@ -453,6 +464,7 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
 {
     struct remote_node *r = arg;
     struct wire_msg m;
+    uint64_t finish = 0;
 
     (void)c;
     if (wire_msg_unpack(type, body, len, &m) != STRATA_OK) {
@@ -474,19 +486,23 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
         /* A staged COMM_INIT reply carries its outcome itself. A release
          * goes to every node, and one that never saw the buffer says
          * so: nothing to undo. */
-        if (stage_reply(r, m.u.control_reply.request_id, type, body, len) ||
-            (m.u.control_reply.op == WIRE_CTRL_BUFFER_RELEASE &&
-             m.u.control_reply.error == STRATA_ENOENT))
+        if (stage_reply(r, m.u.control_reply.request_id, type, body, len,
+                        &finish)) {
+            if (finish)
+                complete(r, finish, STRATA_OK, "", false);
+        } else if (m.u.control_reply.op == WIRE_CTRL_BUFFER_RELEASE &&
+                   m.u.control_reply.error == STRATA_ENOENT)
             complete(r, m.u.control_reply.request_id, STRATA_OK, "", false);
         else
             complete(r, m.u.control_reply.request_id, m.u.control_reply.error,
                      m.u.control_reply.message, false);
     } else if (type == WIRE_MSG_DOMAIN_REPLY) {
         /* The reply carries the outcome; the frame itself succeeded. */
-        if (!stage_reply(r, m.u.domain_reply.request_id, type, body, len))
+        if (!stage_reply(r, m.u.domain_reply.request_id, type, body, len,
+                         &finish))
             lose(r, STRATA_EPROTO, "a domain reply nobody asked for");
-        else
-            complete(r, m.u.domain_reply.request_id, STRATA_OK, "", false);
+        else if (finish)
+            complete(r, finish, STRATA_OK, "", false);
     } else if (type == WIRE_MSG_TRACE) {
         if (!remote_trace_data(r, &m.u.trace))
             lose(r, STRATA_EPROTO, "trace records nobody asked for");

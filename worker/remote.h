@@ -31,6 +31,7 @@ struct remote_node {
     uint32_t sent;               /* ring frames sent */
     uint64_t req[MBX_RING];      /* request id per ring position */
     bool done[MBX_RING];         /* completed, maybe not yet in order */
+    uint32_t replies[MBX_RING];  /* a batch of node commands: replies in */
     strata_args *args[MBX_RING]; /* decoded args per ring position */
     uint64_t sent_ns[MBX_RING];  /* when each was sent (base_now_ns) */
     uint64_t next_req;

@@ -332,6 +332,19 @@ static strata_err import(strata_worker *w, const struct wire_domain_cmd *c)
             v->state = VIEW_IMPORTED;
         return err;
     }
+    /* Before any member maps: a table that misnames this node's own
+     * windows (one the L4 predicted for a node that named them lazily
+     * before, gdomain_batch.c) is refused whole. */
+    for (uint32_t i = 0; i < v->nlocal; i++) {
+        const struct wire_descriptor *d = &c->descriptors[v->ranks[i]];
+
+        if (!d->handle || strcmp(d->handle, v->handles[i]) != 0)
+            return base_fail(STRATA_EPROTO,
+                             "IMPORT of domain %llu names rank %u's window "
+                             "'%s', not '%s' as exported here",
+                             (unsigned long long)c->domain_id, v->ranks[i],
+                             d->handle ? d->handle : "", v->handles[i]);
+    }
     t = base_calloc(v->n, sizeof(*t));
     if (!t)
         return base_fail(STRATA_ENOMEM, "out of memory for %u descriptors",
@@ -501,6 +514,38 @@ static strata_err window_control(strata_worker *w, const struct wire_control *c,
         res->data = p;
         res->data_len = o->nbytes;
     }
+    return err;
+}
+
+strata_err gnode_handle_batch(strata_worker *w, const void *frames, size_t len,
+                              uint32_t count, struct wire_buf *reply)
+{
+    const uint8_t *p = frames;
+    strata_err err = STRATA_OK;
+
+    if (count == 0)
+        count = 1;
+    for (uint32_t k = 0; k < count && !err; k++) {
+        struct wire_frame_header h;
+        size_t n;
+
+        err = wire_frame_header_unpack(p, len, &h);
+        if (err)
+            break;
+        n = WIRE_FRAME_HEADER_SIZE + (size_t)h.body_len;
+        if (n > len)
+            return base_fail(STRATA_EPROTO,
+                             "node command %u of %u: a %zu-byte frame in %zu "
+                             "bytes",
+                             k + 1, count, n, len);
+        err = gnode_handle(w, p, n, reply);
+        p += n;
+        len -= n;
+    }
+    if (!err && len != 0)
+        err = base_fail(STRATA_EPROTO,
+                        "%zu bytes after the %u node commands announced", len,
+                        count);
     return err;
 }
 

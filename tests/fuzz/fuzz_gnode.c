@@ -147,6 +147,72 @@ static bool node_command(unsigned type)
            type == WIRE_MSG_CONTROL;
 }
 
+/* Several frames as one command (gnode_handle_batch, how a forked node
+ * takes a transaction sent at once), each rewritten as handle() does:
+ * refused whole, or one reply per frame, each decoding. */
+static void handle_batch(const uint8_t *frames, size_t len, uint32_t count)
+{
+    static const uint8_t none[1];
+    struct wire_descriptor descs[16];
+    struct wire_buf cmd, reply;
+    const uint8_t *p = frames ? frames : none; /* empty records only */
+    size_t left = len;
+    uint32_t got = 0;
+    strata_err err;
+
+    wire_buf_init(&cmd);
+    wire_buf_init(&reply);
+    for (uint32_t k = 0; k < count; k++) {
+        struct wire_frame_header h;
+        struct wire_msg m;
+        size_t n = left;
+        bool ok = true, packed = false;
+
+        if (wire_frame_header_unpack(p, left, &h) == STRATA_OK &&
+            WIRE_FRAME_HEADER_SIZE + (size_t)h.body_len <= left)
+            n = WIRE_FRAME_HEADER_SIZE + (size_t)h.body_len;
+        if (wire_frame_unpack(p, n, &m) == STRATA_OK) {
+            if (rewrite(&m, descs, &ok) && ok)
+                packed = wire_msg_pack(&m, &cmd) == STRATA_OK;
+            wire_msg_free(&m);
+            if (!ok)
+                goto out; /* no command an L4 could send */
+        }
+        if (!packed && wire_buf_append(&cmd, p, n) != STRATA_OK)
+            die("%s", "out of memory");
+        p += n;
+        left -= n;
+    }
+    err = gnode_handle_batch(w, cmd.data, cmd.len, count, &reply);
+    for (size_t at = 0; err == STRATA_OK && at < reply.len; got++) {
+        struct wire_frame_header h;
+        struct wire_msg r;
+
+        if (wire_frame_header_unpack(reply.data + at, reply.len - at, &h) !=
+                STRATA_OK ||
+            wire_frame_unpack(reply.data + at,
+                              WIRE_FRAME_HEADER_SIZE + (size_t)h.body_len,
+                              &r) != STRATA_OK)
+            die("reply %u of a batch does not decode: %s", got + 1,
+                strata_errmsg());
+        if (trace && r.type == WIRE_MSG_DOMAIN_REPLY)
+            fprintf(stderr, "fuzz_gnode: batch %s -> %s: %s\n",
+                    wire_phase_name(r.u.domain_reply.phase),
+                    strata_strerror(r.u.domain_reply.error),
+                    r.u.domain_reply.message);
+        if (r.type == WIRE_MSG_DOMAIN_REPLY && !r.u.domain_reply.error &&
+            r.u.domain_reply.phase == WIRE_PHASE_PREPARE_EXPORT)
+            remember(&r.u.domain_reply);
+        wire_msg_free(&r);
+        at += WIRE_FRAME_HEADER_SIZE + (size_t)h.body_len;
+    }
+    if (err == STRATA_OK && got != count)
+        die("a batch of %u commands got %u replies", count, got);
+out:
+    wire_buf_fini(&cmd);
+    wire_buf_fini(&reply);
+}
+
 /* One command frame through gnode_handle, and its reply checked. */
 static void handle(const uint8_t *frame, size_t len)
 {
@@ -379,13 +445,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct fuzz_record r;
-    struct wire_buf frame;
+    struct wire_buf frame, batch;
+    uint32_t nbatch = 0;
 
     /* Each input starts as a node before its COMM_INIT. */
     w->gd.node_id = -1;
     w->gd.cluster_id = 0;
     num_exports = 0;
     wire_buf_init(&frame);
+    wire_buf_init(&batch);
     while (fuzz_record_next(&data, &size, &r)) {
         wire_buf_reset(&frame);
         if (r.type) {
@@ -399,9 +467,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (wire_buf_append(&frame, r.payload, r.len) != STRATA_OK)
             die("%s", "out of memory");
-        handle(frame.data, frame.len);
+        if (!r.batch && !nbatch) {
+            handle(frame.data, frame.len);
+            continue;
+        }
+        if (wire_buf_append(&batch, frame.data, frame.len) != STRATA_OK)
+            die("%s", "out of memory");
+        nbatch++;
+        if (!r.batch) {
+            handle_batch(batch.data, batch.len, nbatch);
+            wire_buf_reset(&batch);
+            nbatch = 0;
+        }
     }
+    if (nbatch)
+        handle_batch(batch.data, batch.len, nbatch);
     wire_buf_fini(&frame);
+    wire_buf_fini(&batch);
     abort_all();
     check_clean();
     return 0;
@@ -451,6 +533,20 @@ static void write_seeds(const char *dir)
     fuzz_seed_domain_cmd(&sd, 7, WIRE_PHASE_ABORT, 3, 1, false, 0);
     fuzz_seed_domain_cmd(&sd, 8, WIRE_PHASE_ABORT, 3, 1, false, 0);
     fuzz_seed_write(&sd, dir, "out_of_order");
+
+    /* The L4's whole transaction at once (gdomain_batch.c), then the
+     * same domain's ABORT; then a batch whose IMPORT comes first. */
+    fuzz_seed_comm_init(&sd, 0, 1, 0);
+    fuzz_seed_domain_cmd(&sd, 1, WIRE_PHASE_PREPARE_EXPORT, 5, 1, false,
+                         FUZZ_OP_BATCH);
+    fuzz_seed_domain_cmd(&sd, 2, WIRE_PHASE_IMPORT, 5, 1, false, FUZZ_OP_BATCH);
+    fuzz_seed_domain_cmd(&sd, 3, WIRE_PHASE_COMMIT, 5, 1, false, 0);
+    fuzz_seed_domain_cmd(&sd, 4, WIRE_PHASE_ABORT, 5, 1, false, 0);
+    fuzz_seed_domain_cmd(&sd, 5, WIRE_PHASE_IMPORT, 6, 1, true, FUZZ_OP_BATCH);
+    fuzz_seed_domain_cmd(&sd, 6, WIRE_PHASE_PREPARE_EXPORT, 6, 1, true,
+                         FUZZ_OP_BATCH);
+    fuzz_seed_domain_cmd(&sd, 7, WIRE_PHASE_COMMIT, 6, 1, true, 0);
+    fuzz_seed_write(&sd, dir, "batch");
 
     /* A window copy of a prepared domain before it is imported. */
     fuzz_seed_comm_init(&sd, 0, 1, 0);

@@ -10,7 +10,10 @@
  *                     of a body keep the framing;
  * op & 0x0f = 0, 13..15: the payload as raw bytes (a broken stream);
  * op & 0x80:          after it, wait for the peer's next reply
- *                     (fuzz_session only).
+ *                     (fuzz_session only);
+ * op & 0x40:          handled together with the next record, as one
+ *                     command of several frames (fuzz_gnode only: the
+ *                     L4's whole transaction at once).
  *
  * Seeds are written by the targets themselves (FUZZ_WRITE_SEEDS=DIR, see
  * fuzz_seed_* below), so digests and layouts always match the code. */
@@ -28,10 +31,12 @@
 #include <sys/stat.h>
 
 #define FUZZ_OP_WAIT 0x80u
+#define FUZZ_OP_BATCH 0x40u
 
 struct fuzz_record {
     unsigned type; /* message type, 0 = raw bytes */
     bool wait;
+    bool batch; /* goes with the next record */
     const uint8_t *payload;
     size_t len;
 };
@@ -55,6 +60,7 @@ static inline bool fuzz_record_next(const uint8_t **p, size_t *left,
     if (r->type < WIRE_MSG_TYPE_MIN || r->type > WIRE_MSG_TYPE_MAX)
         r->type = 0;
     r->wait = (op & FUZZ_OP_WAIT) != 0;
+    r->batch = (op & FUZZ_OP_BATCH) != 0;
     r->payload = *p;
     r->len = len;
     *p += len;

@@ -54,6 +54,12 @@ void gdomain_state_init(struct gdomain_state *s);
  * included) into reply; fails only when no reply can be built. */
 strata_err gnode_handle(strata_worker *w, const void *frame, size_t len,
                         struct wire_buf *reply);
+/* count such frames back to back (0 counts as 1), handled in order, their
+ * replies packed one after the other into reply: how a forked node takes
+ * a whole transaction the L4 sent at once (gdomain_batch.c). STRATA_EPROTO
+ * when the bytes are not exactly count frames. */
+strata_err gnode_handle_batch(strata_worker *w, const void *frames, size_t len,
+                              uint32_t count, struct wire_buf *reply);
 /* Frees every view (at worker destroy). */
 void gnode_free_all(strata_worker *w);
 /* A window copy on behalf of the L4 (staged data, at most 1 MiB). */
@@ -77,8 +83,10 @@ struct orch_sched *gdhost_sched(const strata_worker *w);
 const struct chip_backend_ops *gdhost_ops(const strata_worker *w);
 int gdhost_level(const strata_worker *w);
 pid_t gdhost_creator(const strata_worker *w);
-/* A request id no other command of this process has. */
+/* A request id no other command of this process has; the first of n
+ * consecutive ones. */
 uint64_t gdhost_request_id(void);
+uint64_t gdhost_request_ids(uint32_t n);
 /* A COMMIT or ABORT failed on a node: w refuses runs from now on. */
 void gdhost_poison(strata_worker *w);
 
@@ -101,6 +109,12 @@ int gdhost_node_pid(const strata_worker *w, int id);
 /* Whether node id answered COMM_INIT; marks that it did. */
 bool gdhost_node_comm_inited(const strata_worker *w, int id);
 void gdhost_node_set_comm_inited(strata_worker *w, int id);
+/* Whether node id named its members' windows of the last domain it
+ * prepared as every node computes them (gnode_lazy.c), so the L4 can
+ * predict its descriptors and send it the whole transaction at once;
+ * marks that it did (or did not). Any thread. */
+bool gdhost_node_lazy(const strata_worker *w, int id);
+void gdhost_node_set_lazy(strata_worker *w, int id, bool lazy);
 /* A window copy to or from a remote node, in CONTROL frames (c names
  * the domain, rank and offset). */
 strata_err gdhost_remote_copy(strata_worker *w, strata_orch *o, int node,
