@@ -40,6 +40,11 @@ uint64_t gdhost_request_id(void)
     return worker_request_id();
 }
 
+uint64_t gdhost_request_ids(uint32_t n)
+{
+    return worker_request_ids(n);
+}
+
 void gdhost_poison(strata_worker *w)
 {
     w->poisoned = true;
@@ -86,6 +91,16 @@ bool gdhost_node_comm_inited(const strata_worker *w, int id)
 void gdhost_node_set_comm_inited(strata_worker *w, int id)
 {
     w->nodes[id].comm_inited = true;
+}
+
+bool gdhost_node_lazy(const strata_worker *w, int id)
+{
+    return __atomic_load_n(&w->nodes[id].lazy_names, __ATOMIC_RELAXED);
+}
+
+void gdhost_node_set_lazy(strata_worker *w, int id, bool lazy)
+{
+    __atomic_store_n(&w->nodes[id].lazy_names, lazy, __ATOMIC_RELAXED);
 }
 
 strata_err gdhost_remote_copy(strata_worker *w, strata_orch *o, int node,

@@ -11,11 +11,16 @@
 
 static uint64_t next_request = 1;
 
-uint64_t worker_request_id(void)
+uint64_t worker_request_ids(uint32_t n)
 {
     /* The top bit keeps these apart from the connection's own ids. */
     return (1ull << 63) |
-           __atomic_fetch_add(&next_request, 1, __ATOMIC_RELAXED);
+           __atomic_fetch_add(&next_request, n ? n : 1, __ATOMIC_RELAXED);
+}
+
+uint64_t worker_request_id(void)
+{
+    return worker_request_ids(1);
 }
 
 strata_err worker_remote_control(strata_worker *w, strata_orch *o, int node,

@@ -22,6 +22,7 @@ struct worker_node {
     strata_worker *local;       /* forked at init */
     struct remote_node *remote; /* or connected at init */
     bool comm_inited;           /* COMM_INIT answered (global domains) */
+    bool lazy_names; /* named its last domain's windows lazily (atomic) */
 };
 
 struct strata_worker {
@@ -142,6 +143,8 @@ strata_err worker_device_buffer_copy(strata_buffer *b, size_t offset,
 
 /* rbuffer.c: a request id for a message the L4 builds itself. */
 uint64_t worker_request_id(void);
+/* The first of n consecutive request ids no other command has. */
+uint64_t worker_request_ids(uint32_t n);
 struct wire_control;
 struct wire_msg;
 /* Sends c (its request id is filled in) to remote node `node` through

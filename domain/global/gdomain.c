@@ -20,56 +20,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* A node's reply: its members' descriptors (a handle is at most
- * WIRE_NAME_MAX bytes, a descriptor packs in under 384) or an error
- * message (at most WIRE_MESSAGE_MAX). */
-#define REPLY_BASE (WIRE_MESSAGE_MAX + 1024u)
-#define REPLY_PER_MEMBER 384u
-
-struct strata_global_domain {
-    uint64_t id;
-    uint64_t generation;
-    char name[STRATA_DOMAIN_NAME_MAX];
-    strata_worker *w;
-    strata_run *run; /* the allocating run */
-    uint32_t n;
-    struct wire_domain_member *members;
-    size_t window_size;
-    size_t num_buffers;
-    struct wire_domain_buffer *buffers;
-    char (*names)[STRATA_DOMAIN_NAME_MAX];
-    struct wire_attach_row *rows;
-    struct wire_attach_entry *entries;
-    size_t num_rows;
-    bool retain;
-    uint32_t num_nodes; /* distinct member nodes */
-    int *nodes;
-    bool *prepared;
-    struct orch_ctl *ctls;
-    struct orch_ctl **ptrs;
-    struct wire_buf *cmds;
-    uint8_t *replies; /* num_nodes x reply_cap */
-    uint32_t reply_cap;
-    struct wire_descriptor *table;
-    char (*handles)[WIRE_NAME_MAX + 1];
-    uint64_t *release_req;
-    /* request ids of the packed ABORTs */ /* pre-packed: the fence never
-                                              allocates */
-    bool committed;
-    bool fence_passed; /* retained past its run's fence */
-    bool released;
-    bool freed;
-    bool node_died; /* seen by the release's ABORTs */
-    bool gather;    /* every rank of one MPI group (mpidomain.c) */
-    /* The control page, made and mapped before PREPARE_EXPORT, unlinked
-     * when the domain is freed: the L4 marks a node's death through this
-     * mapping, which reaches every member that mapped it however its
-     * name fares meanwhile (a node torn down unlinks it). */
-    struct chip_domain_ctl *page;
-    uint32_t pending;
-    struct strata_global_domain *next;
-};
-
 static void unlink_after_death(struct strata_global_domain *g);
 static void page_drop(struct strata_global_domain *g);
 
@@ -212,7 +162,9 @@ static strata_err create(strata_worker *w, const strata_global_domain_spec *s,
     g->ctls = base_calloc(g->num_nodes, sizeof(*g->ctls));
     g->ptrs = base_calloc(g->num_nodes, sizeof(*g->ptrs));
     g->cmds = base_calloc(g->num_nodes, sizeof(*g->cmds));
-    g->reply_cap = REPLY_BASE + REPLY_PER_MEMBER * max_on_a_node(g);
+    /* Room for the three replies of a transaction sent at once. */
+    g->reply_cap =
+        GDOMAIN_BATCH * REPLY_BASE + REPLY_PER_MEMBER * max_on_a_node(g);
     g->replies = base_malloc((size_t)g->num_nodes * g->reply_cap);
     g->release_req = base_calloc(g->num_nodes, sizeof(*g->release_req));
     g->rows = base_calloc(g->num_nodes, sizeof(*g->rows));
@@ -230,8 +182,8 @@ nomem:
 
 /* ---- commands --------------------------------------------------------- */
 
-static void cmd_init(const struct strata_global_domain *g,
-                     struct wire_domain_cmd *c, uint8_t phase)
+void gdomain_cmd_init(const struct strata_global_domain *g,
+                      struct wire_domain_cmd *c, uint8_t phase)
 {
     memset(c, 0, sizeof(*c));
     c->request_id = gdhost_request_id();
@@ -257,8 +209,8 @@ static void cmd_init(const struct strata_global_domain *g,
     }
 }
 
-static void ctl_for(struct orch_ctl *c, const struct wire_buf *cmd,
-                    uint64_t req, void *reply, uint32_t cap)
+void gdomain_ctl_for(struct orch_ctl *c, const struct wire_buf *cmd,
+                     uint64_t req, void *reply, uint32_t cap)
 {
     memset(c, 0, sizeof(*c));
     c->op = MBX_CTL_NODE_CMD;
@@ -282,13 +234,13 @@ static strata_err fan_out(struct strata_global_domain *g, strata_orch *o,
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
         if (mask && !mask[i])
             continue;
-        cmd_init(g, &c, phase);
+        gdomain_cmd_init(g, &c, phase);
         wire_buf_reset(&g->cmds[i]);
         err = wire_domain_cmd_pack(&c, &g->cmds[i]);
         if (err)
             break;
-        ctl_for(&g->ctls[i], &g->cmds[i], c.request_id,
-                g->replies + (size_t)i * g->reply_cap, g->reply_cap);
+        gdomain_ctl_for(&g->ctls[i], &g->cmds[i], c.request_id,
+                        g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         err = orch_control_post(s, o, g->nodes[i], &g->ctls[i], NULL);
         if (!err) {
             g->ptrs[posted++] = &g->ctls[i];
@@ -310,13 +262,21 @@ static strata_err check_reply(struct strata_global_domain *g, uint32_t i,
                               uint8_t phase)
 {
     const struct orch_ctl *c = &g->ctls[i];
-    struct wire_msg m;
-    strata_err err;
 
     if (c->err)
         return base_fail(c->err, "node %d: %s", g->nodes[i], c->msg);
-    err = wire_frame_unpack(g->replies + (size_t)i * g->reply_cap,
-                            c->staged_reply_len, &m);
+    return gdomain_check_reply_at(g, i, phase,
+                                  g->replies + (size_t)i * g->reply_cap,
+                                  c->staged_reply_len);
+}
+
+strata_err gdomain_check_reply_at(struct strata_global_domain *g, uint32_t i,
+                                  uint8_t phase, const void *frame, size_t len)
+{
+    struct wire_msg m;
+    strata_err err;
+
+    err = wire_frame_unpack(frame, len, &m);
     if (err)
         return base_fail(STRATA_EPROTO, "node %d's reply: %s", g->nodes[i],
                          strata_errmsg());
@@ -353,7 +313,7 @@ static strata_err check_reply(struct strata_global_domain *g, uint32_t i,
 
 /* Node i was lost with no cause given: it closed its connection without
  * a GOODBYE (most often killed because of another node's failure). */
-static bool bare_loss(const struct strata_global_domain *g, uint32_t i)
+bool gdomain_bare_loss(const struct strata_global_domain *g, uint32_t i)
 {
     return g->ctls[i].err == STRATA_EPEER &&
            strstr(g->ctls[i].msg, WIRE_NO_GOODBYE) != NULL;
@@ -378,7 +338,7 @@ static strata_err phase(struct strata_global_domain *g, strata_orch *o,
      * loss with a reason because it is often what the loss caused (a
      * member's windows gone with it). */
     for (uint32_t i = 0; i < g->num_nodes; i++)
-        if (g->ctls[i].err && !bare_loss(g, i))
+        if (g->ctls[i].err && !gdomain_bare_loss(g, i))
             return base_fail(g->ctls[i].err, "%s", g->ctls[i].msg);
     for (uint32_t i = 0; i < g->num_nodes; i++)
         if (!g->ctls[i].err && (err = check_reply(g, i, ph)) != STRATA_OK)
@@ -392,7 +352,7 @@ static strata_err phase(struct strata_global_domain *g, strata_orch *o,
 /* The cluster id: the L4's pid and a random token, drawn once per
  * worker. Nodes name a global domain's windows after it, so a segment
  * some earlier L4 with the same pid left behind is never opened. */
-static uint64_t cluster_id(strata_worker *w)
+uint64_t gdomain_cluster_id(strata_worker *w)
 {
     uint32_t t =
         __atomic_load_n(&gdhost_state(w)->cluster_token, __ATOMIC_ACQUIRE);
@@ -435,7 +395,7 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
         memset(&ci, 0, sizeof(ci));
         ci.request_id = gdhost_request_id();
         ci.version = WIRE_COMM_INIT_VERSION;
-        ci.cluster_id = cluster_id(w);
+        ci.cluster_id = gdomain_cluster_id(w);
         ci.node_rank = (uint32_t)id;
         ci.node_count = (uint32_t)gdhost_num_nodes(w);
         for (size_t k = 0; k < ni.num_chips && k < WIRE_MAX_CHIPS; k++)
@@ -447,8 +407,8 @@ static strata_err comm_init(struct strata_global_domain *g, strata_orch *o)
         err = wire_comm_init_pack(&ci, &g->cmds[i]);
         if (err)
             break;
-        ctl_for(&g->ctls[i], &g->cmds[i], ci.request_id,
-                g->replies + (size_t)i * g->reply_cap, g->reply_cap);
+        gdomain_ctl_for(&g->ctls[i], &g->cmds[i], ci.request_id,
+                        g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         err = orch_control_post(s, o, id, &g->ctls[i], NULL);
         if (!err)
             g->ptrs[posted++] = &g->ctls[i];
@@ -493,7 +453,8 @@ static void unlink_after_death(struct strata_global_domain *g)
     const struct chip_backend_ops *ops = chip_backend_find("sim");
 
     if (ops && ops->host_window_unlink)
-        gwin_unlink_all(ops, cluster_id(g->w), g->id, g->n, g->window_size);
+        gwin_unlink_all(ops, gdomain_cluster_id(g->w), g->id, g->n,
+                        g->window_size);
 }
 
 /* Members that exchanged descriptors (STRATA_DOMAIN_EXCHANGE=1) made
@@ -511,7 +472,7 @@ static void unlink_dead_exchange(struct strata_global_domain *g, uint32_t node)
         return;
     for (uint32_t r = 0; r < g->n; r++) {
         struct chip_window_req req =
-            gwin_req(cluster_id(g->w), g->id, r, g->n, g->window_size);
+            gwin_req(gdomain_cluster_id(g->w), g->id, r, g->n, g->window_size);
 
         if (g->members[r].node_worker_id != node)
             continue;
@@ -547,8 +508,9 @@ static strata_err aborts_settled(struct strata_global_domain *g, uint32_t sent)
     return err == STRATA_EPEER ? STRATA_OK : err;
 }
 
-/* ABORT to every node that prepared; a failed ABORT poisons the worker. */
-static void abort_all(struct strata_global_domain *g, strata_orch *o)
+/* ABORT to every node that prepared; a failed ABORT poisons the worker
+ * (and is returned). */
+static strata_err abort_all(struct strata_global_domain *g, strata_orch *o)
 {
     uint32_t sent;
     strata_err err = fan_out(g, o, WIRE_PHASE_ABORT, g->prepared, &sent);
@@ -564,6 +526,7 @@ static void abort_all(struct strata_global_domain *g, strata_orch *o)
                   g->name, strata_errmsg());
         gdhost_poison(g->w);
     }
+    return err;
 }
 
 /* ---- lifetime --------------------------------------------------------- */
@@ -573,7 +536,7 @@ static bool page_name(struct strata_global_domain *g, char *out, size_t cap)
 {
     const struct chip_backend_ops *ops = chip_backend_find("sim");
     struct chip_window_req req =
-        gwin_req(cluster_id(g->w), g->id, 0, g->n, g->window_size);
+        gwin_req(gdomain_cluster_id(g->w), g->id, 0, g->n, g->window_size);
 
     return ops && chip_domain_ctl_name(ops, &req, out, cap);
 }
@@ -650,8 +613,8 @@ static void release_locked(struct strata_global_domain *g)
     for (uint32_t i = 0; i < g->num_nodes; i++) {
         struct orch_ctl *c = &g->ctls[i];
 
-        ctl_for(c, &g->cmds[i], g->release_req[i],
-                g->replies + (size_t)i * g->reply_cap, g->reply_cap);
+        gdomain_ctl_for(c, &g->cmds[i], g->release_req[i],
+                        g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         c->on_done = release_done;
         c->on_done_arg = g;
         g->pending++;
@@ -686,7 +649,7 @@ static strata_err pack_release(struct strata_global_domain *g)
     strata_err err = STRATA_OK;
 
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
-        cmd_init(g, &c, WIRE_PHASE_ABORT);
+        gdomain_cmd_init(g, &c, WIRE_PHASE_ABORT);
         g->release_req[i] = c.request_id;
         wire_buf_reset(&g->cmds[i]);
         err = wire_domain_cmd_pack(&c, &g->cmds[i]);
@@ -694,12 +657,60 @@ static strata_err pack_release(struct strata_global_domain *g)
     return err;
 }
 
+/* PREPARE_EXPORT, then IMPORT and COMMIT, each waited for: a node's
+ * first domain, or where the L4 cannot predict the table. */
+static strata_err phases(struct strata_global_domain *g, strata_orch *o)
+{
+    strata_err err;
+
+    if (g->gather)
+        gdhost_group_lock();
+    err = phase(g, o, WIRE_PHASE_PREPARE_EXPORT);
+    if (g->gather)
+        gdhost_group_unlock();
+    if (!err)
+        err =
+            wire_descriptor_table_check(g->table, g->n, "sim", g->window_size);
+    if (!err && !g->gather)
+        gdomain_learn_lazy(g);
+    if (!err && !g->gather)
+        err = phase(g, o, WIRE_PHASE_IMPORT);
+    if (!err && !g->gather)
+        err = phase(g, o, WIRE_PHASE_COMMIT);
+    return err;
+}
+
+static uint64_t next_id;
+
+/* The transaction: at once where every node's descriptors can be
+ * predicted, else phase by phase; a prediction a node proved wrong is
+ * aborted and the domain made again, phase by phase, under a new id. */
+static strata_err transact(struct strata_global_domain *g, strata_orch *o)
+{
+    bool again = false;
+    strata_err err;
+
+    if (!gdomain_batch_ready(g))
+        return phases(g, o);
+    err = gdomain_batch(g, o, &again);
+    if (!err || !again)
+        return err;
+    orch_mark_forget(gdhost_sched(g->w), GLOBAL_ALLOC_TAG | g->id);
+    err = abort_all(g, o);
+    if (err)
+        return err;
+    g->freed = false;
+    g->node_died = false;
+    g->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
+    err = page_open(g);
+    return err ? err : phases(g, o);
+}
+
 strata_err
 strata_orch_allocate_global_domain(strata_orch *o,
                                    const strata_global_domain_spec *spec,
                                    strata_global_domain **out)
 {
-    static uint64_t next_id;
     strata_worker *w = o ? strata_orch_worker(o) : NULL;
     struct strata_global_domain *g = NULL;
     strata_err err;
@@ -739,20 +750,8 @@ strata_orch_allocate_global_domain(strata_orch *o,
     /* Over a whole MPI group the ranks gather, import and commit among
      * themselves in the one PREPARE_EXPORT round (mpidomain.c). */
     g->gather = gdhost_whole_group(w, g->nodes, g->num_nodes);
-    if (!err) {
-        if (g->gather)
-            gdhost_group_lock();
-        err = phase(g, o, WIRE_PHASE_PREPARE_EXPORT);
-        if (g->gather)
-            gdhost_group_unlock();
-    }
     if (!err)
-        err =
-            wire_descriptor_table_check(g->table, g->n, "sim", g->window_size);
-    if (!err && !g->gather)
-        err = phase(g, o, WIRE_PHASE_IMPORT);
-    if (!err && !g->gather)
-        err = phase(g, o, WIRE_PHASE_COMMIT);
+        err = transact(g, o);
     if (!err)
         err = pack_release(g);
     if (!err)
@@ -762,7 +761,7 @@ strata_orch_allocate_global_domain(strata_orch *o,
 
         snprintf(msg, sizeof(msg), "%s", strata_errmsg());
         orch_mark_forget(gdhost_sched(w), GLOBAL_ALLOC_TAG | g->id);
-        abort_all(g, o);
+        (void)abort_all(g, o); /* a failure poisons the worker */
         g->released = true;
         return base_fail(err, "global domain '%s': %s", g->name, msg);
     }
@@ -782,8 +781,8 @@ static strata_err release_now(struct strata_global_domain *g)
 
     orch_mark_forget(s, GLOBAL_ALLOC_TAG | g->id);
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
-        ctl_for(&g->ctls[i], &g->cmds[i], g->release_req[i],
-                g->replies + (size_t)i * g->reply_cap, g->reply_cap);
+        gdomain_ctl_for(&g->ctls[i], &g->cmds[i], g->release_req[i],
+                        g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         err = orch_control_post(s, NULL, g->nodes[i], &g->ctls[i], NULL);
         if (!err)
             g->ptrs[posted++] = &g->ctls[i];

@@ -23,6 +23,11 @@
  * armed inside one chip's own process by a kernel submitted through a
  * node task, so the other chips stay healthy.
  *
+ * The warm cases do it after a domain on every node, so that without the
+ * exchange the L4 sends PREPARE_EXPORT, IMPORT and COMMIT at once
+ * (domain/global/gdomain_batch.c): the same failures inside that one
+ * round trip must leave the same nothing behind.
+ *
  * Remote processes are armed from the daemon's environment (STRATA_FAULT),
  * which its sessions and every chip of theirs inherit: each fails (or
  * dies) at its first hit.
@@ -133,6 +138,8 @@ struct fault {
     int point;         /* 0 prepare, 1 import (ARM) */
     bool session_dies; /* FROM_ENV: the remote session process dies */
     bool in_node;      /* ARM: in the node process, whatever the mode */
+    bool warm;         /* every node of doomed made a domain before: the
+                          L4 sends it the whole transaction at once */
     int action;        /* BASE_FAULT_FAIL or BASE_FAULT_KILL (ARM) */
     pid_t victim;      /* the process to kill (KILL_*) */
     struct gd_spec doomed, next;
@@ -194,6 +201,15 @@ static strata_err fault_orch(strata_orch *o, const strata_args *args,
     /* An allocation that works: its id bounds the failed one's. */
     gd_spec_init(&tiny, "before", 64);
     gd_spec_member(&tiny, 0, 0);
+    for (size_t i = 0; f->warm && i < f->doomed.spec.num_members; i++) {
+        int node = f->doomed.spec.members[i].node_worker_id;
+        bool seen = false;
+
+        for (size_t k = 0; k < tiny.spec.num_members; k++)
+            seen |= tiny.spec.members[k].node_worker_id == node;
+        if (!seen)
+            gd_spec_member(&tiny, node, 0);
+    }
     gd_try(strata_orch_allocate_global_domain(o, &tiny.spec, &f->before_g));
     f->before_id = strata_global_domain_id(f->before_g);
     gd_try(strata_global_domain_release(f->before_g));
@@ -426,12 +442,13 @@ static void test_gd_faults_dead_non_member_chip_blocks_nothing(void **state)
 
 /* ---- a chip killed or failing inside a phase, on either node ------------ */
 
-static void arm_case(int node, int point_, int action)
+static void arm_case_at(int node, int point_, int action, bool warm)
 {
     static struct fault f;
     char name[48];
 
     memset(&f, 0, sizeof(f));
+    f.warm = warm;
     f.how = ARM;
     f.node = node;
     f.chip = 1;
@@ -457,6 +474,45 @@ static void arm_case(int node, int point_, int action)
     fault_case(&f, 2, 2, NULL,
                action == BASE_FAULT_KILL ? STRATA_EPEER : STRATA_EIO,
                action == BASE_FAULT_KILL ? "node" : point(point_));
+}
+
+static void arm_case(int node, int point_, int action)
+{
+    arm_case_at(node, point_, action, false);
+}
+
+/* The same, where each node made a domain before: without the exchange
+ * the L4 then sends PREPARE_EXPORT, IMPORT and COMMIT at once
+ * (domain/global/gdomain_batch.c), and a failure in any of them must
+ * leave what a failure between waited-for phases leaves. */
+static void test_gd_faults_warm_prepare_fail_node1_eio(void **state)
+{
+    (void)state;
+    arm_case_at(1, 0, BASE_FAULT_FAIL, true);
+}
+
+static void test_gd_faults_warm_import_fail_node0_eio(void **state)
+{
+    (void)state;
+    arm_case_at(0, 1, BASE_FAULT_FAIL, true);
+}
+
+static void test_gd_faults_warm_import_fail_node1_eio(void **state)
+{
+    (void)state;
+    arm_case_at(1, 1, BASE_FAULT_FAIL, true);
+}
+
+static void test_gd_faults_warm_prepare_kill_node0_epeer(void **state)
+{
+    (void)state;
+    arm_case_at(0, 0, BASE_FAULT_KILL, true);
+}
+
+static void test_gd_faults_warm_import_kill_node1_epeer(void **state)
+{
+    (void)state;
+    arm_case_at(1, 1, BASE_FAULT_KILL, true);
 }
 
 /* The node process itself dies inside IMPORT, after its members made
@@ -509,6 +565,17 @@ static strata_err nothing_orch(strata_orch *o, const strata_args *args,
     return STRATA_OK;
 }
 
+/* A domain over s's members, made and freed: every node is warm. */
+static strata_err warm_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct gd_spec *s = user;
+    strata_global_domain *g = NULL;
+
+    (void)args;
+    gd_try(strata_orch_allocate_global_domain(o, &s->spec, &g));
+    return strata_global_domain_release(g);
+}
+
 static void test_gd_faults_failed_abort_poisons_worker(void **state)
 {
     testutil_snapshot before;
@@ -523,6 +590,29 @@ static void test_gd_faults_failed_abort_poisons_worker(void **state)
     assert_int_equal(strata_worker_run(w, poison_orch, NULL, &s), STRATA_EIO);
     gd_assert_contains(strata_errmsg(), point(1));
     /* The worker refuses new runs, and still closes cleanly. */
+    assert_int_equal(strata_worker_run(w, nothing_orch, NULL, NULL),
+                     STRATA_ESTATE);
+    gd_assert_contains(strata_errmsg(), "poisoned");
+    gd_destroy(w, STRATA_OK);
+    testutil_assert_clean(&before);
+}
+
+/* The same after a domain on both nodes: the failed ABORT follows a
+ * transaction sent at once, in which node 0 committed. */
+static void test_gd_faults_warm_failed_abort_poisons_worker(void **state)
+{
+    testutil_snapshot before;
+    strata_worker *w = NULL;
+    static struct gd_spec s;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    gd_ok(gd_l4_start(2, 2, NULL, 0, 0, &w));
+    gd_spec_init(&s, "poison", WINDOW);
+    gd_spec_grid(&s, 0, 2, 2);
+    gd_ok(strata_worker_run(w, warm_orch, NULL, &s));
+    assert_int_equal(strata_worker_run(w, poison_orch, NULL, &s), STRATA_EIO);
+    gd_assert_contains(strata_errmsg(), point(1));
     assert_int_equal(strata_worker_run(w, nothing_orch, NULL, NULL),
                      STRATA_ESTATE);
     gd_assert_contains(strata_errmsg(), "poisoned");
@@ -865,6 +955,12 @@ int main(void)
         gd_test(test_gd_faults_prepare_kill_node1_epeer),
         gd_test(test_gd_faults_import_kill_node0_epeer),
         gd_test(test_gd_faults_import_kill_node1_epeer),
+        gd_test(test_gd_faults_warm_prepare_fail_node1_eio),
+        gd_test(test_gd_faults_warm_import_fail_node0_eio),
+        gd_test(test_gd_faults_warm_import_fail_node1_eio),
+        gd_test(test_gd_faults_warm_prepare_kill_node0_epeer),
+        gd_test(test_gd_faults_warm_import_kill_node1_epeer),
+        gd_test(test_gd_faults_warm_failed_abort_poisons_worker),
         gd_test(test_gd_faults_import_node_process_killed_epeer),
         gd_test(test_gd_faults_remote_prepare_fail_eio),
         gd_test(test_gd_faults_remote_import_fail_eio),
