@@ -118,11 +118,13 @@ strata_err chip_domain_ctl_map(const char *name, bool create,
     return err;
 }
 
-strata_err chip_domain_ctl_make(const char *name)
+strata_err chip_domain_ctl_make(const char *name, bool *made)
 {
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     strata_err err = STRATA_OK;
 
+    if (made)
+        *made = false;
     if (fd < 0)
         return errno == EEXIST ? STRATA_OK
                                : base_fail_errno(errno, "shm_open %s", name);
@@ -133,6 +135,8 @@ strata_err chip_domain_ctl_make(const char *name)
     close(fd);
     if (err)
         shm_unlink(name);
+    else if (made)
+        *made = true;
     return err;
 }
 

@@ -80,14 +80,28 @@ strata_err gwin_watch(struct orch_sched *s, const struct chip_backend_ops *ops,
 }
 
 strata_err gwin_make(const struct chip_backend_ops *ops, uint64_t cluster_id,
-                     uint64_t domain_id, uint32_t n)
+                     uint64_t domain_id, uint32_t n, bool *made)
 {
     struct chip_window_req req = gwin_req(cluster_id, domain_id, 0, n, 0);
     char page[CHIP_WINDOW_HANDLE_MAX];
 
+    *made = false;
     if (!chip_domain_ctl_name(ops, &req, page, sizeof(page)))
         return STRATA_OK;
-    return chip_domain_ctl_make(page);
+    return chip_domain_ctl_make(page, made);
+}
+
+/* Drops the control page's name only (this node made it, and no member
+ * of it began to map, so it made no rank's window). */
+static void unlink_page(const strata_worker *w,
+                        const struct strata_global_view *v)
+{
+    struct chip_window_req req =
+        gwin_req(gdhost_state(w)->cluster_id, v->domain_id, 0, v->n, 0);
+    char page[CHIP_WINDOW_HANDLE_MAX];
+
+    if (chip_domain_ctl_name(gdhost_ops(w), &req, page, sizeof(page)))
+        shm_unlink(page);
 }
 
 /* Drops every rank's name and the control page's: a member of this node
@@ -184,7 +198,7 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
      * first node to get here makes it. */
     v->watched = true;
     err = gwin_make(gdhost_ops(w), gdhost_state(w)->cluster_id, v->domain_id,
-                    v->n);
+                    v->n, &v->made_page);
     for (uint32_t i = 0; i < v->nlocal && !err; i++)
         err = gwin_watch(gdhost_sched(w), gdhost_ops(w),
                          gdhost_state(w)->cluster_id, v->domain_id, v->n,
@@ -298,14 +312,20 @@ strata_err gnode_lazy_abort(strata_worker *w, struct strata_global_view *v)
             err = perr ? perr : werr;
     }
     orch_lock(gdhost_sched(w));
-    touched = gnode_lazy_touched(v) || v->watched;
+    touched = gnode_lazy_touched(v);
     if (!err && v->va_len)
         orch_va_free_locked(gdhost_sched(w), v->va_start, v->va_len);
     orch_unlock(gdhost_sched(w));
     /* A member that could not release may still map the addresses: the
-     * piece is never handed out again. */
+     * piece is never handed out again. Where no member of this node
+     * began to map, it made no rank's window (a node whose member did
+     * drops them all, or the L4 where that node died), and the control
+     * page is whoever made it to drop: the L4 on its own host, else the
+     * node that made it here. */
     if (touched)
         gnode_lazy_unlink(w, v);
+    else if (v->made_page)
+        unlink_page(w, v);
     gjournal_remove(w, v);
     return err;
 }

@@ -42,9 +42,10 @@ struct strata_global_view {
     /* Members map lazily (gnode_lazy.c): */
     bool lazy;
     bool adopts_posted;
-    bool mapped;  /* every member ran its ADOPT: lookups need not wait */
-    bool watched; /* members' deaths mark the control page (IMPORT on) */
-    int jslot;    /* its record in the node's journal (gjournal.c); -1 */
+    bool mapped;    /* every member ran its ADOPT: lookups need not wait */
+    bool watched;   /* members' deaths mark the control page (IMPORT on) */
+    bool made_page; /* this node made the control page (gwin_make) */
+    int jslot;      /* its record in the node's journal (gjournal.c); -1 */
     uint64_t va_start, va_len;   /* the node's range piece (0: none) */
     struct orch_ctl *adopt_ctls; /* apart from ctls, which RELEASE uses */
     /* Lookups holding v: from strata_orch_get_global_domain until the
@@ -88,9 +89,10 @@ strata_err gwin_watch(struct orch_sched *s, const struct chip_backend_ops *ops,
 /* Makes that domain's control page unless it exists: the L4 before
  * PREPARE_EXPORT, a node at IMPORT (for a host the L4 is not on), always
  * before a member maps, since members never make it (chip/control.c).
- * STRATA_OK without a host-window backend. */
+ * *made: whether this call made it. STRATA_OK without a host-window
+ * backend. */
 strata_err gwin_make(const struct chip_backend_ops *ops, uint64_t cluster_id,
-                     uint64_t domain_id, uint32_t n);
+                     uint64_t domain_id, uint32_t n, bool *made);
 
 /* gjournal.c: the node's record of the lazy views whose names its
  * members may make, in /dev/shm beside its other names, so that whoever

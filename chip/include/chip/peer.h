@@ -48,9 +48,10 @@ strata_err chip_domain_ctl_map(const char *name, bool create,
 /* Makes the control page called name, zeroed, unless it exists already
  * (then one failed system call, nothing changes); maps nothing. A global
  * domain's page is made before any member maps its windows, so that a
- * member never makes one itself (chip/control.c). STRATA_ESYS /
- * STRATA_ENOMEM from the system calls. */
-strata_err chip_domain_ctl_make(const char *name);
+ * member never makes one itself (chip/control.c). *made (may be NULL):
+ * whether this call made it. STRATA_ESYS / STRATA_ENOMEM from the system
+ * calls. */
+strata_err chip_domain_ctl_make(const char *name, bool *made);
 /* Unmaps a page from chip_domain_ctl_map (NULL: no-op). */
 void chip_domain_ctl_unmap(struct chip_domain_ctl *c);
 /* Marks the domain broken: the first call records rank and why (later
