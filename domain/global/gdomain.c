@@ -173,6 +173,7 @@ static strata_err create(strata_worker *w, const strata_global_domain_spec *s,
         !g->rows || !g->entries || !g->release_req)
         goto nomem;
     fill_attachments(g, s);
+    g->attach = s->num_attachments > 0;
     *out = g;
     return STRATA_OK;
 nomem:
@@ -198,11 +199,15 @@ void gdomain_cmd_init(const struct strata_global_domain *g,
     c->num_members = g->n;
     c->buffers = g->buffers;
     c->num_buffers = g->num_buffers;
-    if (phase == WIRE_PHASE_PREPARE_EXPORT) {
+    /* Without the spec's attachments every row is the default, which a
+     * node assumes for a row not sent: a matrix of nodes x members
+     * entries less to pack and check on every node. */
+    if (phase == WIRE_PHASE_PREPARE_EXPORT && g->attach) {
         c->attach_rows = g->rows;
         c->num_attach_rows = g->num_rows;
-        c->gather = g->gather;
     }
+    if (phase == WIRE_PHASE_PREPARE_EXPORT)
+        c->gather = g->gather;
     if (phase == WIRE_PHASE_IMPORT || phase == WIRE_PHASE_COMMIT) {
         c->descriptors = g->table;
         c->num_descriptors = g->n;
@@ -221,6 +226,28 @@ void gdomain_ctl_for(struct orch_ctl *c, const struct wire_buf *cmd,
     c->staged_reply_cap = cap;
 }
 
+strata_err gdomain_pack_all(struct strata_global_domain *g, const bool *mask,
+                            const struct wire_domain_cmd *cs, uint32_t k)
+{
+    strata_err err = STRATA_OK;
+    int first = -1;
+
+    for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
+        if (mask && !mask[i])
+            continue;
+        wire_buf_reset(&g->cmds[i]);
+        if (first >= 0) {
+            err = wire_buf_append(&g->cmds[i], g->cmds[first].data,
+                                  g->cmds[first].len);
+            continue;
+        }
+        for (uint32_t j = 0; j < k && !err; j++)
+            err = wire_domain_cmd_pack(&cs[j], &g->cmds[i]);
+        first = (int)i;
+    }
+    return err;
+}
+
 /* Sends one command per node in mask (NULL: all) and waits for all;
  * g->ptrs[0 .. *sent) are the ones posted (sent may be NULL). */
 static strata_err fan_out(struct strata_global_domain *g, strata_orch *o,
@@ -228,17 +255,14 @@ static strata_err fan_out(struct strata_global_domain *g, strata_orch *o,
 {
     struct orch_sched *s = gdhost_sched(g->w);
     struct wire_domain_cmd c;
-    strata_err err = STRATA_OK;
+    strata_err err;
     uint32_t posted = 0;
 
+    gdomain_cmd_init(g, &c, phase);
+    err = gdomain_pack_all(g, mask, &c, 1);
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
         if (mask && !mask[i])
             continue;
-        gdomain_cmd_init(g, &c, phase);
-        wire_buf_reset(&g->cmds[i]);
-        err = wire_domain_cmd_pack(&c, &g->cmds[i]);
-        if (err)
-            break;
         gdomain_ctl_for(&g->ctls[i], &g->cmds[i], c.request_id,
                         g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         err = orch_control_post(s, o, g->nodes[i], &g->ctls[i], NULL);
@@ -646,15 +670,11 @@ static void fence_hook(struct orch_sched *s, void *arg)
 static strata_err pack_release(struct strata_global_domain *g)
 {
     struct wire_domain_cmd c;
-    strata_err err = STRATA_OK;
 
-    for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
-        gdomain_cmd_init(g, &c, WIRE_PHASE_ABORT);
+    gdomain_cmd_init(g, &c, WIRE_PHASE_ABORT);
+    for (uint32_t i = 0; i < g->num_nodes; i++)
         g->release_req[i] = c.request_id;
-        wire_buf_reset(&g->cmds[i]);
-        err = wire_domain_cmd_pack(&c, &g->cmds[i]);
-    }
-    return err;
+    return gdomain_pack_all(g, NULL, &c, 1);
 }
 
 /* PREPARE_EXPORT, then IMPORT and COMMIT, each waited for: a node's

@@ -108,24 +108,20 @@ static void predict_table(struct strata_global_domain *g,
     }
 }
 
-/* Node i's three commands, packed back to back under consecutive
- * request ids. */
-static strata_err pack(struct strata_global_domain *g, uint32_t i,
-                       uint64_t *first)
+/* The three commands, packed back to back for every node under
+ * consecutive request ids from *first. */
+static strata_err pack(struct strata_global_domain *g, uint64_t *first)
 {
     static const uint8_t phases[GDOMAIN_BATCH] = {
         WIRE_PHASE_PREPARE_EXPORT, WIRE_PHASE_IMPORT, WIRE_PHASE_COMMIT};
-    struct wire_domain_cmd c;
-    strata_err err = STRATA_OK;
+    struct wire_domain_cmd c[GDOMAIN_BATCH];
 
     *first = gdhost_request_ids(GDOMAIN_BATCH);
-    wire_buf_reset(&g->cmds[i]);
-    for (uint32_t k = 0; k < GDOMAIN_BATCH && !err; k++) {
-        gdomain_cmd_init(g, &c, phases[k]);
-        c.request_id = *first + k;
-        err = wire_domain_cmd_pack(&c, &g->cmds[i]);
+    for (uint32_t k = 0; k < GDOMAIN_BATCH; k++) {
+        gdomain_cmd_init(g, &c[k], phases[k]);
+        c[k].request_id = *first + k;
     }
-    return err;
+    return gdomain_pack_all(g, NULL, c, GDOMAIN_BATCH);
 }
 
 /* The k-th reply frame of node i (as many as it sent), or STRATA_EPROTO. */
@@ -223,10 +219,8 @@ strata_err gdomain_batch(struct strata_global_domain *g, strata_orch *o,
     if (BASE_FAULT("gdomain.batch"))
         return base_fail(STRATA_EIO, "fault point gdomain.batch");
     predict_table(g, ops, map);
+    err = pack(g, &first);
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
-        err = pack(g, i, &first);
-        if (err)
-            break;
         gdomain_ctl_for(&g->ctls[i], &g->cmds[i], first,
                         g->replies + (size_t)i * g->reply_cap, g->reply_cap);
         g->ctls[i].arg[2] = GDOMAIN_BATCH;

@@ -56,6 +56,7 @@ struct strata_global_domain {
     bool freed;
     bool node_died; /* seen by the release's ABORTs */
     bool gather;    /* every rank of one MPI group (mpidomain.c) */
+    bool attach;    /* the spec has attachments: PREPARE carries the rows */
     /* The control page, made and mapped before PREPARE_EXPORT, unlinked
      * when the domain is freed: the L4 marks a node's death through this
      * mapping, which reaches every member that mapped it however its
@@ -73,6 +74,11 @@ void gdomain_cmd_init(const struct strata_global_domain *g,
                       struct wire_domain_cmd *c, uint8_t phase);
 void gdomain_ctl_for(struct orch_ctl *c, const struct wire_buf *cmd,
                      uint64_t req, void *reply, uint32_t cap);
+/* Packs cs[0..k) back to back into the command buffer of every node in
+ * mask (NULL: all): once, then copied. Every node gets the same bytes and
+ * request ids (a node's replies are matched on its own link). */
+strata_err gdomain_pack_all(struct strata_global_domain *g, const bool *mask,
+                            const struct wire_domain_cmd *cs, uint32_t k);
 /* Decodes node i's reply frame to phase (PREPARE replies fill the
  * table): the node's error, STRATA_EPROTO for a reply out of turn. */
 strata_err gdomain_check_reply_at(struct strata_global_domain *g, uint32_t i,
