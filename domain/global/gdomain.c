@@ -565,9 +565,11 @@ static bool page_name(struct strata_global_domain *g, char *out, size_t cap)
     return ops && chip_domain_ctl_name(ops, &req, out, cap);
 }
 
-/* Before PREPARE_EXPORT: members never make the page (chip/control.c),
- * so it exists before any maps the windows, and this mapping is theirs. */
-static strata_err page_open(struct strata_global_domain *g)
+/* Before PREPARE_EXPORT, or while the nodes work on a transaction sent
+ * at once (each makes the page at IMPORT if it is not there yet, before
+ * its members may map): members never make it (chip/control.c), and
+ * this mapping is the one the L4 marks a node's death through. */
+strata_err gdomain_page_open(struct strata_global_domain *g)
 {
     char name[CHIP_WINDOW_HANDLE_MAX];
 
@@ -710,8 +712,10 @@ static strata_err transact(struct strata_global_domain *g, strata_orch *o)
     bool again = false;
     strata_err err;
 
-    if (!gdomain_batch_ready(g))
-        return phases(g, o);
+    if (!gdomain_batch_ready(g)) {
+        err = gdomain_page_open(g);
+        return err ? err : phases(g, o);
+    }
     err = gdomain_batch(g, o, &again);
     if (!err || !again)
         return err;
@@ -722,7 +726,7 @@ static strata_err transact(struct strata_global_domain *g, strata_orch *o)
     g->freed = false;
     g->node_died = false;
     g->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
-    err = page_open(g);
+    err = gdomain_page_open(g);
     return err ? err : phases(g, o);
 }
 
@@ -765,8 +769,6 @@ strata_orch_allocate_global_domain(strata_orch *o,
     g->next = gdhost_state(w)->gdomains;
     gdhost_state(w)->gdomains = g;
     err = comm_init(g, o);
-    if (!err)
-        err = page_open(g);
     /* Over a whole MPI group the ranks gather, import and commit among
      * themselves in the one PREPARE_EXPORT round (mpidomain.c). */
     g->gather = gdhost_whole_group(w, g->nodes, g->num_nodes);

@@ -230,6 +230,10 @@ strata_err gdomain_batch(struct strata_global_domain *g, strata_orch *o,
             g->prepared[i] = true;
         }
     }
+    /* The control page, while the nodes work: a node makes it at IMPORT
+     * if it is not there yet, before any member of it may map. */
+    if (!err)
+        err = gdomain_page_open(g);
     werr = orch_control_wait(s, g->ptrs, posted);
     if (err || posted < g->num_nodes)
         return err ? err : werr;

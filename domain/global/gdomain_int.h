@@ -83,6 +83,9 @@ strata_err gdomain_pack_all(struct strata_global_domain *g, const bool *mask,
  * table): the node's error, STRATA_EPROTO for a reply out of turn. */
 strata_err gdomain_check_reply_at(struct strata_global_domain *g, uint32_t i,
                                   uint8_t phase, const void *frame, size_t len);
+/* Makes (or maps, where a node made it first) the domain's control page
+ * and keeps it mapped until the domain is freed. */
+strata_err gdomain_page_open(struct strata_global_domain *g);
 /* Node i was lost without saying why (closed without GOODBYE). */
 bool gdomain_bare_loss(const struct strata_global_domain *g, uint32_t i);
 uint64_t gdomain_cluster_id(strata_worker *w);
