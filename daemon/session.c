@@ -493,19 +493,20 @@ struct scmd {
     uint8_t frame[]; /* header + body */
 };
 
-static void cmd_run(struct scmd *c)
+/* Runs c; its reply goes after those in out. */
+static void cmd_run(struct scmd *c, struct wire_buf *out)
 {
-    struct session *s = c->s;
-    struct wire_buf reply;
+    if (gnode_handle(c->s->w, c->frame, c->len, out) != STRATA_OK)
+        LOG_WARN("domain command: %s", strata_errmsg());
+}
+
+static void send_replies(struct session *s, struct wire_buf *out)
+{
     strata_err err;
 
-    wire_buf_init(&reply);
-    err = gnode_handle(s->w, c->frame, c->len, &reply);
-    if (err)
-        LOG_WARN("domain command: %s", strata_errmsg());
-    else if ((err = wire_conn_send(s->conn, reply.data, reply.len)) != 0)
+    if (out->len && (err = wire_conn_send(s->conn, out->data, out->len)) != 0)
         send_failed(s, "a domain command's reply", err);
-    wire_buf_fini(&reply);
+    wire_buf_reset(out);
 }
 
 /* A window copy drives a chip, which waits: off the loop, like a task. */
@@ -513,34 +514,56 @@ static void copy_job(struct spool_job *job)
 {
     struct scmd *c = (struct scmd *)job;
     struct session *s = c->s;
+    struct wire_buf out;
 
-    cmd_run(c);
+    wire_buf_init(&out);
+    cmd_run(c, &out);
+    send_replies(s, &out);
+    wire_buf_fini(&out);
     base_free(c);
     job_done(s);
 }
 
+/* The next queued domain command, or NULL (then, with last, none runs). */
+static struct scmd *cmd_next(struct session *s, bool last)
+{
+    struct scmd *c;
+
+    pthread_mutex_lock(&s->mu);
+    c = s->cmd_head;
+    if (c) {
+        s->cmd_head = c->next;
+        if (!s->cmd_head)
+            s->cmd_tail = NULL;
+    } else if (last) {
+        s->cmd_running = false;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return c;
+}
+
 /* Domain commands, in order: this one, then every one queued meanwhile.
  * The next of a transaction sent at once depends on this one's outcome
- * (an IMPORT finds what PREPARE_EXPORT made). */
+ * (an IMPORT finds what PREPARE_EXPORT made). Replies go out together
+ * once no command is queued (one TLS record for a whole transaction),
+ * and before this thread lets another run one, so they stay in order. */
 static void cmd_job(struct spool_job *job)
 {
     struct scmd *c = (struct scmd *)job;
     struct session *s = c->s;
+    struct wire_buf out;
 
+    wire_buf_init(&out);
     while (c) {
-        cmd_run(c);
+        cmd_run(c, &out);
         base_free(c);
-        pthread_mutex_lock(&s->mu);
-        c = s->cmd_head;
-        if (c) {
-            s->cmd_head = c->next;
-            if (!s->cmd_head)
-                s->cmd_tail = NULL;
-        } else {
-            s->cmd_running = false;
+        c = cmd_next(s, false);
+        if (!c) {
+            send_replies(s, &out);
+            c = cmd_next(s, true);
         }
-        pthread_mutex_unlock(&s->mu);
     }
+    wire_buf_fini(&out);
     job_done(s);
 }
 
