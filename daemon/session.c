@@ -557,6 +557,7 @@ static void cmd_job(struct spool_job *job)
     while (c) {
         cmd_run(c, &out);
         base_free(c);
+        job_done(s); /* each queued command counts as work too */
         c = cmd_next(s, false);
         if (!c) {
             send_replies(s, &out);
@@ -564,7 +565,6 @@ static void cmd_job(struct spool_job *job)
         }
     }
     wire_buf_fini(&out);
-    job_done(s);
 }
 
 static void on_domain(struct session *s, unsigned type, const uint8_t *body,
@@ -573,7 +573,7 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
     struct scmd *c = base_malloc(sizeof(*c) + WIRE_FRAME_HEADER_SIZE + len);
     struct wire_frame_header h = {WIRE_FRAME_VERSION, (uint8_t)type, 0,
                                   (uint32_t)len};
-    bool queued = false;
+    bool queued = false, full = false;
 
     if (!c) {
         stop(s, 1, "out of memory");
@@ -588,6 +588,11 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
     if (ordered) {
         pthread_mutex_lock(&s->mu);
         if (s->cmd_running) {
+            /* Counted like a job before the runner can see it: at
+             * max_threads commands waiting or running the connection
+             * stops reading, so a peer cannot queue without bound. */
+            full = __atomic_add_fetch(&s->work, 1, __ATOMIC_ACQ_REL) >=
+                   s->lim.max_threads;
             if (s->cmd_tail)
                 s->cmd_tail->next = c;
             else
@@ -599,22 +604,27 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
         }
         pthread_mutex_unlock(&s->mu);
     }
-    if (queued)
+    if (queued) {
+        if (full)
+            wire_conn_recheck(s->conn);
         return;
+    }
     if (start_job(s, &c->job))
+        return;
+    base_free(c);
+    if (!ordered)
         return;
     /* The session stops: nothing queued behind it will run either. */
     pthread_mutex_lock(&s->mu);
-    if (ordered) {
-        c->next = s->cmd_head;
-        s->cmd_head = s->cmd_tail = NULL;
-        s->cmd_running = false;
-    }
+    c = s->cmd_head;
+    s->cmd_head = s->cmd_tail = NULL;
+    s->cmd_running = false;
     pthread_mutex_unlock(&s->mu);
     while (c) {
         struct scmd *next = c->next;
 
         base_free(c);
+        job_done(s); /* counted when it was queued */
         c = next;
     }
 }

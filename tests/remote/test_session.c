@@ -11,7 +11,8 @@
  * - no frame precedes HELLO, and a node whose chips take longer than the
  *   heartbeat limit to start is not taken for dead;
  * - job threads, tasks in flight, queued replies and processes per
- *   session are bounded.
+ *   session are bounded;
+ * - domain commands sent back to back run, and are answered, in order.
  */
 #include "remote_kit.h"
 
@@ -927,6 +928,95 @@ static void test_session_nothing_after_its_end(void **state)
     testutil_assert_clean(&before);
 }
 
+/* One DOMAIN_CMD of domain id for the raw peer as L4 (cluster id cid):
+ * member 0 is chip 0 of node 0; IMPORT and COMMIT name the window as a
+ * node that maps lazily does. */
+static void pack_domain_cmd(struct wire_buf *b, uint64_t req, uint8_t phase,
+                            uint64_t id, uint64_t cid)
+{
+    static const struct wire_domain_member mem[1] = {{0, 0, 0, 0}};
+    struct wire_msg m = {.type = WIRE_MSG_DOMAIN_CMD};
+    struct wire_domain_cmd *c = &m.u.domain_cmd;
+    struct wire_descriptor d;
+    char name[96];
+
+    snprintf(name, sizeof(name), "/strata-%u-%d-d%llu-r0-%08x",
+             (unsigned)getuid(), (int)(cid >> 32),
+             (unsigned long long)(1ull << 62 | id), (unsigned)(uint32_t)cid);
+    c->request_id = req;
+    c->version = WIRE_DOMAIN_CMD_VERSION;
+    c->phase = phase;
+    c->domain_id = id;
+    c->generation = 1;
+    c->window_size = 4096;
+    c->name = "order";
+    c->profile = "sim";
+    c->members = mem;
+    c->num_members = 1;
+    if (phase == WIRE_PHASE_IMPORT || phase == WIRE_PHASE_COMMIT) {
+        d = (struct wire_descriptor){
+            WIRE_DESCRIPTOR_VERSION, "sim", 0, 1, 4096, name};
+        c->descriptors = &d;
+        c->num_descriptors = 1;
+    }
+    assert_int_equal(wire_msg_pack(&m, b), STRATA_OK);
+}
+
+/* 50 domains' PREPARE_EXPORT, IMPORT, COMMIT and ABORT written at once,
+ * as an L4 sends a warm allocation's three commands: a session runs its
+ * domain commands one at a time in the order sent, so each IMPORT finds
+ * its PREPARE_EXPORT done, and the replies come back in that order. */
+static void test_session_domain_cmds_in_order(void **state)
+{
+    enum { N = 50 };
+    static const uint8_t phases[4] = {WIRE_PHASE_PREPARE_EXPORT,
+                                      WIRE_PHASE_IMPORT, WIRE_PHASE_COMMIT,
+                                      WIRE_PHASE_ABORT};
+    static const uint32_t ranks[1] = {0};
+    uint64_t cid = (uint64_t)(uint32_t)getpid() << 32 | 0x5eed0001u;
+    struct wire_msg m = {.type = WIRE_MSG_COMM_INIT}, r;
+    testutil_snapshot before;
+    struct wire_buf b;
+    struct peer p;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    m.u.comm_init.request_id = 1;
+    m.u.comm_init.version = WIRE_COMM_INIT_VERSION;
+    m.u.comm_init.cluster_id = cid;
+    m.u.comm_init.node_count = 1;
+    m.u.comm_init.global_device_ranks = ranks;
+    m.u.comm_init.num_ranks = 1;
+    m.u.comm_init.profile = "sim";
+    wire_buf_init(&b);
+    assert_int_equal(wire_msg_pack(&m, &b), STRATA_OK);
+    for (uint64_t k = 0; k < N; k++)
+        for (int ph = 0; ph < 4; ph++)
+            pack_domain_cmd(&b, 2 + 4 * k + (uint64_t)ph, phases[ph], 1 + k,
+                            cid);
+    assert_true(testutil_write_full(p.fd, b.data, b.len));
+    wire_buf_fini(&b);
+    assert_true(peer_recv(&p, &r));
+    assert_int_equal(r.type, WIRE_MSG_CONTROL_REPLY);
+    assert_int_equal(r.u.control_reply.error, STRATA_OK);
+    wire_msg_free(&r);
+    for (uint64_t req = 2; req < 2 + 4 * N; req++) {
+        assert_true(peer_recv(&p, &r));
+        assert_int_equal(r.type, WIRE_MSG_DOMAIN_REPLY);
+        if (r.u.domain_reply.request_id != req || r.u.domain_reply.error)
+            fail_msg("reply to request %llu: request %llu, %s: %s",
+                     (unsigned long long)req,
+                     (unsigned long long)r.u.domain_reply.request_id,
+                     strata_errname(r.u.domain_reply.error),
+                     r.u.domain_reply.message);
+        wire_msg_free(&r);
+    }
+    peer_close(&p);
+    idle_after(&plain, &before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -942,6 +1032,7 @@ int main(void)
         cmocka_unit_test(test_session_no_frame_before_hello),
         cmocka_unit_test(test_session_slow_start_not_dead),
         cmocka_unit_test(test_session_nothing_after_its_end),
+        cmocka_unit_test(test_session_domain_cmds_in_order),
     };
 
     rk_filter_from_env();
