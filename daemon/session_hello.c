@@ -6,6 +6,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/fault.h"
 #include "base/hostid.h"
 #include "base/log.h"
 #include "session_trace.h"
@@ -83,8 +84,11 @@ static void send_hello_reply(struct session *s, const struct wire_hello *h,
             : h->capabilities &
                   (WIRE_CAP_DATA_CHUNKS | WIRE_CAP_REMOTE_BUFFERS |
                    WIRE_CAP_GLOBAL_DOMAINS | WIRE_CAP_DEADLINES |
-                   WIRE_CAP_STARTUP_HEARTBEATS |
+                   WIRE_CAP_STARTUP_HEARTBEATS | WIRE_CAP_ORDERED_DOMAIN_CMDS |
                    (s->traced ? WIRE_CAP_TRACE : 0));
+    /* As a node from before the queue of domain commands (tests). */
+    if (BASE_FAULT("session.unordered"))
+        r->capabilities &= ~WIRE_CAP_ORDERED_DOMAIN_CMDS;
     r->has_clock = !err && s->traced;
     r->hello_rx_ns = r->has_clock ? s->hello_ns : 0;
     r->time_ns = r->has_clock ? base_now_ns() : 0;

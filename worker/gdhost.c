@@ -93,6 +93,14 @@ void gdhost_node_set_comm_inited(strata_worker *w, int id)
     w->nodes[id].comm_inited = true;
 }
 
+bool gdhost_node_ordered(const strata_worker *w, int id)
+{
+    const struct remote_node *r = w->nodes[id].remote;
+
+    /* A forked node takes its commands from its mailbox, in order. */
+    return !r || __atomic_load_n(&r->ordered_cmds, __ATOMIC_ACQUIRE);
+}
+
 bool gdhost_node_lazy(const strata_worker *w, int id)
 {
     return __atomic_load_n(&w->nodes[id].lazy_names, __ATOMIC_RELAXED);

@@ -106,7 +106,8 @@ static void send_hello(struct remote_node *r)
     h->proto_max = WIRE_PROTO_MAX;
     h->capabilities = WIRE_CAP_DATA_CHUNKS | WIRE_CAP_REMOTE_BUFFERS |
                       WIRE_CAP_GLOBAL_DOMAINS | WIRE_CAP_DEADLINES |
-                      WIRE_CAP_STARTUP_HEARTBEATS;
+                      WIRE_CAP_STARTUP_HEARTBEATS |
+                      WIRE_CAP_ORDERED_DOMAIN_CMDS;
     h->node_name = host;
     h->pid = (uint32_t)getpid();
     h->platform = r->platform;
@@ -415,6 +416,11 @@ static void on_reply(struct remote_node *r, const struct wire_hello_reply *h)
     }
     r->ready = true;
     r->session_pid = h->pid;
+    /* An older node may run domain commands in any order: one at a time
+     * for it (domain/global/gdomain_batch.c). */
+    __atomic_store_n(&r->ordered_cmds,
+                     (h->capabilities & WIRE_CAP_ORDERED_DOMAIN_CMDS) != 0,
+                     __ATOMIC_RELEASE);
     remote_trace_reply(r, h);
     /* An MPI rank said where it is in its identity record already. */
     if (h->boot_id && h->boot_id[0] && !r->host_id.boot[0]) {

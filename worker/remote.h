@@ -52,6 +52,7 @@ struct remote_node {
     uint32_t rank;
     /* timeline trace (remote_trace.c), on the connection thread */
     bool traced;          /* the node records and was granted TRACE */
+    bool ordered_cmds;    /* granted ORDERED_DOMAIN_CMDS (atomic) */
     bool trace_waiting;   /* its answer to the TRACE request is due */
     uint64_t hello_tx_ns; /* when HELLO went out (this host's clock) */
     int64_t clock_offset; /* the node's clock minus this host's, ns */

@@ -85,7 +85,8 @@ bool gdomain_batch_ready(struct strata_global_domain *g)
     if (g->gather || !predictor(g, &map))
         return false;
     for (uint32_t i = 0; i < g->num_nodes; i++)
-        if (!gdhost_node_lazy(g->w, g->nodes[i]))
+        if (!gdhost_node_lazy(g->w, g->nodes[i]) ||
+            !gdhost_node_ordered(g->w, g->nodes[i]))
             return false;
     return true;
 }

@@ -95,7 +95,8 @@ uint64_t gdomain_cluster_id(strata_worker *w);
  * windows as predicted (gdhost_node_set_lazy). */
 void gdomain_learn_lazy(struct strata_global_domain *g);
 /* Whether the batch applies: every node named its last domain's windows
- * as predicted, and this is not an MPI group's gathered round. */
+ * as predicted and runs its commands in order, and this is not an MPI
+ * group's gathered round. */
 bool gdomain_batch_ready(struct strata_global_domain *g);
 /* PREPARE_EXPORT, IMPORT with the predicted table and COMMIT, sent to
  * every node at once, and one wait. *again: a node named its windows

@@ -10,6 +10,8 @@
  *   before anything is sent, and leaves nothing behind).
  * - Domains made that way work: every member maps every window, an
  *   allreduce is exact, many in a row over a forked and a remote node.
+ * - A remote node that does not grant WIRE_CAP_ORDERED_DOMAIN_CMDS (an
+ *   older strata-node) always goes phase by phase.
  * - A node that names its windows otherwise this time (gnode.lazy armed
  *   in it: its members exchange descriptors, as when its reserved range
  *   is full) refuses the predicted IMPORT before any member maps; the L4
@@ -30,6 +32,8 @@
 #define WINDOW 8192
 
 static struct gd_daemon daemon_;
+/* Its sessions do not grant ORDERED_DOMAIN_CMDS, as an older node. */
+static struct gd_daemon unordered;
 static strata_callable o_arm;
 
 /* In the node process: s0 nth hit of gnode.lazy fails. */
@@ -47,13 +51,17 @@ static int setup(void **state)
     if (gd_setup(state) != 0 ||
         strata_register_orch("gd.t.batch.arm", arm_orch, &o_arm) != STRATA_OK)
         return -1;
-    return gd_daemon_start(&daemon_, NULL, NULL);
+    if (gd_daemon_start(&daemon_, NULL, NULL) != 0)
+        return -1;
+    return gd_daemon_start(&unordered, NULL, "session.unordered:1");
 }
 
 static int teardown(void **state)
 {
+    int rc = gd_daemon_stop(&unordered);
+
     (void)state;
-    return gd_daemon_stop(&daemon_);
+    return gd_daemon_stop(&daemon_) || rc ? -1 : 0;
 }
 
 struct use {
@@ -225,11 +233,35 @@ static void test_gd_batch_node_names_otherwise_made_again_ok(void **state)
     testutil_assert_clean(&before);
 }
 
+/* A remote node that does not say it runs domain commands in order gets
+ * every phase after the last one's replies, however warm it is: the
+ * point on the way to the batch is never reached. */
+static void test_gd_batch_unordered_node_phase_by_phase_ok(void **state)
+{
+    testutil_snapshot before;
+    const struct gd_daemon *ds[1] = {&unordered};
+    static struct use u;
+    strata_worker *w = NULL;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    gd_ok(gd_l4_start(1, 2, ds, 1, 2, &w));
+    use_init(w, &u, "unordered");
+    base_fault_arm("gdomain.batch", 1, BASE_FAULT_FAIL);
+    for (int i = 0; i < 5; i++)
+        use_once(w, &u);
+    base_fault_disarm_all();
+    gd_destroy(w, STRATA_OK);
+    assert_true(gd_daemon_idle(&unordered, 10.0));
+    testutil_assert_clean_within(&before, 5.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         gd_test(test_gd_batch_warm_nodes_get_one_command_ok),
         gd_test(test_gd_batch_node_names_otherwise_made_again_ok),
+        gd_test(test_gd_batch_unordered_node_phase_by_phase_ok),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

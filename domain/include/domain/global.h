@@ -114,6 +114,9 @@ void gdhost_node_set_comm_inited(strata_worker *w, int id);
  * predict its descriptors and send it the whole transaction at once;
  * marks that it did (or did not). Any thread. */
 bool gdhost_node_lazy(const strata_worker *w, int id);
+/* Whether node id runs its domain commands in the order sent (a forked
+ * node, or a remote one that granted WIRE_CAP_ORDERED_DOMAIN_CMDS). */
+bool gdhost_node_ordered(const strata_worker *w, int id);
 void gdhost_node_set_lazy(strata_worker *w, int id, bool lazy);
 /* A window copy to or from a remote node, in CONTROL frames (c names
  * the domain, rank and offset). */

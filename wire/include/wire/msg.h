@@ -58,6 +58,9 @@ struct wire_arena {
 /* The parent records a timeline trace: the node records its session too
  * and sends the records back on a TRACE request (docs/tracing.md). */
 #define WIRE_CAP_TRACE (1ull << 5)
+/* The node runs DOMAIN_CMDs and COMM_INITs one at a time, in the order
+ * sent: the parent may send a transaction's commands back to back. */
+#define WIRE_CAP_ORDERED_DOMAIN_CMDS (1ull << 6)
 
 /* The parent's opening message: who it is and the L3 it asks for. */
 struct wire_hello {
