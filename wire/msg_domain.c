@@ -389,9 +389,10 @@ enum {
     CMD_BUFFERS = 11,
     CMD_DESCRIPTORS = 12,
     CMD_GATHER = 13,
+    CMD_EXCHANGE = 14,
 };
 
-static const unsigned domain_cmd_nkeys = CMD_GATHER;
+static const unsigned domain_cmd_nkeys = CMD_EXCHANGE;
 static const char *const domain_cmd_names[] = {
     [CMD_REQUEST_ID] = "request_id",
     [CMD_VERSION] = "version",
@@ -406,6 +407,7 @@ static const char *const domain_cmd_names[] = {
     [CMD_BUFFERS] = "buffers",
     [CMD_DESCRIPTORS] = "descriptors",
     [CMD_GATHER] = "gather",
+    [CMD_EXCHANGE] = "exchange",
 };
 
 static strata_err domain_cmd_check(struct wire_dec *d, const void *vm)
@@ -430,6 +432,9 @@ static strata_err domain_cmd_check(struct wire_dec *d, const void *vm)
     WIRE_TRY(buffers_check(d, m));
     if (m->gather && m->phase != WIRE_PHASE_PREPARE_EXPORT)
         return wire_dec_fail(d, "gather", "not allowed in phase %s",
+                             wire_phase_name(m->phase));
+    if (m->exchange && m->phase != WIRE_PHASE_PREPARE_EXPORT)
+        return wire_dec_fail(d, "exchange", "not allowed in phase %s",
                              wire_phase_name(m->phase));
     if (!phase_has_descriptors(m->phase)) {
         if (m->num_descriptors)
@@ -611,6 +616,15 @@ static strata_err domain_cmd_read(struct wire_dec *d, const struct wire_body *b,
         WIRE_TRY(wire_get_uint(d, WIRE_FIELD(b, CMD_GATHER), 1, 1, &one));
         m->gather = true;
     }
+    if (b->val[CMD_EXCHANGE]) {
+        uint64_t one;
+
+        if (m->phase != WIRE_PHASE_PREPARE_EXPORT)
+            return wire_dec_fail(d, "exchange", "not allowed in phase %s",
+                                 wire_phase_name(m->phase));
+        WIRE_TRY(wire_get_uint(d, WIRE_FIELD(b, CMD_EXCHANGE), 1, 1, &one));
+        m->exchange = true;
+    }
     if (!phase_has_descriptors(m->phase)) {
         if (b->val[CMD_DESCRIPTORS])
             return wire_dec_fail(d, "descriptors", "not allowed in phase %s",
@@ -652,7 +666,7 @@ static void domain_cmd_write(struct wire_pk *p, const struct wire_domain_cmd *m)
     bool rows = m->num_attach_rows != 0;
     bool descs = phase_has_descriptors(m->phase);
 
-    wire_pk_map(p, 10 + rows + descs + m->gather);
+    wire_pk_map(p, 10 + rows + descs + m->gather + m->exchange);
     wire_pk_key_uint(p, CMD_REQUEST_ID, m->request_id);
     wire_pk_key_uint(p, CMD_VERSION, m->version);
     wire_pk_key_uint(p, CMD_PHASE, m->phase);
@@ -691,6 +705,8 @@ static void domain_cmd_write(struct wire_pk *p, const struct wire_domain_cmd *m)
     }
     if (m->gather)
         wire_pk_key_uint(p, CMD_GATHER, 1);
+    if (m->exchange)
+        wire_pk_key_uint(p, CMD_EXCHANGE, 1);
 }
 
 WIRE_DEFINE_CODEC(domain_cmd, DOMAIN_CMD)

@@ -206,8 +206,10 @@ void gdomain_cmd_init(const struct strata_global_domain *g,
         c->attach_rows = g->rows;
         c->num_attach_rows = g->num_rows;
     }
-    if (phase == WIRE_PHASE_PREPARE_EXPORT)
+    if (phase == WIRE_PHASE_PREPARE_EXPORT) {
         c->gather = g->gather;
+        c->exchange = g->exchange;
+    }
     if (phase == WIRE_PHASE_IMPORT || phase == WIRE_PHASE_COMMIT) {
         c->descriptors = g->table;
         c->num_descriptors = g->n;
@@ -680,8 +682,12 @@ static strata_err pack_release(struct strata_global_domain *g)
 }
 
 /* PREPARE_EXPORT, then IMPORT and COMMIT, each waited for: a node's
- * first domain, or where the L4 cannot predict the table. */
-static strata_err phases(struct strata_global_domain *g, strata_orch *o)
+ * first domain, or where the L4 cannot predict the table. *mixed: some
+ * nodes named their windows lazily and some had their members exchange
+ * (a node's range was full, or STRATA_DOMAIN_EXCHANGE differs): abort,
+ * and have every node exchange. */
+static strata_err phases(struct strata_global_domain *g, strata_orch *o,
+                         bool *mixed)
 {
     strata_err err;
 
@@ -690,11 +696,14 @@ static strata_err phases(struct strata_global_domain *g, strata_orch *o)
     err = phase(g, o, WIRE_PHASE_PREPARE_EXPORT);
     if (g->gather)
         gdhost_group_unlock();
+    if (!err && !g->gather && !g->exchange && gdomain_learn_lazy(g)) {
+        *mixed = true;
+        return base_fail(STRATA_EPROTO,
+                         "the nodes made their windows in two ways");
+    }
     if (!err)
         err =
             wire_descriptor_table_check(g->table, g->n, "sim", g->window_size);
-    if (!err && !g->gather)
-        gdomain_learn_lazy(g);
     if (!err && !g->gather)
         err = phase(g, o, WIRE_PHASE_IMPORT);
     if (!err && !g->gather)
@@ -704,30 +713,47 @@ static strata_err phases(struct strata_global_domain *g, strata_orch *o)
 
 static uint64_t next_id;
 
-/* The transaction: at once where every node's descriptors can be
- * predicted, else phase by phase; a prediction a node proved wrong is
- * aborted and the domain made again, phase by phase, under a new id. */
-static strata_err transact(struct strata_global_domain *g, strata_orch *o)
+/* The attempt so far aborted everywhere; the next under a new id, with
+ * every node's members exchanging descriptors. */
+static strata_err again_exchanging(struct strata_global_domain *g,
+                                   strata_orch *o)
 {
-    bool again = false;
     strata_err err;
 
-    if (!gdomain_batch_ready(g)) {
-        err = gdomain_page_open(g);
-        return err ? err : phases(g, o);
-    }
-    err = gdomain_batch(g, o, &again);
-    if (!err || !again)
-        return err;
     orch_mark_forget(gdhost_sched(g->w), GLOBAL_ALLOC_TAG | g->id);
     err = abort_all(g, o);
     if (err)
         return err;
     g->freed = false;
     g->node_died = false;
+    g->exchange = true;
     g->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
-    err = gdomain_page_open(g);
-    return err ? err : phases(g, o);
+    return gdomain_page_open(g);
+}
+
+/* The transaction: at once where every node's descriptors can be
+ * predicted, else phase by phase. Where the nodes turn out not to make
+ * windows the same way (a prediction a node proved wrong, or a mixed
+ * table), that attempt is aborted and the domain made again, phase by
+ * phase and with every node exchanging descriptors, under a new id. */
+static strata_err transact(struct strata_global_domain *g, strata_orch *o)
+{
+    bool again = false;
+    strata_err err;
+
+    if (gdomain_batch_ready(g)) {
+        err = gdomain_batch(g, o, &again);
+        if (!err || !again)
+            return err;
+    } else {
+        err = gdomain_page_open(g);
+        if (!err)
+            err = phases(g, o, &again);
+        if (!err || !again)
+            return err;
+    }
+    err = again_exchanging(g, o);
+    return err ? err : phases(g, o, &again);
 }
 
 strata_err

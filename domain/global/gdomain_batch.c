@@ -68,14 +68,19 @@ static bool as_predicted(struct strata_global_domain *g, uint32_t i,
     return true;
 }
 
-void gdomain_learn_lazy(struct strata_global_domain *g)
+bool gdomain_learn_lazy(struct strata_global_domain *g)
 {
     uint64_t map;
     const struct chip_backend_ops *ops = predictor(g, &map);
+    uint32_t lazy = 0;
 
-    for (uint32_t i = 0; i < g->num_nodes; i++)
-        gdhost_node_set_lazy(g->w, g->nodes[i],
-                             ops && as_predicted(g, i, ops, map));
+    for (uint32_t i = 0; i < g->num_nodes; i++) {
+        bool l = ops && as_predicted(g, i, ops, map);
+
+        gdhost_node_set_lazy(g->w, g->nodes[i], l);
+        lazy += l;
+    }
+    return lazy > 0 && lazy < g->num_nodes;
 }
 
 bool gdomain_batch_ready(struct strata_global_domain *g)

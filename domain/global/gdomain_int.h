@@ -57,6 +57,7 @@ struct strata_global_domain {
     bool node_died; /* seen by the release's ABORTs */
     bool gather;    /* every rank of one MPI group (mpidomain.c) */
     bool attach;    /* the spec has attachments: PREPARE carries the rows */
+    bool exchange;  /* every node's members exchange descriptors */
     /* The control page, made and mapped before PREPARE_EXPORT, unlinked
      * when the domain is freed: the L4 marks a node's death through this
      * mapping, which reaches every member that mapped it however its
@@ -92,8 +93,9 @@ uint64_t gdomain_cluster_id(strata_worker *w);
 
 /* gdomain_batch.c: the whole transaction in one round trip. */
 /* After a PREPARE_EXPORT phase: notes, per node, whether it named its
- * windows as predicted (gdhost_node_set_lazy). */
-void gdomain_learn_lazy(struct strata_global_domain *g);
+ * windows as predicted (gdhost_node_set_lazy); true when some did and
+ * some did not (the domain cannot be imported so). */
+bool gdomain_learn_lazy(struct strata_global_domain *g);
 /* Whether the batch applies: every node named its last domain's windows
  * as predicted and runs its commands in order, and this is not an MPI
  * group's gathered round. */

@@ -298,7 +298,8 @@ static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
     err = view_create(w, c, &v);
     if (err)
         return err;
-    gnode_lazy_begin(w, v);
+    if (!c->exchange) /* asked when the nodes would not agree */
+        gnode_lazy_begin(w, v);
     if (v->lazy) {
         err = gnode_lazy_prepare(w, v, handles);
         for (uint32_t i = 0; !err && i < v->nlocal; i++)

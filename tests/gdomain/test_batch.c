@@ -15,8 +15,10 @@
  * - A node that names its windows otherwise this time (gnode.lazy armed
  *   in it: its members exchange descriptors, as when its reserved range
  *   is full) refuses the predicted IMPORT before any member maps; the L4
- *   aborts and makes the domain again phase by phase under the next id,
- *   which works, and no node ever sees the aborted id.
+ *   aborts and makes the domain again phase by phase, every node
+ *   exchanging, under the next id, which works, and no node ever sees the
+ *   aborted id. The same for a node's first domain, where the mixed table
+ *   shows it.
  *
  * Failures inside such a transaction are in test_faults.c (the warm
  * cases).
@@ -223,12 +225,58 @@ static void test_gd_batch_node_names_otherwise_made_again_ok(void **state)
     u.id = last + 1;
     gd_ok(strata_worker_run(w, query_orch, NULL, &u));
     check_query(&u, last + 1, true);
-    /* Made again, node 1 named them lazily: at once from now on. */
+    /* Made again with every node exchanging: the next domain goes phase
+     * by phase (node 1 names lazily again), the one after at once. */
+    use_once(w, &u);
     base_fault_arm("gdomain.batch", 1, BASE_FAULT_FAIL);
     assert_int_equal(strata_worker_run(w, alloc_orch, NULL, &u), STRATA_EIO);
     gd_assert_contains(strata_errmsg(), "fault point gdomain.batch");
     base_fault_disarm_all();
     use_once(w, &u);
+    gd_destroy(w, STRATA_OK);
+    testutil_assert_clean(&before);
+}
+
+static strata_err one_node_orch(strata_orch *o, const strata_args *args,
+                                void *user)
+{
+    struct use *u = user;
+    struct gd_spec one;
+
+    (void)args;
+    gd_spec_init(&one, "node0", 64);
+    gd_spec_member(&one, 0, 0);
+    gd_try(strata_orch_allocate_global_domain(o, &one.spec, &u->g));
+    u->id = strata_global_domain_id(u->g);
+    return strata_global_domain_release(u->g);
+}
+
+/* A node's first domain, phase by phase, while it names its windows
+ * otherwise (its members exchange, as when its range is full) and the
+ * other node's members map lazily: the table is mixed, so that attempt
+ * is aborted and the domain made with every node exchanging, under the
+ * next id; it works, and later domains are made as usual. */
+static void test_gd_batch_mixed_nodes_all_exchange_ok(void **state)
+{
+    testutil_snapshot before;
+    static struct use u;
+    strata_worker *w = NULL;
+    uint64_t first;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    gd_ok(gd_l4_start(2, 2, NULL, 0, 0, &w));
+    use_init(w, &u, "mixed");
+    gd_ok(strata_worker_run(w, one_node_orch, NULL, &u));
+    first = u.id;
+    gd_ok(strata_worker_run(w, arm_node_orch, NULL, NULL));
+    use_once(w, &u);
+    assert_int_equal(u.id, first + 2);
+    u.id = first + 1;
+    gd_ok(strata_worker_run(w, query_orch, NULL, &u));
+    check_query(&u, first + 1, true);
+    for (int i = 0; i < 3; i++)
+        use_once(w, &u);
     gd_destroy(w, STRATA_OK);
     testutil_assert_clean(&before);
 }
@@ -262,6 +310,7 @@ int main(void)
         gd_test(test_gd_batch_warm_nodes_get_one_command_ok),
         gd_test(test_gd_batch_node_names_otherwise_made_again_ok),
         gd_test(test_gd_batch_unordered_node_phase_by_phase_ok),
+        gd_test(test_gd_batch_mixed_nodes_all_exchange_ok),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

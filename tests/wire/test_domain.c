@@ -22,6 +22,7 @@ enum {
     BUFFERS = 11,
     DESCS = 12,
     GATHER = 13,
+    EXCHANGE = 14,
 };
 
 /* A pointer to a copy of v that stays valid for a few dozen calls. */
@@ -85,6 +86,22 @@ static void test_domain_phase_rules_eproto(void **state)
         gat.u.domain_cmd.phase = WIRE_PHASE_ABORT;
         WIRE_EXPECT_PACK_EINVAL(&gat, "field 'gather' not allowed in phase "
                                       "ABORT");
+    }
+    /* exchange likewise. */
+    {
+        struct wire_msg ex = wire_sample_copy("domain_prepare_exchange");
+
+        WIRE_EXPECT_EDIT(&ex, WIRE_PATH(EXCHANGE), u(0),
+                         "field 'exchange' is 0");
+        WIRE_EXPECT_EDIT(&ex, WIRE_PATH(EXCHANGE), u(2),
+                         "field 'exchange' is 2");
+        ex.u.domain_cmd.attach_rows = NULL;
+        ex.u.domain_cmd.num_attach_rows = 0;
+        WIRE_EXPECT_EDIT(&ex, WIRE_PATH(PHASE), u(WIRE_PHASE_ABORT),
+                         "field 'exchange' not allowed in phase ABORT");
+        ex.u.domain_cmd.phase = WIRE_PHASE_ABORT;
+        WIRE_EXPECT_PACK_EINVAL(&ex, "field 'exchange' not allowed in phase "
+                                     "ABORT");
     }
     /* Descriptors ride on IMPORT and COMMIT only, and must be there. */
     WIRE_EXPECT_EDIT(&imp, WIRE_PATH(PHASE), u(WIRE_PHASE_PREPARE_EXPORT),

@@ -20,7 +20,7 @@
 
 /* Key names and the keys whose absence is legal, per type (the spec in
  * docs/wire.md, restated here independently of the codecs). */
-static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][14] = {
+static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][15] = {
     [WIRE_MSG_HELLO] = {NULL, "proto_min", "proto_max", "capabilities",
                         "node_name", "pid", "platform", "chip_ids",
                         "num_sub_workers", "comm_profile",
@@ -42,7 +42,7 @@ static const char *const key_names[WIRE_MSG_TYPE_MAX + 1][14] = {
     [WIRE_MSG_DOMAIN_CMD] = {NULL, "request_id", "version", "phase",
                              "domain_id", "generation", "window_size", "name",
                              "profile", "members", "attachments", "buffers",
-                             "descriptors", "gather"},
+                             "descriptors", "gather", "exchange"},
     [WIRE_MSG_DOMAIN_REPLY] = {NULL, "request_id", "phase", "domain_id",
                                "generation", "error", "message", "descriptors"},
     [WIRE_MSG_COMM_INIT] = {NULL, "request_id", "version", "cluster_id",
@@ -66,7 +66,7 @@ static const unsigned may_be_absent[WIRE_MSG_TYPE_MAX + 1] = {
     [WIRE_MSG_CONTROL_REPLY] = K(4) | K(5),
     [WIRE_MSG_HEARTBEAT] = K(3),
     [WIRE_MSG_GOODBYE] = K(2),
-    [WIRE_MSG_DOMAIN_CMD] = K(10) | K(13),
+    [WIRE_MSG_DOMAIN_CMD] = K(10) | K(13) | K(14),
     [WIRE_MSG_DOMAIN_REPLY] = K(6),
     [WIRE_MSG_COMM_INIT] = K(8),
 };

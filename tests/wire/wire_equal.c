@@ -238,6 +238,7 @@ static bool domain_cmd_eq(const struct wire_domain_cmd *a,
         if (!descriptor_eq(&a->descriptors[k], &b->descriptors[k], why, n))
             return false;
     EQ(gather);
+    EQ(exchange);
     return true;
 }
 

@@ -390,6 +390,9 @@ static void build_domain(void)
     m = add("domain_prepare_gather", WIRE_MSG_DOMAIN_CMD);
     m->u.domain_cmd = domain(WIRE_PHASE_PREPARE_EXPORT);
     m->u.domain_cmd.gather = true;
+    m = add("domain_prepare_exchange", WIRE_MSG_DOMAIN_CMD);
+    m->u.domain_cmd = domain(WIRE_PHASE_PREPARE_EXPORT);
+    m->u.domain_cmd.exchange = true;
     m = add("domain_reply_prepare", WIRE_MSG_DOMAIN_REPLY);
     m->u.domain_reply =
         (struct wire_domain_reply){.request_id = 41,

@@ -117,6 +117,11 @@ struct wire_domain_cmd {
      * MPI_Allgather), import and commit before they answer, so no IMPORT
      * and no COMMIT follow (docs/mpi.md). */
     bool gather;
+    /* PREPARE_EXPORT only: the members exchange descriptors (their chips
+     * create, export and map the windows in the phases), even where the
+     * node would have them map lazily: the L4 asks it when the nodes of
+     * one domain would not all make windows the same way. */
+    bool exchange;
 };
 
 /* A node's answer to one DOMAIN_CMD. A successful PREPARE_EXPORT reply
