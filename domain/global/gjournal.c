@@ -8,6 +8,7 @@
  * fixed records written in place (one pwrite each); whoever reaps the
  * node reads it before it removes the node's names
  * (worker_reclaim_names) and drops the windows of every live record. */
+#include "base/alloc.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "chip/chip.h"
@@ -33,17 +34,27 @@ static void journal_name(pid_t pid, char *out, size_t cap)
     snprintf(out, cap, "/strata-%u-%d-gdoms", (unsigned)getuid(), (int)pid);
 }
 
-/* The lowest record no live view of w holds. */
+/* The lowest record no live view of w holds: one walk of the views (a
+ * node keeps up to 4096, gnode.c), or -1 without memory. */
 static int free_slot(const strata_worker *w)
 {
-    for (int k = 0;; k++) {
-        const struct strata_global_view *v = gdhost_state(w)->gviews;
+    const struct strata_global_view *v;
+    size_t n = 0;
+    bool *used;
+    int k = 0;
 
-        while (v && v->jslot != k)
-            v = v->next;
-        if (!v)
-            return k;
-    }
+    for (v = gdhost_state(w)->gviews; v; v = v->next)
+        n++;
+    used = base_calloc(n + 1, sizeof(*used));
+    if (!used)
+        return -1;
+    for (v = gdhost_state(w)->gviews; v; v = v->next)
+        if (v->jslot >= 0 && (size_t)v->jslot <= n)
+            used[v->jslot] = true;
+    while (used[k])
+        k++;
+    base_free(used);
+    return k;
 }
 
 static void put(strata_worker *w, int slot, const struct gj_rec *r)
@@ -68,7 +79,10 @@ void gjournal_add(strata_worker *w, struct strata_global_view *v)
         }
     }
     v->jslot = free_slot(w);
-    put(w, v->jslot, &r);
+    if (v->jslot < 0)
+        LOG_WARN("global domain journal: out of memory");
+    else
+        put(w, v->jslot, &r);
 }
 
 void gjournal_remove(strata_worker *w, struct strata_global_view *v)

@@ -40,6 +40,12 @@ static void view_free(struct strata_global_view *v)
     base_free(v);
 }
 
+/* The most global domains a node keeps prepared or committed at once: a
+ * parent that prepares and never commits or aborts (or retains without
+ * end) is refused past it, instead of growing the node's memory and every
+ * lookup's walk without bound. */
+#define GNODE_MAX_DOMAINS 4096
+
 static struct strata_global_view *find(strata_worker *w, uint64_t id)
 {
     for (struct strata_global_view *v = gdhost_state(w)->gviews; v; v = v->next)
@@ -295,6 +301,18 @@ static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
     if (find(w, c->domain_id))
         return base_fail(STRATA_EEXIST, "domain %llu is already here",
                          (unsigned long long)c->domain_id);
+    {
+        size_t live = 0;
+
+        for (v = gdhost_state(w)->gviews; v; v = v->next)
+            live += v->state != VIEW_GONE;
+        v = NULL;
+        if (live >= GNODE_MAX_DOMAINS)
+            return base_fail(STRATA_EBUSY,
+                             "node %d already holds %d global domains, the "
+                             "most it keeps: release some",
+                             gdhost_state(w)->node_id, GNODE_MAX_DOMAINS);
+    }
     err = view_create(w, c, &v);
     if (err)
         return err;

@@ -5,7 +5,10 @@
  * runtime strata replaces). Tiny windows; every rank maps every window
  * (ranks^2 mappings while the domain lives, none after), the allreduce
  * over all ranks is right, and a second domain on the same nodes works
- * too. A few seconds on two cores.
+ * too. And many domains: a node keeps at most 4096 live at once (a parent
+ * that never releases is refused past that, with STRATA_EBUSY naming the
+ * cap), and takes new ones again once some are released. A few seconds on
+ * two cores.
  */
 #define _GNU_SOURCE
 #include "gd_kit.h"
@@ -113,12 +116,74 @@ static void test_gd_scale_128_ranks_4_forked_nodes_ok(void **state)
     scale_case(32, 0);
 }
 
+#define CAP 4096 /* GNODE_MAX_DOMAINS */
+
+struct many {
+    strata_global_domain *g[CAP + 1];
+    size_t n;
+    strata_err last;
+    char msg[STRATA_ERRMSG_MAX];
+};
+
+/* Retained domains of one member until one is refused (or CAP + 1). */
+static strata_err many_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct many *m = user;
+    struct gd_spec s;
+
+    (void)args;
+    gd_spec_init(&s, "many", 64);
+    gd_spec_member(&s, 0, 0);
+    s.spec.retain_after_run = true;
+    while (m->n <= CAP) {
+        m->last = strata_orch_allocate_global_domain(o, &s.spec, &m->g[m->n]);
+        if (m->last != STRATA_OK) {
+            snprintf(m->msg, sizeof(m->msg), "%s", strata_errmsg());
+            break;
+        }
+        m->n++;
+    }
+    return STRATA_OK;
+}
+
+static void test_gd_scale_live_domains_capped_ebusy(void **state)
+{
+    testutil_snapshot before;
+    static struct many m;
+    strata_worker *w = NULL;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    memset(&m, 0, sizeof(m));
+    gd_ok(gd_l4_start(1, 1, NULL, 0, 0, &w));
+    gd_ok(strata_worker_run(w, many_orch, NULL, &m));
+    print_message("%zu domains live, then %s: %s\n", m.n,
+                  strata_errname(m.last), m.msg);
+    assert_int_equal(m.n, CAP);
+    assert_int_equal(m.last, STRATA_EBUSY);
+    gd_assert_contains(m.msg, "already holds 4096 global domains");
+    /* One released (past its run's fence: freed now), one more fits. */
+    gd_ok(strata_global_domain_release(m.g[0]));
+    assert_true(strata_global_domain_freed(m.g[0]));
+    m.n--;
+    m.g[0] = m.g[m.n];
+    gd_ok(strata_worker_run(w, many_orch, NULL, &m));
+    assert_int_equal(m.n, CAP);
+    assert_int_equal(m.last, STRATA_EBUSY);
+    for (size_t i = 0; i < m.n; i++)
+        gd_ok(strata_global_domain_release(m.g[i]));
+    assert_int_equal(gd_window_maps_below(), 0);
+    gd_destroy(w, STRATA_OK);
+    testutil_assert_clean(&before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         gd_test(test_gd_scale_64_ranks_4_forked_nodes_ok),
         gd_test(test_gd_scale_64_ranks_3_forked_1_remote_ok),
         gd_test(test_gd_scale_128_ranks_4_forked_nodes_ok),
+        gd_test(test_gd_scale_live_domains_capped_ebusy),
     };
 
     return cmocka_run_group_tests(tests, gd_setup, NULL);
