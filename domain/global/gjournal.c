@@ -66,7 +66,7 @@ static void put(strata_worker *w, int slot, const struct gj_rec *r)
 
 void gjournal_add(strata_worker *w, struct strata_global_view *v)
 {
-    struct gj_rec r = {gdhost_state(w)->cluster_id, v->domain_id, v->n, 1};
+    struct gj_rec r = {v->cluster_id, v->domain_id, v->n, 1};
     char name[64];
 
     if (gdhost_state(w)->gjournal_fd < 0) {

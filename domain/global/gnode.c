@@ -202,6 +202,7 @@ static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
     }
     v->jslot = -1;
     v->domain_id = c->domain_id;
+    v->cluster_id = gdhost_state(w)->cluster_id;
     v->generation = c->generation;
     snprintf(v->name, sizeof(v->name), "%s", c->name);
     v->n = (uint32_t)c->num_members;

@@ -30,11 +30,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-static struct chip_window_req
-lazy_req(const strata_worker *w, const struct strata_global_view *v, uint32_t r)
+static struct chip_window_req lazy_req(const struct strata_global_view *v,
+                                       uint32_t r)
 {
-    return gwin_req(gdhost_state(w)->cluster_id, v->domain_id, r, v->n,
-                    v->window_size);
+    return gwin_req(v->cluster_id, v->domain_id, r, v->n, v->window_size);
 }
 
 /* Whether some member of lazy view v may have created a window: it began
@@ -97,7 +96,7 @@ static void unlink_page(const strata_worker *w,
                         const struct strata_global_view *v)
 {
     struct chip_window_req req =
-        gwin_req(gdhost_state(w)->cluster_id, v->domain_id, 0, v->n, 0);
+        gwin_req(v->cluster_id, v->domain_id, 0, v->n, 0);
     char page[CHIP_WINDOW_HANDLE_MAX];
 
     if (chip_domain_ctl_name(gdhost_ops(w), &req, page, sizeof(page)))
@@ -110,22 +109,22 @@ static void unlink_page(const strata_worker *w,
 void gnode_lazy_unlink(const strata_worker *w,
                        const struct strata_global_view *v)
 {
-    gwin_unlink_all(gdhost_ops(w), gdhost_state(w)->cluster_id, v->domain_id,
-                    v->n, v->window_size);
+    gwin_unlink_all(gdhost_ops(w), v->cluster_id, v->domain_id, v->n,
+                    v->window_size);
 }
 
 /* Makes v lazy when it can be: the backend has host windows, the exchange
  * is not forced, the ADOPT frame can say it all, and the range has room. */
 void gnode_lazy_begin(strata_worker *w, struct strata_global_view *v)
 {
-    int64_t l4 = (int64_t)(gdhost_state(w)->cluster_id >> 32);
+    int64_t l4 = (int64_t)(v->cluster_id >> 32);
     uint64_t map, base = 0;
     bool have;
 
     /* The ADOPT frame names the L4's pid as the windows' creator. */
     /* gnode.lazy: as if the range were full (tests). */
     if (domain_exchange_forced() || BASE_FAULT("gnode.lazy") ||
-        (uint32_t)gdhost_state(w)->cluster_id == 0 || l4 <= 0 ||
+        (uint32_t)v->cluster_id == 0 || l4 <= 0 ||
         l4 >= (int64_t)1 << (64 - MBX_ADOPT_CREATOR_SHIFT))
         return;
     map = domain_adopt_mapping(gdhost_ops(w), v->window_size, v->n);
@@ -154,7 +153,7 @@ strata_err gnode_lazy_prepare(strata_worker *w, struct strata_global_view *v,
     strata_err err = STRATA_OK;
 
     for (uint32_t i = 0; i < v->nlocal && !err; i++) {
-        struct chip_window_req req = lazy_req(w, v, v->ranks[i]);
+        struct chip_window_req req = lazy_req(v, v->ranks[i]);
 
         err = orch_chip_check(gdhost_sched(w), v->eps[i]);
         if (!err)
@@ -180,7 +179,7 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
         return base_fail(STRATA_EIO, "fault point gnode.import");
     for (uint32_t r = 0; r < v->n; r++) {
         const struct wire_descriptor *d = &c->descriptors[r];
-        struct chip_window_req req = lazy_req(w, v, r);
+        struct chip_window_req req = lazy_req(v, r);
 
         gdhost_ops(w)->host_window_name(&req, want, sizeof(want));
         if (d->mapping_size != v->mapping_size || strcmp(d->handle, want) != 0)
@@ -197,12 +196,11 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
      * it before PREPARE_EXPORT where it shares this host; where not, the
      * first node to get here makes it. */
     v->watched = true;
-    err = gwin_make(gdhost_ops(w), gdhost_state(w)->cluster_id, v->domain_id,
-                    v->n, &v->made_page);
+    err = gwin_make(gdhost_ops(w), v->cluster_id, v->domain_id, v->n,
+                    &v->made_page);
     for (uint32_t i = 0; i < v->nlocal && !err; i++)
-        err = gwin_watch(gdhost_sched(w), gdhost_ops(w),
-                         gdhost_state(w)->cluster_id, v->domain_id, v->n,
-                         v->name, v->eps[i], v->ranks[i]);
+        err = gwin_watch(gdhost_sched(w), gdhost_ops(w), v->cluster_id,
+                         v->domain_id, v->n, v->name, v->eps[i], v->ranks[i]);
     if (err)
         return err;
     gjournal_add(w, v);
@@ -217,10 +215,8 @@ strata_err gnode_lazy_import(strata_worker *w, struct strata_global_view *v,
         memset(a, 0, sizeof(*a));
         a->op = MBX_CTL_WINDOW_ADOPT;
         a->arg[0] = GLOBAL_ALLOC_TAG | v->domain_id;
-        a->arg[1] = mbx_adopt_arg1(v->ranks[i], v->n,
-                                   (uint32_t)gdhost_state(w)->cluster_id);
-        a->arg[2] =
-            mbx_adopt_arg2(v->mapping_size, gdhost_state(w)->cluster_id >> 32);
+        a->arg[1] = mbx_adopt_arg1(v->ranks[i], v->n, (uint32_t)v->cluster_id);
+        a->arg[2] = mbx_adopt_arg2(v->mapping_size, v->cluster_id >> 32);
         a->arg[3] = v->va_start;
         /* Nothing waits for it but the member's next task (same FIFO). */
         a->quiet = true;

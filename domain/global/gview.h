@@ -20,6 +20,9 @@ enum view_state {
 
 struct strata_global_view {
     uint64_t domain_id;
+    /* The cluster id of COMM_INIT when it was prepared: its names are
+     * made and dropped after this one, whatever a later COMM_INIT says. */
+    uint64_t cluster_id;
     uint64_t generation;
     char name[STRATA_DOMAIN_NAME_MAX];
     uint32_t n; /* ranks in the domain */

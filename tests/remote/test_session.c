@@ -1017,6 +1017,72 @@ static void test_session_domain_cmds_in_order(void **state)
     idle_after(&plain, &before);
 }
 
+static void send_comm_init(struct peer *p, uint64_t req, uint64_t cid)
+{
+    static const uint32_t ranks[1] = {0};
+    struct wire_msg m = {.type = WIRE_MSG_COMM_INIT};
+
+    m.u.comm_init.request_id = req;
+    m.u.comm_init.version = WIRE_COMM_INIT_VERSION;
+    m.u.comm_init.cluster_id = cid;
+    m.u.comm_init.node_count = 1;
+    m.u.comm_init.global_device_ranks = ranks;
+    m.u.comm_init.num_ranks = 1;
+    m.u.comm_init.profile = "sim";
+    peer_send(p, &m);
+}
+
+/* A domain made, written into (its member creates the window, named
+ * after the cluster id), then a second COMM_INIT with another cluster id
+ * before the session ends: the domain's names are still dropped, those
+ * it was made under (a hostile peer left them behind this way). */
+static void test_session_comm_init_again_names_dropped(void **state)
+{
+    static const uint8_t phases[3] = {WIRE_PHASE_PREPARE_EXPORT,
+                                      WIRE_PHASE_IMPORT, WIRE_PHASE_COMMIT};
+    static const uint8_t bytes[8] = "written";
+    uint64_t cid = (uint64_t)(uint32_t)getpid() << 32 | 0x5eed0002u;
+    struct wire_msg m = {.type = WIRE_MSG_CONTROL};
+    testutil_snapshot before;
+    struct wire_buf b;
+    struct peer p;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    send_comm_init(&p, 1, cid);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    for (int ph = 0; ph < 3; ph++) {
+        struct wire_msg r;
+
+        wire_buf_init(&b);
+        pack_domain_cmd(&b, 2 + (uint64_t)ph, phases[ph], 9, cid);
+        assert_true(testutil_write_full(p.fd, b.data, b.len));
+        wire_buf_fini(&b);
+        assert_true(peer_recv(&p, &r));
+        assert_int_equal(r.type, WIRE_MSG_DOMAIN_REPLY);
+        assert_int_equal(r.u.domain_reply.error, STRATA_OK);
+        wire_msg_free(&r);
+    }
+    m.u.control.request_id = 5;
+    m.u.control.op = WIRE_CTRL_WINDOW_WRITE;
+    m.u.control.operands.present =
+        WIRE_OPND_BIT(WIRE_OPND_DOMAIN_ID) | WIRE_OPND_BIT(WIRE_OPND_RANK) |
+        WIRE_OPND_BIT(WIRE_OPND_OFFSET) | WIRE_OPND_BIT(WIRE_OPND_NBYTES) |
+        WIRE_OPND_BIT(WIRE_OPND_DATA);
+    m.u.control.operands.domain_id = 9;
+    m.u.control.operands.nbytes = sizeof(bytes);
+    m.u.control.operands.data = bytes;
+    m.u.control.operands.data_len = sizeof(bytes);
+    peer_send(&p, &m);
+    assert_int_equal(expect_reply(&p, 5, NULL, 0), STRATA_OK);
+    send_comm_init(&p, 6, cid + 1);
+    assert_int_equal(expect_reply(&p, 6, NULL, 0), STRATA_OK);
+    peer_close(&p);
+    idle_after(&plain, &before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1033,6 +1099,7 @@ int main(void)
         cmocka_unit_test(test_session_slow_start_not_dead),
         cmocka_unit_test(test_session_nothing_after_its_end),
         cmocka_unit_test(test_session_domain_cmds_in_order),
+        cmocka_unit_test(test_session_comm_init_again_names_dropped),
     };
 
     rk_filter_from_env();
