@@ -928,6 +928,32 @@ static void test_session_nothing_after_its_end(void **state)
     testutil_assert_clean(&before);
 }
 
+/* COMM_INIT for the raw peer as L4 of cluster id cid, one chip. */
+static void pack_comm_init(struct wire_buf *b, uint64_t req, uint64_t cid)
+{
+    static const uint32_t ranks[1] = {0};
+    struct wire_msg m = {.type = WIRE_MSG_COMM_INIT};
+
+    m.u.comm_init.request_id = req;
+    m.u.comm_init.version = WIRE_COMM_INIT_VERSION;
+    m.u.comm_init.cluster_id = cid;
+    m.u.comm_init.node_count = 1;
+    m.u.comm_init.global_device_ranks = ranks;
+    m.u.comm_init.num_ranks = 1;
+    m.u.comm_init.profile = "sim";
+    assert_int_equal(wire_msg_pack(&m, b), STRATA_OK);
+}
+
+static void send_comm_init(struct peer *p, uint64_t req, uint64_t cid)
+{
+    struct wire_buf b;
+
+    wire_buf_init(&b);
+    pack_comm_init(&b, req, cid);
+    assert_true(testutil_write_full(p->fd, b.data, b.len));
+    wire_buf_fini(&b);
+}
+
 /* One DOMAIN_CMD of domain id for the raw peer as L4 (cluster id cid):
  * member 0 is chip 0 of node 0; IMPORT and COMMIT name the window as a
  * node that maps lazily does. */
@@ -972,9 +998,8 @@ static void test_session_domain_cmds_in_order(void **state)
     static const uint8_t phases[4] = {WIRE_PHASE_PREPARE_EXPORT,
                                       WIRE_PHASE_IMPORT, WIRE_PHASE_COMMIT,
                                       WIRE_PHASE_ABORT};
-    static const uint32_t ranks[1] = {0};
     uint64_t cid = (uint64_t)(uint32_t)getpid() << 32 | 0x5eed0001u;
-    struct wire_msg m = {.type = WIRE_MSG_COMM_INIT}, r;
+    struct wire_msg r;
     testutil_snapshot before;
     struct wire_buf b;
     struct peer p;
@@ -983,15 +1008,8 @@ static void test_session_domain_cmds_in_order(void **state)
     testutil_snapshot_take(&before);
     peer_connect(&p, &plain);
     assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
-    m.u.comm_init.request_id = 1;
-    m.u.comm_init.version = WIRE_COMM_INIT_VERSION;
-    m.u.comm_init.cluster_id = cid;
-    m.u.comm_init.node_count = 1;
-    m.u.comm_init.global_device_ranks = ranks;
-    m.u.comm_init.num_ranks = 1;
-    m.u.comm_init.profile = "sim";
     wire_buf_init(&b);
-    assert_int_equal(wire_msg_pack(&m, &b), STRATA_OK);
+    pack_comm_init(&b, 1, cid);
     for (uint64_t k = 0; k < N; k++)
         for (int ph = 0; ph < 4; ph++)
             pack_domain_cmd(&b, 2 + 4 * k + (uint64_t)ph, phases[ph], 1 + k,
@@ -1015,21 +1033,6 @@ static void test_session_domain_cmds_in_order(void **state)
     }
     peer_close(&p);
     idle_after(&plain, &before);
-}
-
-static void send_comm_init(struct peer *p, uint64_t req, uint64_t cid)
-{
-    static const uint32_t ranks[1] = {0};
-    struct wire_msg m = {.type = WIRE_MSG_COMM_INIT};
-
-    m.u.comm_init.request_id = req;
-    m.u.comm_init.version = WIRE_COMM_INIT_VERSION;
-    m.u.comm_init.cluster_id = cid;
-    m.u.comm_init.node_count = 1;
-    m.u.comm_init.global_device_ranks = ranks;
-    m.u.comm_init.num_ranks = 1;
-    m.u.comm_init.profile = "sim";
-    peer_send(p, &m);
 }
 
 /* A domain made, written into (its member creates the window, named
