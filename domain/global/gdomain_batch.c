@@ -30,6 +30,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The commands of a transaction sent at once, in order. */
+static const uint8_t phases[GDOMAIN_BATCH] = {
+    WIRE_PHASE_PREPARE_EXPORT, WIRE_PHASE_IMPORT, WIRE_PHASE_COMMIT};
+
 /* The sim backend's ops and the mapping size every lazy node gives each
  * rank, or NULL where windows cannot be predicted. */
 static const struct chip_backend_ops *predictor(struct strata_global_domain *g,
@@ -118,8 +122,6 @@ static void predict_table(struct strata_global_domain *g,
  * consecutive request ids from *first. */
 static strata_err pack(struct strata_global_domain *g, uint64_t *first)
 {
-    static const uint8_t phases[GDOMAIN_BATCH] = {
-        WIRE_PHASE_PREPARE_EXPORT, WIRE_PHASE_IMPORT, WIRE_PHASE_COMMIT};
     struct wire_domain_cmd c[GDOMAIN_BATCH];
 
     *first = gdhost_request_ids(GDOMAIN_BATCH);
@@ -162,8 +164,6 @@ static strata_err reply_frame(struct strata_global_domain *g, uint32_t i,
 /* Every node's reply to phase k, in node order. */
 static strata_err check_phase(struct strata_global_domain *g, uint32_t k)
 {
-    static const uint8_t phases[GDOMAIN_BATCH] = {
-        WIRE_PHASE_PREPARE_EXPORT, WIRE_PHASE_IMPORT, WIRE_PHASE_COMMIT};
     strata_err err = STRATA_OK;
 
     for (uint32_t i = 0; i < g->num_nodes && !err; i++) {
