@@ -136,6 +136,10 @@ static void *killer_main(void *arg)
     double deadline = -1.0, next_scan = 0.0;
     bool done = k->plan.kind == CHAOS_KILL_NONE;
 
+    pthread_mutex_lock(&k->mu);
+    k->running = true;
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
     for (;;) {
         enum chaos_phase ph;
         double pt, now = testutil_now(), wake;
@@ -194,6 +198,14 @@ int chaos_killer_start(struct chaos_killer *k, const struct chaos_plan *p,
         pthread_mutex_destroy(&k->mu);
         return -1;
     }
+    /* Not a moment before the thread runs its own code: under ASan a new
+     * thread allocates as it starts (its stack bounds, with realloc), and
+     * a node forked meanwhile inherits the allocator's lock held, so its
+     * own first thread hangs (seen once in CI, iteration 91). */
+    pthread_mutex_lock(&k->mu);
+    while (!k->running)
+        pthread_cond_wait(&k->cv, &k->mu);
+    pthread_mutex_unlock(&k->mu);
     return 0;
 }
 

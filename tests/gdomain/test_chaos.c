@@ -101,12 +101,13 @@ static unsigned outcome[CHAOS_KINDS][3]; /* ok, documented error, no kill */
 /* The watchdog: an iteration past chaos_cfg.hang_s is a hang. */
 static struct {
     pthread_mutex_t mu;
+    pthread_cond_t cv; /* running was set */
     pthread_t thread;
-    bool stop, active, slow; /* slow: the tree was printed */
+    bool running, stop, active, slow; /* slow: the tree was printed */
     double start;
     long iteration;
     char plan[160];
-} dog = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} dog = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* ---- failures --------------------------------------------------------------
  */
@@ -628,6 +629,10 @@ static void hang_cleanup(void)
 static void *dog_main(void *arg)
 {
     (void)arg;
+    pthread_mutex_lock(&dog.mu);
+    dog.running = true;
+    pthread_cond_broadcast(&dog.cv);
+    pthread_mutex_unlock(&dog.mu);
     for (;;) {
         bool hang, slow;
         long i;
@@ -683,7 +688,14 @@ static void test_chaos_kills_end_in_success_or_documented_errors(void **state)
     fflush(stdout);
     testutil_snapshot_take(&before);
     dog.stop = false;
+    dog.running = false;
     assert_int_equal(pthread_create(&dog.thread, NULL, dog_main, NULL), 0);
+    /* The first fork waits for the thread to be running: see
+     * chaos_killer_start. */
+    pthread_mutex_lock(&dog.mu);
+    while (!dog.running)
+        pthread_cond_wait(&dog.cv, &dog.mu);
+    pthread_mutex_unlock(&dog.mu);
     t0 = testutil_now();
     for (long i = chaos_cfg.only >= 0 ? chaos_cfg.only : 0;; i++) {
         if (chaos_cfg.only >= 0 ? i > chaos_cfg.only
