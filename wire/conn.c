@@ -17,10 +17,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 struct wire_conn {
     struct bufferevent *bev;
@@ -538,10 +540,54 @@ void wire_conn_block_sigpipe(void)
     pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 }
 
+/* Frames up to this size go to the socket in the sending thread when
+ * nothing is queued before them (write_through). */
+#define THROUGH_MAX_BYTES ((size_t)64 << 10)
+
+/* How many of len bytes reached the socket now, in this thread (the
+ * bufferevent locked, its output empty); the rest goes through the
+ * output buffer as before. libevent 2.1 writes a bufferevent's output
+ * only on the loop's next pass (two epoll_ctl and an epoll_wait later,
+ * after whatever else the turn does): a reply, a posted task, each
+ * message of a round trip waited for that pass on both sides.
+ *
+ * TLS: a record that SSL_write could not send whole stays inside the SSL
+ * object, which then wants the same bytes again, at least as many, first
+ * in line: they are queued whole (one chain of at most THROUGH_MAX_BYTES,
+ * so libevent's next SSL_write passes them all), so 0 is returned. */
+static size_t write_through(struct wire_conn *c, const void *frames, size_t len)
+{
+    SSL *ssl;
+    ssize_t n;
+    int r;
+
+    if (len > THROUGH_MAX_BYTES || (c->connecting && !c->up) ||
+        evbuffer_get_length(bufferevent_get_output(c->bev)) != 0)
+        return 0;
+    if (!c->tls) {
+        n = send(bufferevent_getfd(c->bev), frames, len,
+                 MSG_NOSIGNAL | MSG_DONTWAIT);
+        return n > 0 ? (size_t)n : 0;
+    }
+    ssl = bufferevent_openssl_get_ssl(c->bev);
+    /* Not during a handshake, nor while OpenSSL itself waits to write
+     * (a read that must answer, a record half sent). */
+    if (!ssl || !SSL_is_init_finished(ssl) || SSL_want_write(ssl))
+        return 0;
+    ERR_clear_error();
+    r = SSL_write(ssl, frames, (int)len);
+    if (r > 0)
+        return (size_t)r;
+    /* A failed connection: libevent's own write or read reports it. */
+    ERR_clear_error();
+    return 0;
+}
+
 strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len)
 {
     strata_err err = STRATA_OK;
     struct quiet_pipe q;
+    size_t done;
 
     quiet_pipe_begin(&q);
     /* Task threads send while the loop thread may be closing: the
@@ -549,7 +595,9 @@ strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len)
     bufferevent_lock(c->bev);
     if (c->failed || c->closing)
         err = base_fail(STRATA_EPEER, "connection to %s is closed", c->peer);
-    else if (bufferevent_write(c->bev, frames, len) != 0)
+    else if ((done = write_through(c, frames, len)) < len &&
+             bufferevent_write(c->bev, (const uint8_t *)frames + done,
+                               len - done) != 0)
         err = base_fail(STRATA_ENOMEM, "cannot queue %zu bytes to %s", len,
                         c->peer);
     trace_frame(err ? 0 : len, true, 0);
