@@ -168,6 +168,7 @@ strata_err orch_control_post(struct orch_sched *s, strata_orch *o, int ep,
     err = orch_check_args(s, a, ep);
     if (err)
         return err;
+    orch_kicks_begin(s);
     pthread_mutex_lock(&s->mu);
     if (!a) {
         err = orch_control_post_locked(s, o ? o->run : NULL, ep, c);
@@ -193,6 +194,7 @@ out:
     if (!err)
         orch_settle(s);
     pthread_mutex_unlock(&s->mu);
+    orch_kicks_end(s);
     return err;
 }
 

@@ -90,7 +90,7 @@ static void post(struct orch_sched *s, struct orch_endpoint *ep,
         mbx_post(ep->mbx);
         ep->quiet = false;
     }
-    if (ep->notify_fd >= 0) {
+    if (ep->notify_fd >= 0 && !orch_kick_later(s, ep)) {
         uint64_t one = 1;
 
         /* A remote node's connection thread sends what was posted. */

@@ -267,6 +267,12 @@ void orch_deps_plan_free(struct orch_sched *s, struct dep_plan *p);
 void orch_deps_mark_failed(struct orch_task *t, uint64_t run_id);
 /* Finishes poisoned tasks queued on the work list, then dispatches. */
 void orch_settle(struct orch_sched *s);
+/* Kicks (kick.c): between begin and end, this thread's posts to an
+ * endpoint with a kick send nothing yet (orch_kick_later is true); end,
+ * called without the scheduler lock, kicks each once. */
+void orch_kicks_begin(const struct orch_sched *s);
+bool orch_kick_later(const struct orch_sched *s, struct orch_endpoint *ep);
+void orch_kicks_end(const struct orch_sched *s);
 
 /* dispatch.c */
 void orch_make_ready(struct orch_sched *s, struct orch_task *t);

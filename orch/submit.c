@@ -203,6 +203,7 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
         err = mem_hold(s, &a, 1);
     if (err)
         return err;
+    orch_kicks_begin(s);
     pthread_mutex_lock(&s->mu);
     err = prepare_task(s, o, c, a, ep, &t, &plan);
     if (!err) {
@@ -212,6 +213,7 @@ static strata_err submit_one(strata_orch *o, strata_callable c,
         s->trace_at = 0;
     }
     pthread_mutex_unlock(&s->mu);
+    orch_kicks_end(s);
     mem_unhold(s, &a, 1);
     return err;
 }
@@ -309,6 +311,7 @@ strata_err strata_orch_submit_next_level_group(strata_orch *o,
     err = mem_hold(s, a, n);
     if (err)
         goto out;
+    orch_kicks_begin(s);
     pthread_mutex_lock(&s->mu);
     /* Plan every member before committing any, so the group goes in whole
      * or not at all, and members never depend on each other. */
@@ -336,6 +339,7 @@ strata_err strata_orch_submit_next_level_group(strata_orch *o,
         s->trace_at = 0;
     }
     pthread_mutex_unlock(&s->mu);
+    orch_kicks_end(s);
     mem_unhold(s, a, n);
 out:
     base_free(g);

@@ -606,6 +606,16 @@ strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len)
     return err;
 }
 
+void wire_conn_lock(struct wire_conn *c)
+{
+    bufferevent_lock(c->bev);
+}
+
+void wire_conn_unlock(struct wire_conn *c)
+{
+    bufferevent_unlock(c->bev);
+}
+
 void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg)
 {
     struct wire_goodbye g = {.reason = (strata_err)reason,

@@ -57,6 +57,16 @@ uint64_t worker_node_tasks_sent(const strata_worker *w, int id)
     return r ? __atomic_load_n(&r->tasks_sent, __ATOMIC_RELAXED) : 0;
 }
 
+uint64_t worker_node_frames_kicked(const strata_worker *w, int id)
+{
+    const struct remote_node *r;
+
+    if (!w || id < 0 || (size_t)id >= w->num_nodes)
+        return 0;
+    r = w->nodes[id].remote;
+    return r ? __atomic_load_n(&r->kicked, __ATOMIC_RELAXED) : 0;
+}
+
 bool mpidomain_whole_group(const strata_worker *w, const int *nodes, uint32_t n)
 {
     const struct mpi_group *g = NULL;

@@ -8,7 +8,6 @@
 #include "remote.h"
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "base/cpu.h"
 #include "base/err.h"
 #include "base/futex.h"
 #include "base/log.h"
@@ -17,7 +16,6 @@
 #include <event2/thread.h>
 #include <netdb.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -252,78 +250,42 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
         LOG_DEBUG("notify read: %s", strerror(errno));
+    wire_conn_lock(r->conn);
     send_posted(r);
+    wire_conn_unlock(r->conn);
 }
-
-/* Right after the last outstanding completion the caller often posts its
- * next frame within microseconds: look for it briefly (the STRATA_SPIN
- * budget) before going back to the loop, whose wake-up through the
- * eventfd costs more. Every remote node of the worker shares this thread,
- * so only when none of them has a request out: a node that still owes an
- * answer would otherwise wait out the linger unread (a global domain's
- * phase over two remote nodes took 200 us instead of one round trip), and
- * the loop has work coming anyway. A request out for longer than ten
- * lingers is a long task, though: its answer may wait out one linger
- * (a tenth of its time at most), and posts to the other nodes (an MPI
- * group's other ranks) keep the fast path while one node computes. */
-#define LINGER_LONG_NS                                                         \
-    ((uint64_t)base_spin_budget() * BASE_SPIN_NS_PER_SPIN * 10)
 
 static bool live(const struct remote_node *o)
 {
     return o && o->ep && o->conn && o->ready && !o->lost;
 }
 
-/* A request sent less than a long task's time ago is still out. */
-static bool any_outstanding(const strata_worker *w)
+/* A thread that posted to this node sends it now, itself (orch/kick.c),
+ * holding the connection's lock like the connection thread's callbacks:
+ * the round trip needs no wake-up of the connection thread to start.
+ * Called without the scheduler's lock. A node not up (or lost) is left
+ * to the connection thread, as before kicks. */
+void remote_kick(void *arg)
 {
-    uint64_t now = base_now_ns();
+    struct remote_node *r = arg;
+    uint64_t one = 1;
+    bool sent = false;
 
-    for (size_t i = 0; i < w->num_nodes; i++) {
-        const struct remote_node *o = w->nodes[i].remote;
+    /* conn is set before the node is ready and freed only at remote_stop,
+     * after every run: a post implies a worker that is up. */
+    if (r->conn) {
+        wire_conn_lock(r->conn);
+        if (live(r)) {
+            uint32_t from = r->sent;
 
-        if (!live(o))
-            continue;
-        for (uint32_t k = o->ep->mbx->h.tail; k != o->sent; k++)
-            if (!o->done[k % MBX_RING] &&
-                now - o->sent_ns[k % MBX_RING] < LINGER_LONG_NS)
-                return true;
+            send_posted(r);
+            __atomic_add_fetch(&r->kicked, r->sent - from, __ATOMIC_RELAXED);
+            sent = true;
+        }
+        wire_conn_unlock(r->conn);
     }
-    return false;
-}
-
-static bool any_posted(void *arg)
-{
-    const strata_worker *w = arg;
-
-    for (size_t i = 0; i < w->num_nodes; i++) {
-        const struct remote_node *o = w->nodes[i].remote;
-
-        /* Only this thread loses a node, so none is lost meanwhile. */
-        if (live(o) &&
-            o->sent != __atomic_load_n(&o->ep->mbx->h.head, __ATOMIC_ACQUIRE))
-            return true;
-    }
-    return false;
-}
-
-static void linger(struct remote_node *r)
-{
-    strata_worker *w = r->w;
-
-    /* On a machine with more runnable threads than CPUs the poster may
-     * not run before this thread's spin and yields are over, and each
-     * yield hands the CPU to another busy thread for a time slice: the
-     * round trip took 3-5 ms there instead of ~0.1 ms (bench/
-     * remote_dispatch --busy). Back to the loop at once. */
-    if (base_cpu_oversubscribed() || any_outstanding(w))
-        return;
-    /* Pauses, then a yield per look: the poster may share this CPU. */
-    if (!base_spin_until(any_posted, w, base_spin_budget()))
-        return;
-    for (size_t i = 0; i < w->num_nodes; i++)
-        if (live(w->nodes[i].remote))
-            send_posted(w->nodes[i].remote);
+    if (!sent && write(r->ep->notify_fd, &one, sizeof(one)) < 0)
+        LOG_WARN("cannot notify the connection of %s", r->endpoint);
 }
 
 /* Frames complete in any order; the ring's tail advances in order. */
@@ -362,8 +324,12 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
      * frame was posted, so the scheduler exists (a reply to nothing, or
      * one before the scheduler started, finishes nothing). */
     if (matched) {
+        /* The caller this wakes may kick this connection at once: it need
+         * not wait for the lock while the scheduler finishes the task
+         * (nothing of r is touched past here; on_msg returns next). */
+        wire_conn_unlock(r->conn);
         orch_harvest_now(r->w->sched);
-        linger(r);
+        wire_conn_lock(r->conn);
     }
 }
 
@@ -559,6 +525,34 @@ void remote_lose(struct remote_node *r, strata_err err, const char *why)
     lose(r, err, why);
 }
 
+/* One node's heartbeat tick (its connection locked: a kick may lose the
+ * node meanwhile, in another thread). */
+static void tick(struct remote_node *r)
+{
+    struct wire_msg m = {.type = WIRE_MSG_HEARTBEAT};
+
+    if (r->lost || r->closed)
+        return;
+    if (!r->ready && base_now_ns() > r->deadline) {
+        lose(r, STRATA_ETIMEDOUT,
+             "no HELLO_REPLY within the start-up "
+             "deadline");
+        return;
+    }
+    /* No frame may precede HELLO: while TCP and TLS are still coming up
+     * (a busy or stalled node), only the start-up deadline runs. From
+     * HELLO on, the node heartbeats while its chips start. */
+    if (!r->hello_sent)
+        return;
+    if (wire_conn_idle_s(r->conn) > PEER_SILENT_S) {
+        lose(r, STRATA_EPEER, "silent for 10 s (no heartbeat)");
+        return;
+    }
+    m.u.heartbeat.seq = ++r->hb_seq;
+    m.u.heartbeat.time_ns = base_now_ns();
+    send_msg(r, &m);
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     strata_worker *w = arg;
@@ -567,28 +561,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     (void)what;
     for (size_t i = 0; i < w->num_nodes; i++) {
         struct remote_node *r = w->nodes[i].remote;
-        struct wire_msg m = {.type = WIRE_MSG_HEARTBEAT};
 
-        if (!r || r->lost || r->closed || !r->conn)
+        if (!r || !r->conn)
             continue;
-        if (!r->ready && base_now_ns() > r->deadline) {
-            lose(r, STRATA_ETIMEDOUT,
-                 "no HELLO_REPLY within the start-up "
-                 "deadline");
-            continue;
-        }
-        /* No frame may precede HELLO: while TCP and TLS are still coming
-         * up (a busy or stalled node), only the start-up deadline runs.
-         * From HELLO on, the node heartbeats while its chips start. */
-        if (!r->hello_sent)
-            continue;
-        if (wire_conn_idle_s(r->conn) > PEER_SILENT_S) {
-            lose(r, STRATA_EPEER, "silent for 10 s (no heartbeat)");
-            continue;
-        }
-        m.u.heartbeat.seq = ++r->hb_seq;
-        m.u.heartbeat.time_ns = base_now_ns();
-        send_msg(r, &m);
+        wire_conn_lock(r->conn);
+        tick(r);
+        wire_conn_unlock(r->conn);
     }
 }
 
@@ -790,10 +768,14 @@ static void close_all(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < w->num_nodes; i++) {
         struct remote_node *r = w->nodes[i].remote;
 
-        if (r && r->conn && !r->lost && !r->closed) {
+        if (!r || !r->conn)
+            continue;
+        wire_conn_lock(r->conn);
+        if (!r->lost && !r->closed) {
             r->closed = true;
             wire_conn_close(r->conn, STRATA_OK, "parent closing");
         }
+        wire_conn_unlock(r->conn);
     }
     event_base_loopexit(w->net->base, &(struct timeval){0, 200000});
 }

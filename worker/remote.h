@@ -44,6 +44,7 @@ struct remote_node {
      * boot "" when the node did not say (an older strata-node) */
     struct base_host_id host_id;
     uint64_t tasks_sent; /* TASK frames (atomic; tests and benchmarks) */
+    uint64_t kicked;     /* frames a posting thread sent itself (atomic) */
     bool closed;
     char why[STRATA_ERRMSG_MAX];
     uint64_t deadline;
@@ -96,6 +97,8 @@ strata_err remote_attach(struct remote_node *r, struct event_base *base,
                          SSL *ssl, int fd, const char *peer);
 /* Reports r lost (or failed to start) with why. On the connection thread. */
 void remote_lose(struct remote_node *r, strata_err err, const char *why);
+/* The endpoint's kick (orch_endpoint.kick): sends what was posted to r. */
+void remote_kick(void *arg);
 
 /* mpigroup.c: the groups of w (found through their ranks' nodes). */
 /* Draws the key, opens the listener and starts mpirun for every group,

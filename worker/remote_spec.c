@@ -158,6 +158,8 @@ strata_err remote_endpoint_init(strata_worker *w, size_t index)
     ep->pid = 0;
     ep->pidfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     ep->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ep->kick = remote_kick;
+    ep->kick_arg = r;
     if (ep->pidfd < 0 || ep->notify_fd < 0)
         return base_fail_errno(errno, "eventfd for remote node %zu", index);
     for (unsigned i = 0; i < MBX_RING; i++) {

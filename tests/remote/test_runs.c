@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "remote_kit.h"
+#include "worker/mpidomain_stats.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -450,6 +451,33 @@ static void test_remote_runs_bad_specs_einval(void **state)
     testutil_assert_clean(&before);
 }
 
+/* A task submitted from an orch fn goes out from the submitting thread
+ * itself (a kick), without waking the connection thread: every one of
+ * 20 runs' tasks, unless the connection thread happened to send it
+ * first (it may, for a post of its own, in between). */
+static void test_remote_runs_submitting_thread_sends_its_task(void **state)
+{
+    static const int node0[] = {0};
+    strata_remote_spec s;
+    strata_worker *w = NULL;
+    uint64_t kicked, sent;
+
+    (void)state;
+    rk_spec(&s, &node, 2);
+    it_ok(rk_l4_start(0, &s, 1, &w));
+    kicked = worker_node_frames_kicked(w, 0);
+    sent = worker_node_tasks_sent(w, 0);
+    for (uint32_t r = 0; r < 20; r++)
+        it_ok(rk_add_run(w, node0, 1, 64, r));
+    sent = worker_node_tasks_sent(w, 0) - sent;
+    kicked = worker_node_frames_kicked(w, 0) - kicked;
+    print_message("20 runs: %llu TASK frames, %llu frames sent by kicks\n",
+                  (unsigned long long)sent, (unsigned long long)kicked);
+    assert_true(sent >= 20);
+    assert_true(kicked >= 10);
+    rk_destroy(w, STRATA_OK);
+}
+
 int main(void)
 {
     rk_filter_from_env();
@@ -460,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_remote_runs_two_parents_concurrently_ok),
         cmocka_unit_test(test_remote_runs_unknown_callable_enoent_names_digest),
         cmocka_unit_test(test_remote_runs_bad_specs_einval),
+        cmocka_unit_test(test_remote_runs_submitting_thread_sends_its_task),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -21,9 +21,14 @@ struct orch_endpoint {
     int kind; /* enum orch_ep_kind */
     int id;   /* chip id, or sub index */
     pid_t pid;
-    int pidfd;        /* -1 where pidfd_open is unavailable; for a remote node,
-                         an eventfd its connection thread writes when it is lost */
-    int notify_fd;    /* remote node: eventfd written after each post */
+    int pidfd;     /* -1 where pidfd_open is unavailable; for a remote node,
+                      an eventfd its connection thread writes when it is lost */
+    int notify_fd; /* remote node: eventfd written after each post */
+    /* Remote node: sends what was posted, in the calling thread (which
+     * holds no scheduler lock), instead of the eventfd's wake-up of the
+     * connection thread (orch_kicks_begin). NULL: the eventfd only. */
+    void (*kick)(void *arg);
+    void *kick_arg;
     const char *lost; /* remote node: why it was lost, set before pidfd */
     struct mbx *mbx;
     /* Scheduler state (under the scheduler lock). */

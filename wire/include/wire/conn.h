@@ -48,6 +48,11 @@ strata_err wire_conn_open(struct event_base *base, SSL *ssl, int fd,
 /* Queues whole frames (as the wire_*_pack functions append them).
  * Thread-safe: the connection's bufferevent is locked. */
 strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len);
+/* The connection's lock, which its callbacks (on_msg, on_state) run
+ * holding and wire_conn_send takes: state they share with another thread
+ * can live under it. Recursive. */
+void wire_conn_lock(struct wire_conn *c);
+void wire_conn_unlock(struct wire_conn *c);
 /* Blocks SIGPIPE in the calling thread for good (a thread running an event
  * loop that writes to sockets). wire_conn_send and wire_conn_close block
  * it around their own writes, so callers need not. */

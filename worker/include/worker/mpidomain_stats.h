@@ -10,5 +10,8 @@ uint64_t worker_mpi_gathers(void);
 
 /* TASK frames sent to remote node id of w so far (0 for other nodes). */
 uint64_t worker_node_tasks_sent(const strata_worker *w, int id);
+/* Frames to remote node id that the thread posting them sent itself
+ * (orch/kick.c), not the connection thread. */
+uint64_t worker_node_frames_kicked(const strata_worker *w, int id);
 
 #endif
