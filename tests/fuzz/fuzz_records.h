@@ -1,16 +1,18 @@
-/* The input format of the handler fuzz targets (fuzz_session, fuzz_gnode):
- * a sequence of records, each
+/* The input format of the handler fuzz targets (fuzz_session, fuzz_gnode,
+ * fuzz_l4_link): a sequence of records, each
  *
  *   op (1 byte) | len (2 bytes, big-endian) | payload (len bytes, fewer
  *                                              where the input ends)
  *
- * op & 0x0f in 1..12: a frame of that message type: the harness writes a
- *                     valid 12-byte header (body_len = the payload's
- *                     length) and the payload as its body, so mutations
- *                     of a body keep the framing;
- * op & 0x0f = 0, 13..15: the payload as raw bytes (a broken stream);
+ * op & 0x0f in 1..15: a frame of that message type (WIRE_MSG_TYPE_MIN..
+ *                     MAX): the harness writes a valid 12-byte header
+ *                     (body_len = the payload's length) and the payload
+ *                     as its body, so mutations of a body keep the
+ *                     framing;
+ * op & 0x0f = 0:      the payload as raw bytes (a broken stream);
  * op & 0x80:          after it, wait for the peer's next reply
- *                     (fuzz_session only);
+ *                     (fuzz_session); before it, wait until the L4 has
+ *                     been quiet a while (fuzz_l4_link);
  * op & 0x40:          handled together with the next record, as one
  *                     command of several frames (fuzz_gnode only: the
  *                     L4's whole transaction at once).

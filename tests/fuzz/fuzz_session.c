@@ -23,6 +23,7 @@
  * FUZZ_WRITE_SEEDS=DIR writes the seed corpus to DIR and exits. */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include "fuzz_domain_seeds.h"
+#include "fuzz_leaks.h"
 #include "fuzz_module.h"
 #include "fuzz_records.h"
 #include "wire/args.h"
@@ -409,92 +410,14 @@ static bool send_record(struct peer *p, const struct fuzz_record *rec)
 
 /* ---- what an input must leave behind: nothing ------------------------ */
 
-/* Open fds, not counting pipes: the sanitizers' symbolizer talks over
- * pipes it opens when libFuzzer first prints a function. */
+/* fuzz_leaks.h counts them; here a count that cannot be taken ends the
+ * run. */
 static int count_fds(void)
 {
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
+    int n = fuzz_count_fds();
 
-    if (!d)
+    if (n < 0)
         die("%s", "cannot list /proc/self/fd");
-    while ((e = readdir(d))) {
-        char path[300], to[300];
-        ssize_t len;
-
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-        len = readlink(path, to, sizeof(to) - 1);
-        to[len > 0 ? len : 0] = '\0';
-        if (strncmp(to, "pipe:", 5) != 0)
-            n++;
-    }
-    closedir(d);
-    return n;
-}
-
-/* Names of this process in /dev/shm: removed, and each one reported. */
-static int shm_leftovers(void)
-{
-    char prefix[64];
-    DIR *d = opendir("/dev/shm");
-    struct dirent *e;
-    int n = 0;
-
-    if (!d)
-        return 0;
-    snprintf(prefix, sizeof(prefix), "strata-%u-%d-", (unsigned)getuid(),
-             (int)getpid());
-    while ((e = readdir(d))) {
-        char path[300];
-
-        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-            continue;
-        fprintf(stderr, "fuzz_session: left in /dev/shm: %s\n", e->d_name);
-        snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
-        unlink(path);
-        n++;
-    }
-    closedir(d);
-    return n;
-}
-
-/* Child processes of this one, not counting the sanitizers' symbolizer
- * (started when libFuzzer prints a new function, and kept). */
-static int children(void)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    int n = 0;
-
-    while (d && (e = readdir(d))) {
-        char path[300], buf[512];
-        const char *close;
-        FILE *f;
-        int ppid = 0;
-
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-        f = fopen(path, "r");
-        if (!f)
-            continue;
-        buf[0] = '\0';
-        if (!fgets(buf, sizeof(buf), f))
-            buf[0] = '\0';
-        fclose(f);
-        /* pid (comm) state ppid ...; comm may hold spaces and parens */
-        close = strrchr(buf, ')');
-        if (!close || sscanf(close + 1, " %*c %d", &ppid) != 1 ||
-            ppid != (int)getpid())
-            continue;
-        if (!strstr(buf, "symbolizer"))
-            n++;
-    }
-    if (d)
-        closedir(d);
     return n;
 }
 
@@ -508,12 +431,12 @@ static void check_children(void)
         return;
     /* The worker waits for its children at destroy: any child still here
      * (even one that is just exiting) was not waited for. */
-    while (children() > 0 && now_s() < end) {
+    while (fuzz_children() > 0 && now_s() < end) {
         struct timespec ts = {0, 10 * 1000 * 1000};
 
         nanosleep(&ts, NULL);
     }
-    if (children() > 0)
+    if (fuzz_children() > 0)
         die("%s", "the session left a child process behind");
 }
 
@@ -603,7 +526,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     wire_buf_fini(&p.in);
     wire_buf_fini(&p.out);
     check_children();
-    if (shm_leftovers() > 0)
+    if (fuzz_shm_leftovers("fuzz_session") > 0)
         die("%s", "the session left names in /dev/shm");
     if (count_fds() != fds)
         die("%s", "the session left a file descriptor open");
