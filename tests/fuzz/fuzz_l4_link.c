@@ -55,6 +55,7 @@
 #include "domain/exchange.h"
 #include "fuzz_leaks.h"
 #include "fuzz_module.h"
+#include "fuzz_peer.h"
 #include "fuzz_records.h"
 #include "gview.h"
 
@@ -250,25 +251,12 @@ static void peer_parse(struct peer *p)
 /* Reads what the L4 sent, waiting up to ms for the first byte. */
 static void peer_pump(struct peer *p, int ms)
 {
-    struct pollfd q = {p->fd, POLLIN, 0};
+    int got = fuzz_peer_recv(p->fd, &p->in, &p->eof, ms);
 
-    if (p->eof || poll(&q, 1, ms) <= 0)
-        return;
-    for (;;) {
-        ssize_t r;
-
-        if (wire_buf_reserve(&p->in, 65536) != STRATA_OK)
-            die("%s", "out of memory");
-        r = recv(p->fd, p->in.data + p->in.len, 65536, MSG_DONTWAIT);
-        if (r > 0) {
-            p->in.len += (size_t)r;
-            continue;
-        }
-        if (r == 0 || (errno != EAGAIN && errno != EINTR))
-            p->eof = true;
-        break;
-    }
-    peer_parse(p);
+    if (got < 0)
+        die("%s", "out of memory");
+    if (got > 0)
+        peer_parse(p);
 }
 
 static void peer_write(struct peer *p, const uint8_t *d, size_t n)

@@ -1,0 +1,39 @@
+/* The handler targets' side of a socket (fuzz_session plays a parent,
+ * fuzz_l4_link a node): what the other side sent, read into a buffer. */
+#ifndef FUZZ_PEER_H
+#define FUZZ_PEER_H
+
+#include "wire/frame.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+/* Appends to in whatever fd has, waiting up to ms for the first byte;
+ * *eof once the other side closed or the socket failed. 1 when it
+ * looked (something may have come), 0 when nothing came, -1 when in
+ * cannot grow. */
+static inline int fuzz_peer_recv(int fd, struct wire_buf *in, bool *eof, int ms)
+{
+    struct pollfd q = {fd, POLLIN, 0};
+
+    if (*eof || poll(&q, 1, ms) <= 0)
+        return 0;
+    for (;;) {
+        ssize_t r;
+
+        if (wire_buf_reserve(in, 65536) != STRATA_OK)
+            return -1;
+        r = recv(fd, in->data + in->len, 65536, MSG_DONTWAIT);
+        if (r > 0) {
+            in->len += (size_t)r;
+            continue;
+        }
+        if (r == 0 || (errno != EAGAIN && errno != EINTR))
+            *eof = true;
+        return 1;
+    }
+}
+
+#endif
