@@ -497,6 +497,12 @@ static void on_state(struct wire_conn *c, strata_err err, const char *why,
         send_hello(r);
         return;
     }
+    /* Closing (remote_stop): the loop ends once every GOODBYE is out. */
+    if (r->closed && !r->shut) {
+        r->shut = true;
+        if (--r->w->net->closing == 0)
+            event_base_loopbreak(r->w->net->base);
+    }
     if (err == STRATA_OK && r->closed)
         return; /* our own orderly close */
     lose(r, err ? err : STRATA_EPEER, why);
@@ -758,13 +764,16 @@ strata_err remote_start(strata_worker *w, uint64_t deadline)
     return STRATA_OK;
 }
 
-/* On the loop: say GOODBYE everywhere, then leave once flushed. */
+/* On the loop: say GOODBYE everywhere, then leave once each is flushed
+ * (on_state), or after 200 ms: a node that takes no bytes is not waited
+ * for. */
 static void close_all(evutil_socket_t fd, short what, void *arg)
 {
     strata_worker *w = arg;
 
     (void)fd;
     (void)what;
+    w->net->closing = 1; /* not 0 while the GOODBYEs go out */
     for (size_t i = 0; i < w->num_nodes; i++) {
         struct remote_node *r = w->nodes[i].remote;
 
@@ -773,11 +782,15 @@ static void close_all(evutil_socket_t fd, short what, void *arg)
         wire_conn_lock(r->conn);
         if (!r->lost && !r->closed) {
             r->closed = true;
+            w->net->closing++;
             wire_conn_close(r->conn, STRATA_OK, "parent closing");
         }
         wire_conn_unlock(r->conn);
     }
-    event_base_loopexit(w->net->base, &(struct timeval){0, 200000});
+    if (--w->net->closing == 0)
+        event_base_loopbreak(w->net->base);
+    else
+        event_base_loopexit(w->net->base, &(struct timeval){0, 200000});
 }
 
 void remote_stop(strata_worker *w)

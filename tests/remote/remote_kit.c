@@ -341,19 +341,25 @@ struct log_want {
     const char *needle;
 };
 
+size_t rk_node_log_count(const struct rk_node *n, const char *needle)
+{
+    char line[2048];
+    size_t count = 0;
+    FILE *f = fopen(n->log, "re");
+
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        count += strstr(line, needle) != NULL;
+    fclose(f);
+    return count;
+}
+
 static bool log_has(void *arg)
 {
     struct log_want *w = arg;
-    char line[2048];
-    bool found = false;
-    FILE *f = fopen(w->n->log, "re");
 
-    if (!f)
-        return false;
-    while (!found && fgets(line, sizeof(line), f))
-        found = strstr(line, w->needle) != NULL;
-    fclose(f);
-    return found;
+    return rk_node_log_count(w->n, w->needle) > 0;
 }
 
 bool rk_node_log_has(const struct rk_node *n, const char *needle,

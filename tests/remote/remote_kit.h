@@ -102,6 +102,8 @@ bool rk_node_wait_sessions(const struct rk_node *n, size_t want,
 bool rk_node_log_has(const struct rk_node *n, const char *needle,
                      double timeout_s);
 void rk_node_print_log(const struct rk_node *n);
+/* Lines of its log that hold needle, now. */
+size_t rk_node_log_count(const struct rk_node *n, const char *needle);
 
 /* Writes 32 random bytes, hex encoded, to a new file of mode 0600. */
 int rk_write_secret(const char *path);

@@ -478,6 +478,27 @@ static void test_remote_runs_submitting_thread_sends_its_task(void **state)
     rk_destroy(w, STRATA_OK);
 }
 
+/* Destroy leaves as soon as every GOODBYE is out (not after a fixed
+ * wait): each of the L4's two sessions must still have read it, and end
+ * because of it, not because the connection went away. */
+static void test_remote_runs_destroy_every_session_reads_goodbye(void **state)
+{
+    static const char bye[] = "session ends: the parent said goodbye";
+    static const int nodes[] = {0, 1};
+    strata_remote_spec s[2];
+    strata_worker *w = NULL;
+    size_t before = rk_node_log_count(&node, bye);
+
+    (void)state;
+    rk_spec(&s[0], &node, 1);
+    rk_spec(&s[1], &node, 1);
+    it_ok(rk_l4_start(0, s, 2, &w));
+    it_ok(rk_add_run(w, nodes, 2, 64, 3));
+    rk_destroy(w, STRATA_OK);
+    assert_true(rk_node_wait_sessions(&node, 0, RK_WAIT_S));
+    assert_int_equal(rk_node_log_count(&node, bye) - before, 2);
+}
+
 int main(void)
 {
     rk_filter_from_env();
@@ -489,6 +510,7 @@ int main(void)
         cmocka_unit_test(test_remote_runs_unknown_callable_enoent_names_digest),
         cmocka_unit_test(test_remote_runs_bad_specs_einval),
         cmocka_unit_test(test_remote_runs_submitting_thread_sends_its_task),
+        cmocka_unit_test(test_remote_runs_destroy_every_session_reads_goodbye),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
