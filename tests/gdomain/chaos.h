@@ -62,7 +62,7 @@ struct chaos_killer {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC; broadcast at each phase */
     pthread_t thread;
-    bool running;           /* set by the thread once it runs its own code */
+    bool running; /* set by the thread once it runs its own code */
     enum chaos_phase phase;
     double phase_t; /* testutil_now() when phase began */
     struct chaos_plan plan;
