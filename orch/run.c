@@ -261,6 +261,8 @@ strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
     if (args && s->mem.unhold)
         s->mem.unhold(s->mem.ctx, &args, 1, true);
 
+    /* The fence's posts (a global domain's release) go out from here. */
+    orch_kicks_begin(s);
     pthread_mutex_lock(&s->mu);
     if (err)
         orch_run_record_error(r, err, "orch function failed: %s",
@@ -275,6 +277,7 @@ strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
     maybe_fence(s, r);
     orch_dispatch(s);
     pthread_mutex_unlock(&s->mu);
+    orch_kicks_end(s);
     *out = r;
     return STRATA_OK;
 }
