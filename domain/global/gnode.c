@@ -428,7 +428,16 @@ static strata_err commit(strata_worker *w, uint64_t id, bool unlink)
 {
     struct strata_global_view *v = find(w, id);
 
-    if (!v || v->state != VIEW_IMPORTED)
+    if (!v || v->state == VIEW_GONE)
+        return base_fail(STRATA_ESTATE,
+                         "COMMIT of domain %llu, which this node does not "
+                         "hold (never prepared, or aborted)",
+                         (unsigned long long)id);
+    if (v->state == VIEW_COMMITTED)
+        return base_fail(STRATA_ESTATE,
+                         "COMMIT of domain %llu, which is committed already",
+                         (unsigned long long)id);
+    if (v->state != VIEW_IMPORTED)
         return base_fail(STRATA_ESTATE, "COMMIT of domain %llu before IMPORT",
                          (unsigned long long)id);
     v->state = VIEW_COMMITTED;

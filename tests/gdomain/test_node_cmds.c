@@ -136,7 +136,13 @@ static void test_gd_node_cmds_wrong_generation_eproto(void **state)
     /* The domain itself is untouched: IMPORT, COMMIT and ABORT go on. */
     assert_int_equal(command(&n, WIRE_PHASE_IMPORT, 1, table), STRATA_OK);
     assert_int_equal(command(&n, WIRE_PHASE_COMMIT, 1, table), STRATA_OK);
+    /* A second COMMIT says what is wrong with it. */
+    assert_int_equal(command(&n, WIRE_PHASE_COMMIT, 1, table), STRATA_ESTATE);
+    gd_assert_contains(n.m.u.domain_reply.message, "committed already");
     assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_OK);
+    /* Nor is a domain it no longer holds committed. */
+    assert_int_equal(command(&n, WIRE_PHASE_COMMIT, 1, table), STRATA_ESTATE);
+    gd_assert_contains(n.m.u.domain_reply.message, "does not hold");
     /* Gone: a second ABORT finds nothing to release. */
     assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_OK);
 
