@@ -46,7 +46,6 @@ struct remote_node {
     uint64_t tasks_sent; /* TASK frames (atomic; tests and benchmarks) */
     uint64_t kicked;     /* frames a posting thread sent itself (atomic) */
     bool closed;
-    bool shut; /* closed, and its connection has ended since */
     char why[STRATA_ERRMSG_MAX];
     uint64_t deadline;
     /* an MPI rank (mpigroup.c): its connection is accepted, not dialed */
@@ -66,7 +65,6 @@ struct net {
     struct event_base *base;
     struct event *timer;
     bool started;
-    unsigned closing; /* GOODBYEs not yet flushed (close_all) */
     /* the TRACE answers still due (remote_trace_fetch) */
     pthread_mutex_t trace_mu;
     pthread_cond_t trace_cv;

@@ -485,8 +485,7 @@ static void test_remote_runs_submitting_thread_sends_its_task(void **state)
     assert_true(kicked >= 10);
 }
 
-/* Destroy leaves as soon as every GOODBYE is out (not after a fixed
- * wait): each of the L4's two sessions must still have read it, and end
+/* Each of a destroyed L4's two sessions reads its GOODBYE and ends
  * because of it, not because the connection went away. */
 static void test_remote_runs_destroy_every_session_reads_goodbye(void **state)
 {
