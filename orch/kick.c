@@ -7,9 +7,10 @@
  * The kick cannot run under the scheduler lock: the connection thread
  * takes that lock (finishing a task) while it holds the connection's, the
  * lock a kick takes to send. So posts inside a scope only note their
- * endpoint here, in this thread, and the scope's end kicks them. A post
- * outside any scope (the scheduler thread, a connection thread finishing
- * a task that releases others, the end of a run) rings the eventfd. */
+ * endpoint here, in this thread, and the scope's end kicks them. Scopes:
+ * submits, control posts and the end of an orch fn (its fence). A post
+ * outside any (the scheduler thread, a connection thread finishing a
+ * task that releases others) rings the eventfd. */
 #include "orch_int.h"
 
 #define KICKS_MAX 8 /* endpoints one scope kicks; past that, eventfds */

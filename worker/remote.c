@@ -233,7 +233,6 @@ static void send_posted(struct remote_node *r)
 
         r->req[pos] = ++r->next_req;
         r->done[pos] = false;
-        r->sent_ns[pos] = base_now_ns();
         if (f->kind == MBX_TASK)
             send_task(r, pos, f);
         else

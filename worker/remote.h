@@ -21,7 +21,7 @@ struct remote_node {
     size_t num_chips;
     size_t num_subs;
     uint32_t *ranks; /* NULL or num_chips */
-    /* runtime, on the connection thread */
+    /* runtime, under the connection's lock (its thread, or a kick) */
     strata_worker *w;
     size_t index;
     struct orch_endpoint *ep;
@@ -33,7 +33,6 @@ struct remote_node {
     bool done[MBX_RING];         /* completed, maybe not yet in order */
     uint32_t replies[MBX_RING];  /* a batch of node commands: replies in */
     strata_args *args[MBX_RING]; /* decoded args per ring position */
-    uint64_t sent_ns[MBX_RING];  /* when each was sent (base_now_ns) */
     uint64_t next_req;
     uint64_t hb_seq;
     bool hello_sent; /* nothing else goes out before it */

@@ -46,6 +46,16 @@ static void view_free(struct strata_global_view *v)
  * lookup's walk without bound. */
 #define GNODE_MAX_DOMAINS 4096
 
+/* Views of w prepared or committed (not gone). */
+static size_t live_views(strata_worker *w)
+{
+    size_t n = 0;
+
+    for (struct strata_global_view *v = gdhost_state(w)->gviews; v; v = v->next)
+        n += v->state != VIEW_GONE;
+    return n;
+}
+
 static struct strata_global_view *find(strata_worker *w, uint64_t id)
 {
     for (struct strata_global_view *v = gdhost_state(w)->gviews; v; v = v->next)
@@ -302,18 +312,11 @@ static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
     if (find(w, c->domain_id))
         return base_fail(STRATA_EEXIST, "domain %llu is already here",
                          (unsigned long long)c->domain_id);
-    {
-        size_t live = 0;
-
-        for (v = gdhost_state(w)->gviews; v; v = v->next)
-            live += v->state != VIEW_GONE;
-        v = NULL;
-        if (live >= GNODE_MAX_DOMAINS)
-            return base_fail(STRATA_EBUSY,
-                             "node %d already holds %d global domains, the "
-                             "most it keeps: release some",
-                             gdhost_state(w)->node_id, GNODE_MAX_DOMAINS);
-    }
+    if (live_views(w) >= GNODE_MAX_DOMAINS)
+        return base_fail(STRATA_EBUSY,
+                         "node %d already holds %d global domains, the most "
+                         "it keeps: release some",
+                         gdhost_state(w)->node_id, GNODE_MAX_DOMAINS);
     err = view_create(w, c, &v);
     if (err)
         return err;

@@ -954,6 +954,11 @@ static void send_comm_init(struct peer *p, uint64_t req, uint64_t cid)
     wire_buf_fini(&b);
 }
 
+/* A transaction's phases in order. */
+static const uint8_t txn_phases[4] = {WIRE_PHASE_PREPARE_EXPORT,
+                                      WIRE_PHASE_IMPORT, WIRE_PHASE_COMMIT,
+                                      WIRE_PHASE_ABORT};
+
 /* One DOMAIN_CMD of domain id for the raw peer as L4 (cluster id cid):
  * member 0 is chip 0 of node 0; IMPORT and COMMIT name the window as a
  * node that maps lazily does. */
@@ -995,9 +1000,6 @@ static void pack_domain_cmd(struct wire_buf *b, uint64_t req, uint8_t phase,
 static void test_session_domain_cmds_in_order(void **state)
 {
     enum { N = 50 };
-    static const uint8_t phases[4] = {WIRE_PHASE_PREPARE_EXPORT,
-                                      WIRE_PHASE_IMPORT, WIRE_PHASE_COMMIT,
-                                      WIRE_PHASE_ABORT};
     uint64_t cid = (uint64_t)(uint32_t)getpid() << 32 | 0x5eed0001u;
     struct wire_msg r;
     testutil_snapshot before;
@@ -1012,7 +1014,7 @@ static void test_session_domain_cmds_in_order(void **state)
     pack_comm_init(&b, 1, cid);
     for (uint64_t k = 0; k < N; k++)
         for (int ph = 0; ph < 4; ph++)
-            pack_domain_cmd(&b, 2 + 4 * k + (uint64_t)ph, phases[ph], 1 + k,
+            pack_domain_cmd(&b, 2 + 4 * k + (uint64_t)ph, txn_phases[ph], 1 + k,
                             cid);
     assert_true(testutil_write_full(p.fd, b.data, b.len));
     wire_buf_fini(&b);
@@ -1041,8 +1043,6 @@ static void test_session_domain_cmds_in_order(void **state)
  * it was made under (a hostile peer left them behind this way). */
 static void test_session_comm_init_again_names_dropped(void **state)
 {
-    static const uint8_t phases[3] = {WIRE_PHASE_PREPARE_EXPORT,
-                                      WIRE_PHASE_IMPORT, WIRE_PHASE_COMMIT};
     static const uint8_t bytes[8] = "written";
     uint64_t cid = (uint64_t)(uint32_t)getpid() << 32 | 0x5eed0002u;
     struct wire_msg m = {.type = WIRE_MSG_CONTROL};
@@ -1056,11 +1056,11 @@ static void test_session_comm_init_again_names_dropped(void **state)
     assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
     send_comm_init(&p, 1, cid);
     assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
-    for (int ph = 0; ph < 3; ph++) {
+    for (int ph = 0; ph < 3; ph++) { /* not ABORT */
         struct wire_msg r;
 
         wire_buf_init(&b);
-        pack_domain_cmd(&b, 2 + (uint64_t)ph, phases[ph], 9, cid);
+        pack_domain_cmd(&b, 2 + (uint64_t)ph, txn_phases[ph], 9, cid);
         assert_true(testutil_write_full(p.fd, b.data, b.len));
         wire_buf_fini(&b);
         assert_true(peer_recv(&p, &r));

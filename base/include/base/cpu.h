@@ -2,8 +2,6 @@
 #ifndef BASE_CPU_H
 #define BASE_CPU_H
 
-#include <stdbool.h>
-
 /* With STRATA_PIN=1 in the environment, binds the calling process, the
  * index-th of count siblings, to the index-th CPU it may run on, and
  * returns that CPU. -1, changing nothing, when STRATA_PIN is unset or 0,
@@ -11,12 +9,5 @@
  * kernel shares the cores out better than a fixed binding), or when
  * binding failed (logged). */
 int base_cpu_pin(unsigned index, unsigned count);
-
-/* Whether more threads are runnable on this machine than it has CPUs
- * online (the runnable count of /proc/loadavg), looked at again at most
- * every 20 ms per process; false if it cannot be read. A thread that
- * spins or yields to wait for another there loses a whole time slice
- * to some busy thread. Any thread. */
-bool base_cpu_oversubscribed(void);
 
 #endif
