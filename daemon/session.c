@@ -841,6 +841,6 @@ int worker_session_main(int fd, SSL *ssl, const char *peer,
     if (sfd >= 0)
         close(sfd);
     wire_conn_free(s.conn);
-    event_base_free(s.base);
+    wire_base_free(s.base);
     return s.status;
 }

@@ -644,9 +644,29 @@ void wire_conn_free(struct wire_conn *c)
         return;
     if (c->next_turn)
         event_free(c->next_turn);
-    if (c->bev)
+    if (c->bev) {
+        /* A deferred callback still queued keeps the bufferevent, and its
+         * events, alive after bufferevent_free until wire_base_free runs
+         * it: nothing of c may be reachable from them by then. */
+        bufferevent_lock(c->bev);
+        evbuffer_remove_cb(bufferevent_get_output(c->bev), on_output, c);
+        bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+        bufferevent_unlock(c->bev);
         bufferevent_free(c->bev);
+    }
     base_free(c);
+}
+
+void wire_base_free(struct event_base *base)
+{
+    if (!base)
+        return;
+    /* event_base_free cancels a deferred callback without dropping the
+     * reference it holds on its bufferevent, which then never closes its
+     * socket. A loop stopped by loopbreak or loopexit may leave one queued
+     * (CI caught the socket left behind): run the queue out first. */
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    event_base_free(base);
 }
 
 void wire_conn_set_flow(struct wire_conn *c, bool (*held)(void *arg),

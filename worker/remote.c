@@ -813,7 +813,7 @@ void remote_stop(strata_worker *w)
     if (net->timer)
         event_free(net->timer);
     if (net->base)
-        event_base_free(net->base);
+        wire_base_free(net->base);
     pthread_cond_destroy(&net->trace_cv);
     pthread_mutex_destroy(&net->trace_mu);
     base_free(net);

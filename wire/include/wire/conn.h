@@ -60,6 +60,10 @@ void wire_conn_block_sigpipe(void);
 /* Sends GOODBYE and closes once it is flushed. */
 void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg);
 void wire_conn_free(struct wire_conn *c);
+/* Frees a base whose loop has stopped, once every connection and event on
+ * it is freed. Use it, not event_base_free: a connection's last callback
+ * may still be queued there, and only running it lets its socket close. */
+void wire_base_free(struct event_base *base);
 const char *wire_conn_peer(const struct wire_conn *c);
 /* Back-pressure: the connection reads no more frames while held(arg)
  * returns true (held may be NULL) or while more than high_water bytes (0 =
