@@ -55,6 +55,30 @@ static bool test_override(struct base_host_id *out)
 }
 #endif
 
+/* The boot id cannot change while this process lives: it is read once
+ * (three system calls a global domain's allocation with remote members
+ * paid per member). No lock: a fork may come at any time, and a caller
+ * that finds the cache not ready yet reads the file itself. The host
+ * name can change, and costs one call. */
+static char boot_cache[BASE_BOOT_ID_MAX];
+static int boot_state; /* 0 empty, 1 being filled, 2 ready (atomic) */
+
+static void boot_id(char *out, size_t cap)
+{
+    int empty = 0;
+
+    if (__atomic_load_n(&boot_state, __ATOMIC_ACQUIRE) == 2) {
+        snprintf(out, cap, "%s", boot_cache);
+        return;
+    }
+    read_boot_id(out, cap);
+    if (__atomic_compare_exchange_n(&boot_state, &empty, 1, false,
+                                    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        snprintf(boot_cache, sizeof(boot_cache), "%s", out);
+        __atomic_store_n(&boot_state, 2, __ATOMIC_RELEASE);
+    }
+}
+
 void base_host_id(struct base_host_id *out)
 {
     memset(out, 0, sizeof(*out));
@@ -64,7 +88,7 @@ void base_host_id(struct base_host_id *out)
 #endif
     if (gethostname(out->name, sizeof(out->name) - 1) != 0)
         out->name[0] = '\0';
-    read_boot_id(out->boot, sizeof(out->boot));
+    boot_id(out->boot, sizeof(out->boot));
 }
 
 bool base_host_id_same(const struct base_host_id *a,
