@@ -36,6 +36,8 @@ struct wire_conn {
     bool tls;            /* TLS, not plaintext */
     bool connecting;     /* ours (wire_conn_connect), not accepted */
     bool closing;        /* we sent GOODBYE: close once flushed */
+    bool await_eof;      /* ... and once the peer has closed its end */
+    bool draining;       /* flushed: reading to the peer's end */
     uint64_t last_rx_ns; /* (atomic) a byte arrived, or the peer took
                             some of ours: it is alive */
     /* Back-pressure (wire_conn_set_flow): reads stop while held(arg) or
@@ -143,6 +145,10 @@ static void on_read(struct bufferevent *bev, void *arg)
     size_t out0 = evbuffer_get_length(bufferevent_get_output(bev));
 
     alive_now(c);
+    if (c->draining) { /* nothing the peer says now matters */
+        evbuffer_drain(in, evbuffer_get_length(in));
+        return;
+    }
     while (!c->failed && evbuffer_get_length(in) >= WIRE_FRAME_HEADER_SIZE) {
         flow_update(c);
         if (c->paused)
@@ -207,10 +213,20 @@ static void on_write(struct bufferevent *bev, void *arg)
 
     /* A deferred call may predate the last frames queued (a refusal and
      * its GOODBYE): close only once they are out. */
-    if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-        fail(c, STRATA_OK, "closed");
-    else
+    if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        if (!c->await_eof) {
+            fail(c, STRATA_OK, "closed");
+            return;
+        }
+        /* Our socket stays open until the peer's is closed: closed
+         * earlier, with bytes of the peer's unread, it would reset the
+         * connection, and the peer could lose our GOODBYE unread. */
+        c->draining = true;
+        bufferevent_disable(bev, EV_WRITE);
+        bufferevent_enable(bev, EV_READ);
+    } else {
         flow_update(c);
+    }
 }
 
 /* Writes why the connection failed; true when TLS said so. */
@@ -320,6 +336,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
     if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
         return;
+    if (c->draining) { /* the end wire_conn_close_await waits for */
+        fail(c, STRATA_OK, "closed");
+        return;
+    }
     if (c->goodbye_seen) { /* however TLS reports the close after it */
         fail(c, STRATA_OK, "closed by peer");
         return;
@@ -616,7 +636,8 @@ void wire_conn_unlock(struct wire_conn *c)
     bufferevent_unlock(c->bev);
 }
 
-void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg)
+static void close_with(struct wire_conn *c, uint32_t reason, const char *msg,
+                       bool await_eof)
 {
     struct wire_goodbye g = {.reason = (strata_err)reason,
                              .message = msg ? msg : ""};
@@ -627,6 +648,7 @@ void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg)
     bufferevent_lock(c->bev);
     if (!c->failed && !c->closing) {
         wire_buf_init(&b);
+        c->await_eof = await_eof;
         if (wire_goodbye_pack(&g, &b) == STRATA_OK &&
             bufferevent_write(c->bev, b.data, b.len) == 0)
             c->closing = true;
@@ -636,6 +658,17 @@ void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg)
     }
     bufferevent_unlock(c->bev);
     quiet_pipe_end(&q);
+}
+
+void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg)
+{
+    close_with(c, reason, msg, false);
+}
+
+void wire_conn_close_await(struct wire_conn *c, uint32_t reason,
+                           const char *msg)
+{
+    close_with(c, reason, msg, true);
 }
 
 void wire_conn_free(struct wire_conn *c)

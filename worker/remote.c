@@ -503,8 +503,13 @@ static void on_state(struct wire_conn *c, strata_err err, const char *why,
         send_hello(r);
         return;
     }
-    if (err == STRATA_OK && r->closed)
-        return; /* our own orderly close */
+    if (r->closed) { /* our GOODBYE: the node has left, or failed to */
+        if (err != STRATA_OK)
+            lose(r, err, why);
+        if (--r->w->net->closing == 0 && r->w->net->all_said)
+            event_base_loopbreak(r->w->net->base);
+        return;
+    }
     lose(r, err ? err : STRATA_EPEER, why);
 }
 
@@ -764,7 +769,9 @@ strata_err remote_start(strata_worker *w, uint64_t deadline)
     return STRATA_OK;
 }
 
-/* On the loop: say GOODBYE everywhere, then leave once flushed. */
+/* On the loop: say GOODBYE everywhere, then leave once every node has
+ * closed its end (on_state), or after 200 ms: a node that does not leave
+ * by then is not waited for. */
 static void close_all(evutil_socket_t fd, short what, void *arg)
 {
     strata_worker *w = arg;
@@ -779,11 +786,16 @@ static void close_all(evutil_socket_t fd, short what, void *arg)
         wire_conn_lock(r->conn);
         if (!r->lost && !r->closed) {
             r->closed = true;
-            wire_conn_close(r->conn, STRATA_OK, "parent closing");
+            w->net->closing++;
+            wire_conn_close_await(r->conn, STRATA_OK, "parent closing");
         }
         wire_conn_unlock(r->conn);
     }
-    event_base_loopexit(w->net->base, &(struct timeval){0, 200000});
+    w->net->all_said = true;
+    if (w->net->closing == 0)
+        event_base_loopbreak(w->net->base);
+    else
+        event_base_loopexit(w->net->base, &(struct timeval){0, 200000});
 }
 
 void remote_stop(strata_worker *w)

@@ -504,6 +504,16 @@ static void settle(long i, const struct chaos_plan *p, struct chaos_killer *k,
         }
         testutil_sleep(0.005);
     }
+    /* A daemon this iteration killed may still be dying (SIGKILL is not
+     * instant): the next iteration must start a new one, not dial it. */
+    if (k->killed && k->killed == daemon_.pid) {
+        int status;
+
+        if (waitpid(daemon_.pid, &status, 0) == daemon_.pid) {
+            daemon_.pid = 0;
+            chaos_daemon_files_remove(&daemon_);
+        }
+    }
     if (testutil_now() - t0 > 1.0)
         printf("chaos:     settled after %.2f s\n", testutil_now() - t0);
 }

@@ -335,6 +335,97 @@ test_conn_freed_with_its_callback_queued_leaves_nothing(void **state)
     testutil_assert_clean(&before);
 }
 
+/* wire_conn_close_await: one side's view of the other. */
+struct end {
+    int goodbyes, others; /* frames that arrived */
+    int closed;           /* "closed" state calls */
+    strata_err err;       /* the last failure's, if any */
+};
+
+static void end_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
+                    size_t len, void *arg)
+{
+    struct end *e = arg;
+
+    (void)c;
+    (void)body;
+    (void)len;
+    if (type == WIRE_MSG_GOODBYE)
+        e->goodbyes++;
+    else
+        e->others++;
+}
+
+static void end_state(struct wire_conn *c, strata_err err, const char *why,
+                      void *arg)
+{
+    struct end *e = arg;
+
+    (void)c;
+    (void)why;
+    if (err == STRATA_OK)
+        e->closed++;
+    else
+        e->err = err;
+}
+
+/* Runs base until *flag is set, or 200 loop turns with nothing to do. */
+static void turn_until(struct event_base *base, const int *flag)
+{
+    for (int i = 0; i < 200 && !*flag; i++)
+        event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+/* The closing side's GOODBYE is flushed, and the peer's frames after it
+ * are dropped unread, but the connection ends only once the peer closes
+ * its end: freed earlier, its socket could reset the connection under
+ * the peer's unread GOODBYE. */
+static void test_conn_close_await_ends_when_the_peer_closes(void **state)
+{
+    struct end a = {0}, b = {0};
+    struct wire_conn_cbs acb = {end_msg, end_state, &a};
+    struct wire_conn_cbs bcb = {end_msg, end_state, &b};
+    struct wire_conn *ca, *cb;
+    struct event_base *base;
+    testutil_snapshot before;
+    uint8_t frame[WIRE_FRAME_HEADER_SIZE + 16];
+    struct wire_frame_header h = {WIRE_FRAME_VERSION, WIRE_MSG_DATA_CHUNK, 0,
+                                  16};
+    int sv[2];
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_int_equal(evthread_use_pthreads(), 0);
+    base = event_base_new();
+    assert_non_null(base);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(wire_conn_open(base, NULL, sv[0], "b", &acb, &ca),
+                     STRATA_OK);
+    assert_int_equal(wire_conn_open(base, NULL, sv[1], "a", &bcb, &cb),
+                     STRATA_OK);
+    wire_conn_close_await(ca, STRATA_OK, "done");
+    turn_until(base, &b.goodbyes);
+    assert_int_equal(b.goodbyes, 1);
+    /* The peer still talks: a's end drops it, and stays open. */
+    wire_frame_header_pack(&h, frame);
+    memset(frame + WIRE_FRAME_HEADER_SIZE, 0, 16);
+    assert_int_equal(wire_conn_send(cb, frame, sizeof(frame)), STRATA_OK);
+    for (int i = 0; i < 20; i++)
+        event_base_loop(base, EVLOOP_NONBLOCK);
+    assert_int_equal(a.others, 0);
+    assert_int_equal(a.closed, 0);
+    assert_int_equal(a.err, STRATA_OK);
+    /* The peer leaves: now a's connection ends, in order. */
+    wire_conn_free(cb);
+    turn_until(base, &a.closed);
+    assert_int_equal(a.closed, 1);
+    assert_int_equal(a.err, STRATA_OK);
+    assert_int_equal(a.others, 0);
+    wire_conn_free(ca);
+    wire_base_free(base);
+    testutil_assert_clean(&before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +435,7 @@ int main(void)
             test_conn_plaintext_frames_queued_behind_full_socket_arrive_whole),
         cmocka_unit_test(
             test_conn_freed_with_its_callback_queued_leaves_nothing),
+        cmocka_unit_test(test_conn_close_await_ends_when_the_peer_closes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

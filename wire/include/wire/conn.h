@@ -59,6 +59,12 @@ void wire_conn_unlock(struct wire_conn *c);
 void wire_conn_block_sigpipe(void);
 /* Sends GOODBYE and closes once it is flushed. */
 void wire_conn_close(struct wire_conn *c, uint32_t reason, const char *msg);
+/* The same, but the connection ends (the "closed" state call) only once
+ * the peer has closed its end too; what it sends meanwhile is dropped.
+ * Freed then, the socket cannot reset the connection with the peer's
+ * bytes unread, which could lose the GOODBYE before the peer reads it. */
+void wire_conn_close_await(struct wire_conn *c, uint32_t reason,
+                           const char *msg);
 void wire_conn_free(struct wire_conn *c);
 /* Frees a base whose loop has stopped, once every connection and event on
  * it is freed. Use it, not event_base_free: a connection's last callback
