@@ -111,7 +111,7 @@ static void flow_update(struct wire_conn *c)
 {
     bool blocked;
 
-    if (c->failed || (!c->held && !c->high_water))
+    if (c->failed || c->draining || (!c->held && !c->high_water))
         return;
     blocked = flow_blocked(c);
     if (blocked && !c->paused) {
