@@ -457,7 +457,9 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_worker_create_remote_buffer(
     strata_worker *w, int node_id, size_t nbytes, strata_buffer **out);
 /* The node a remote buffer lives on; -1 for a host buffer (or NULL). */
 STRATA_API int strata_buffer_node(const strata_buffer *b);
-/* Nodes added with strata_worker_add_worker. */
+/* The nodes of a level-4+ worker: forked ones (strata_worker_add_worker),
+ * remote ones (strata_worker_add_remote_worker) and every rank of its MPI
+ * groups, which share one id space. */
 STRATA_API size_t strata_worker_num_nodes(const strata_worker *w);
 /* Process id of node node_id: a forked node's own, a remote node's
  * session process on its host (as its strata-node reported it), an MPI
