@@ -1,0 +1,222 @@
+/* An L4's GOODBYE to a node that does not leave. strata_worker_destroy
+ * waits for each remote node to close its end after the GOODBYE, so that
+ * its socket cannot reset the connection under the node's unread bytes;
+ * a node that never closes (silent, or talking on and on) must not hold
+ * the destroy beyond its bound, nor leave anything behind. The node here
+ * is this test's own thread on plaintext loopback (--insecure): it
+ * answers HELLO, then ignores everything but the GOODBYE. */
+#define _GNU_SOURCE /* accept4 */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "wire/frame.h"
+#include "wire/msg.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <strata/strata.h>
+
+#define WAIT_S 30.0
+
+enum after { STAY_SILENT, TALK_ON };
+
+struct fake {
+    int lfd;
+    enum after after;
+    pthread_t thread;
+    int goodbye; /* atomics */
+    int stop;
+    int failed;
+    uint8_t in[1 << 16];
+    size_t have;
+};
+
+static bool send_all(int fd, const struct wire_buf *b)
+{
+    return testutil_write_full(fd, b->data, b->len);
+}
+
+static bool answer_hello(int fd, const uint8_t *body, size_t len)
+{
+    struct wire_msg h, r;
+    struct wire_buf b;
+    bool ok;
+
+    if (wire_msg_unpack(WIRE_MSG_HELLO, body, len, &h) != STRATA_OK)
+        return false;
+    memset(&r, 0, sizeof(r));
+    r.type = WIRE_MSG_HELLO_REPLY;
+    r.u.hello_reply.version = h.u.hello.proto_max < WIRE_PROTO_MAX
+                                  ? h.u.hello.proto_max
+                                  : WIRE_PROTO_MAX;
+    r.u.hello_reply.error = STRATA_OK;
+    r.u.hello_reply.message = "";
+    r.u.hello_reply.node_name = "fake-node";
+    r.u.hello_reply.pid = (uint32_t)getpid();
+    wire_msg_free(&h);
+    wire_buf_init(&b);
+    ok = wire_msg_pack(&r, &b) == STRATA_OK && send_all(fd, &b);
+    wire_buf_fini(&b);
+    return ok;
+}
+
+/* Handles the whole frames read so far; false on a bad one. */
+static bool frames(struct fake *f, int fd)
+{
+    size_t at = 0;
+
+    while (f->have - at >= WIRE_FRAME_HEADER_SIZE) {
+        struct wire_frame_header h;
+
+        if (wire_frame_header_unpack(f->in + at, WIRE_FRAME_HEADER_SIZE, &h) !=
+            STRATA_OK)
+            return false;
+        if (h.body_len > sizeof(f->in) - WIRE_FRAME_HEADER_SIZE)
+            return false;
+        if (f->have - at < WIRE_FRAME_HEADER_SIZE + h.body_len)
+            break;
+        if (h.type == WIRE_MSG_HELLO &&
+            !answer_hello(fd, f->in + at + WIRE_FRAME_HEADER_SIZE, h.body_len))
+            return false;
+        if (h.type == WIRE_MSG_GOODBYE)
+            __atomic_store_n(&f->goodbye, 1, __ATOMIC_RELEASE);
+        at += WIRE_FRAME_HEADER_SIZE + h.body_len;
+    }
+    memmove(f->in, f->in + at, f->have - at);
+    f->have -= at;
+    return true;
+}
+
+/* After the GOODBYE: heartbeats as fast as the socket takes them. */
+static void talk(int fd, const struct wire_buf *hb)
+{
+    (void)!send(fd, hb->data, hb->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+static void *node_main(void *arg)
+{
+    struct fake *f = arg;
+    struct wire_msg m = {.type = WIRE_MSG_HEARTBEAT};
+    struct wire_buf hb;
+    int fd = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+    wire_buf_init(&hb);
+    m.u.heartbeat.seq = 1;
+    m.u.heartbeat.time_ns = 1;
+    if (fd < 0 || wire_msg_pack(&m, &hb) != STRATA_OK) {
+        __atomic_store_n(&f->failed, 1, __ATOMIC_RELEASE);
+        goto out;
+    }
+    while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
+        struct pollfd p = {fd, POLLIN, 0};
+        bool said = __atomic_load_n(&f->goodbye, __ATOMIC_ACQUIRE);
+        ssize_t n;
+
+        if (said && f->after == TALK_ON)
+            talk(fd, &hb);
+        if (poll(&p, 1, said && f->after == TALK_ON ? 0 : 10) <= 0)
+            continue;
+        n = recv(fd, f->in + f->have, sizeof(f->in) - f->have, 0);
+        if (n <= 0)
+            break; /* the L4 closed: it gave up waiting */
+        f->have += (size_t)n;
+        if (!frames(f, fd)) {
+            __atomic_store_n(&f->failed, 1, __ATOMIC_RELEASE);
+            break;
+        }
+    }
+out:
+    /* Only now, once the test says so: never while the L4 waits. */
+    while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE))
+        testutil_sleep(0.005);
+    if (fd >= 0)
+        close(fd);
+    wire_buf_fini(&hb);
+    return NULL;
+}
+
+static int listen_loopback(uint16_t *port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t alen = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    assert_true(fd >= 0);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static void node_does_not_leave(enum after after)
+{
+    static struct fake f;
+    static const int chips[1] = {0};
+    strata_worker_config cfg;
+    strata_remote_spec rs;
+    testutil_snapshot before;
+    strata_worker *w = NULL;
+    char endpoint[64];
+    uint16_t port;
+    int id;
+
+    testutil_snapshot_take(&before);
+    memset(&f, 0, sizeof(f));
+    f.after = after;
+    f.lfd = listen_loopback(&port);
+    assert_int_equal(pthread_create(&f.thread, NULL, node_main, &f), 0);
+    snprintf(endpoint, sizeof(endpoint), "127.0.0.1:%u", (unsigned)port);
+    memset(&rs, 0, sizeof(rs));
+    rs.endpoint = endpoint;
+    rs.insecure = true;
+    rs.chip_ids = chips;
+    rs.num_chips = 1;
+    strata_worker_config_init(&cfg, 4);
+    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_OK);
+    assert_int_equal(strata_worker_add_remote_worker(w, &rs, &id), STRATA_OK);
+    assert_int_equal(strata_worker_init(w), STRATA_OK);
+    /* The node holds its end open: destroy returns anyway, cleanly. */
+    assert_int_equal(strata_worker_destroy(w), STRATA_OK);
+    assert_int_equal(__atomic_load_n(&f.goodbye, __ATOMIC_ACQUIRE), 1);
+    assert_int_equal(__atomic_load_n(&f.failed, __ATOMIC_ACQUIRE), 0);
+    __atomic_store_n(&f.stop, 1, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_join(f.thread, NULL), 0);
+    close(f.lfd);
+    testutil_assert_clean(&before);
+}
+
+static void test_goodbye_silent_node_does_not_hold_destroy(void **state)
+{
+    (void)state;
+    node_does_not_leave(STAY_SILENT);
+}
+
+static void test_goodbye_talking_node_does_not_hold_destroy(void **state)
+{
+    (void)state;
+    node_does_not_leave(TALK_ON);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_goodbye_silent_node_does_not_hold_destroy),
+        cmocka_unit_test(test_goodbye_talking_node_does_not_hold_destroy),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
