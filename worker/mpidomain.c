@@ -47,23 +47,25 @@ uint64_t worker_mpi_gathers(void)
     return __atomic_load_n(&gathers, __ATOMIC_RELAXED);
 }
 
+/* Remote node id of w, or NULL (no such node, or a forked one). */
+static const struct remote_node *remote_of(const strata_worker *w, int id)
+{
+    if (!w || id < 0 || (size_t)id >= w->num_nodes)
+        return NULL;
+    return w->nodes[id].remote;
+}
+
 uint64_t worker_node_tasks_sent(const strata_worker *w, int id)
 {
-    const struct remote_node *r;
+    const struct remote_node *r = remote_of(w, id);
 
-    if (!w || id < 0 || (size_t)id >= w->num_nodes)
-        return 0;
-    r = w->nodes[id].remote;
     return r ? __atomic_load_n(&r->tasks_sent, __ATOMIC_RELAXED) : 0;
 }
 
 uint64_t worker_node_frames_kicked(const strata_worker *w, int id)
 {
-    const struct remote_node *r;
+    const struct remote_node *r = remote_of(w, id);
 
-    if (!w || id < 0 || (size_t)id >= w->num_nodes)
-        return 0;
-    r = w->nodes[id].remote;
     return r ? __atomic_load_n(&r->kicked, __ATOMIC_RELAXED) : 0;
 }
 

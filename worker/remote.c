@@ -506,7 +506,7 @@ static void on_state(struct wire_conn *c, strata_err err, const char *why,
     if (r->closed) { /* our GOODBYE: the node has left, or failed to */
         if (err != STRATA_OK)
             lose(r, err, why);
-        if (--r->w->net->closing == 0 && r->w->net->all_said)
+        if (--r->w->net->closing == 0)
             event_base_loopbreak(r->w->net->base);
         return;
     }
@@ -778,6 +778,10 @@ static void close_all(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    /* This call counts as one until every GOODBYE is out: a close that
+     * fails at once (on_state, from inside wire_conn_close_await) must
+     * not end the loop before the other nodes got theirs. */
+    w->net->closing = 1;
     for (size_t i = 0; i < w->num_nodes; i++) {
         struct remote_node *r = w->nodes[i].remote;
 
@@ -791,8 +795,7 @@ static void close_all(evutil_socket_t fd, short what, void *arg)
         }
         wire_conn_unlock(r->conn);
     }
-    w->net->all_said = true;
-    if (w->net->closing == 0)
+    if (--w->net->closing == 0)
         event_base_loopbreak(w->net->base);
     else
         event_base_loopexit(w->net->base, &(struct timeval){0, 200000});

@@ -65,7 +65,6 @@ struct net {
     struct event *timer;
     bool started;
     unsigned closing; /* (loop) GOODBYEs sent whose peer has not closed */
-    bool all_said;    /* (loop) close_all sent every GOODBYE */
     /* the TRACE answers still due (remote_trace_fetch) */
     pthread_mutex_t trace_mu;
     pthread_cond_t trace_cv;

@@ -212,40 +212,20 @@ static void trace_frame(const char *dir, const struct wire_msg *m,
     fprintf(stderr, "\n");
 }
 
-/* Takes the whole frames out of p->in: each must decode, HELLO first. */
-static void peer_parse(struct peer *p)
+/* One frame the L4 sent: HELLO first, and only once. */
+static void peer_frame(struct wire_msg *m, void *arg)
 {
-    size_t at = 0;
+    struct peer *p = arg;
 
-    while (p->in.len - at >= WIRE_FRAME_HEADER_SIZE) {
-        struct wire_frame_header h;
-        struct wire_msg m;
-        size_t n;
-
-        if (wire_frame_header_unpack(p->in.data + at, WIRE_FRAME_HEADER_SIZE,
-                                     &h) != STRATA_OK)
-            die("the L4 sent a bad frame header: %s", strata_errmsg());
-        n = WIRE_FRAME_HEADER_SIZE + h.body_len;
-        if (p->in.len - at < n)
-            break;
-        if (wire_frame_unpack(p->in.data + at, n, &m) != STRATA_OK)
-            die("the L4 sent a malformed frame: %s", strata_errmsg());
-        if (p->hello == (m.type == WIRE_MSG_HELLO))
-            die("the L4 sent %s %s HELLO", wire_msg_name(m.type),
-                p->hello ? "after" : "before");
-        p->hello = true;
-        p->goodbye |= m.type == WIRE_MSG_GOODBYE;
-        if (m.type != WIRE_MSG_HEARTBEAT)
-            p->last_rx = now_s();
-        note_request(p, &m);
-        trace_frame("L4 ->", &m, p);
-        wire_msg_free(&m);
-        at += n;
-    }
-    if (at) {
-        memmove(p->in.data, p->in.data + at, p->in.len - at);
-        p->in.len -= at;
-    }
+    if (p->hello == (m->type == WIRE_MSG_HELLO))
+        die("the L4 sent %s %s HELLO", wire_msg_name(m->type),
+            p->hello ? "after" : "before");
+    p->hello = true;
+    p->goodbye |= m->type == WIRE_MSG_GOODBYE;
+    if (m->type != WIRE_MSG_HEARTBEAT)
+        p->last_rx = now_s();
+    note_request(p, m);
+    trace_frame("L4 ->", m, p);
 }
 
 /* Reads what the L4 sent, waiting up to ms for the first byte. */
@@ -255,8 +235,12 @@ static void peer_pump(struct peer *p, int ms)
 
     if (got < 0)
         die("%s", "out of memory");
-    if (got > 0)
-        peer_parse(p);
+    if (got > 0) {
+        const char *bad = fuzz_peer_frames(&p->in, peer_frame, p);
+
+        if (bad)
+            die("the L4 sent %s: %s", bad, strata_errmsg());
+    }
 }
 
 static void peer_write(struct peer *p, const uint8_t *d, size_t n)

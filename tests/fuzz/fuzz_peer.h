@@ -4,10 +4,12 @@
 #define FUZZ_PEER_H
 
 #include "wire/frame.h"
+#include "wire/msg.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/socket.h>
 
 /* Appends to in whatever fd has, waiting up to ms for the first byte;
@@ -34,6 +36,44 @@ static inline int fuzz_peer_recv(int fd, struct wire_buf *in, bool *eof, int ms)
             *eof = true;
         return 1;
     }
+}
+
+/* Takes the whole frames out of in, in order: each is decoded and given
+ * to each(m, arg), which must not keep m. NULL when every frame decoded;
+ * else what was wrong (strata_errmsg() says more), the rest left in in. */
+static inline const char *
+fuzz_peer_frames(struct wire_buf *in,
+                 void (*each)(struct wire_msg *m, void *arg), void *arg)
+{
+    const char *bad = NULL;
+    size_t at = 0;
+
+    while (in->len - at >= WIRE_FRAME_HEADER_SIZE) {
+        struct wire_frame_header h;
+        struct wire_msg m;
+        size_t n;
+
+        if (wire_frame_header_unpack(in->data + at, WIRE_FRAME_HEADER_SIZE,
+                                     &h) != STRATA_OK) {
+            bad = "a bad frame header";
+            break;
+        }
+        n = WIRE_FRAME_HEADER_SIZE + h.body_len;
+        if (in->len - at < n)
+            break;
+        if (wire_frame_unpack(in->data + at, n, &m) != STRATA_OK) {
+            bad = "a malformed frame";
+            break;
+        }
+        each(&m, arg);
+        wire_msg_free(&m);
+        at += n;
+    }
+    if (at) {
+        memmove(in->data, in->data + at, in->len - at);
+        in->len -= at;
+    }
+    return bad;
 }
 
 #endif

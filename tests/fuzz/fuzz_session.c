@@ -193,36 +193,16 @@ static void check_reply(const struct wire_msg *m)
     }
 }
 
-/* Takes the whole frames out of p->in. */
-static void peer_parse(struct peer *p)
+/* One frame the session sent. */
+static void peer_frame(struct wire_msg *m, void *arg)
 {
-    size_t at = 0;
+    struct peer *p = arg;
 
-    while (p->in.len - at >= WIRE_FRAME_HEADER_SIZE) {
-        struct wire_frame_header h;
-        struct wire_msg m;
-        size_t n;
-
-        if (wire_frame_header_unpack(p->in.data + at, WIRE_FRAME_HEADER_SIZE,
-                                     &h) != STRATA_OK)
-            die("the session sent a bad frame header: %s", strata_errmsg());
-        n = WIRE_FRAME_HEADER_SIZE + h.body_len;
-        if (p->in.len - at < n)
-            break;
-        if (wire_frame_unpack(p->in.data + at, n, &m) != STRATA_OK)
-            die("the session sent a malformed frame: %s", strata_errmsg());
-        check_reply(&m);
-        if (m.type != WIRE_MSG_HEARTBEAT)
-            p->replies++;
-        if (m.type == WIRE_MSG_HELLO_REPLY)
-            p->hello_reply = true;
-        wire_msg_free(&m);
-        at += n;
-    }
-    if (at) {
-        memmove(p->in.data, p->in.data + at, p->in.len - at);
-        p->in.len -= at;
-    }
+    check_reply(m);
+    if (m->type != WIRE_MSG_HEARTBEAT)
+        p->replies++;
+    if (m->type == WIRE_MSG_HELLO_REPLY)
+        p->hello_reply = true;
 }
 
 /* Reads what the session sent, waiting up to ms for the first byte. */
@@ -232,8 +212,12 @@ static void peer_pump(struct peer *p, int ms)
 
     if (got < 0)
         die("%s", "out of memory");
-    if (got > 0)
-        peer_parse(p);
+    if (got > 0) {
+        const char *bad = fuzz_peer_frames(&p->in, peer_frame, p);
+
+        if (bad)
+            die("the session sent %s: %s", bad, strata_errmsg());
+    }
 }
 
 static void peer_write(struct peer *p, const uint8_t *d, size_t n)

@@ -43,11 +43,6 @@ struct fake {
     size_t have;
 };
 
-static bool send_all(int fd, const struct wire_buf *b)
-{
-    return testutil_write_full(fd, b->data, b->len);
-}
-
 static bool answer_hello(int fd, const uint8_t *body, size_t len)
 {
     struct wire_msg h, r;
@@ -67,7 +62,8 @@ static bool answer_hello(int fd, const uint8_t *body, size_t len)
     r.u.hello_reply.pid = (uint32_t)getpid();
     wire_msg_free(&h);
     wire_buf_init(&b);
-    ok = wire_msg_pack(&r, &b) == STRATA_OK && send_all(fd, &b);
+    ok = wire_msg_pack(&r, &b) == STRATA_OK &&
+         testutil_write_full(fd, b.data, b.len);
     wire_buf_fini(&b);
     return ok;
 }
@@ -99,12 +95,6 @@ static bool frames(struct fake *f, int fd)
     return true;
 }
 
-/* After the GOODBYE: heartbeats as fast as the socket takes them. */
-static void talk(int fd, const struct wire_buf *hb)
-{
-    (void)!send(fd, hb->data, hb->len, MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
 static void *node_main(void *arg)
 {
     struct fake *f = arg;
@@ -124,8 +114,10 @@ static void *node_main(void *arg)
         bool said = __atomic_load_n(&f->goodbye, __ATOMIC_ACQUIRE);
         ssize_t n;
 
+        /* After the GOODBYE: heartbeats as fast as the socket takes
+         * them. */
         if (said && f->after == TALK_ON)
-            talk(fd, &hb);
+            (void)!send(fd, hb.data, hb.len, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (poll(&p, 1, said && f->after == TALK_ON ? 0 : 10) <= 0)
             continue;
         n = recv(fd, f->in + f->have, sizeof(f->in) - f->have, 0);
