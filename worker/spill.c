@@ -153,8 +153,11 @@ strata_err worker_spill_out(const char *dir, const char *owner_tag,
              owner_tag, (unsigned long long)b->id);
     fd = open_direct(path, O_WRONLY | O_CREAT | O_EXCL);
     if (fd < 0) {
-        strata_err err = base_fail_errno(errno, "spilling buffer %llu: open %s",
-                                         (unsigned long long)b->id, path);
+        /* An I/O failure like a write's (docs/errors.md), not ESYS: the
+         * directory went, or is no file system that takes files. */
+        strata_err err =
+            base_fail(STRATA_EIO, "spilling buffer %llu: open %s: %s",
+                      (unsigned long long)b->id, path, strerror(errno));
 
         base_free(path);
         return err;
@@ -190,9 +193,9 @@ strata_err worker_spill_in(const char *path, strata_buffer *b)
     if (err)
         return err;
     fd = open_direct(path, O_RDONLY);
-    if (fd < 0)
-        return base_fail_errno(errno, "restoring buffer %llu: open %s",
-                               (unsigned long long)b->id, path);
+    if (fd < 0) /* the file went: an I/O failure like a read's */
+        return base_fail(STRATA_EIO, "restoring buffer %llu: open %s: %s",
+                         (unsigned long long)b->id, path, strerror(errno));
     e = BASE_FAULT("worker.spill.read")
             ? EIO
             : striped_io(fd, b->data, file_len(b), false);

@@ -4,7 +4,9 @@
  * the host or a task names it; files go on restore, release and destroy;
  * a failed spill write leaves everything as it was; runs on two threads
  * over more buffers than the budget holds all succeed; a process killed
- * during a spill leaves a file the next worker on that directory removes. */
+ * during a spill leaves a file the next worker on that directory removes;
+ * a spill file that cannot be opened (its directory or itself gone) is
+ * STRATA_EIO, like one that cannot be written or read. */
 #include "base/fault.h"
 #include "testutil.h"
 
@@ -203,6 +205,68 @@ static void test_spill_write_failure_leaves_no_trace(void **state)
         assert_int_equal(report(w).restores, 1);
     }
     assert_int_equal(strata_worker_destroy(w), STRATA_OK);
+    assert_int_equal(count_files(dir), 0);
+    rmdir(dir);
+    testutil_assert_clean(&before);
+}
+
+/* Removes every file in dir (the spill files a test takes away). */
+static void empty_dir(const char *dir)
+{
+    char path[512];
+    DIR *d = opendir(dir);
+    struct dirent *e;
+
+    assert_non_null(d);
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            assert_int_equal(unlink(path), 0);
+        }
+    closedir(d);
+}
+
+/* A spill file that cannot be opened is an I/O failure like one that
+ * cannot be written or read (STRATA_EIO, docs/errors.md), naming the
+ * file and the OS error: the directory gone at a spill, the file gone at
+ * a restore. Nothing else changes, and destroy still cleans up. */
+static void test_spill_file_that_cannot_be_opened_is_eio(void **state)
+{
+    char dir[64], gone[80];
+    strata_buffer *a = NULL, *b = NULL, *c = NULL;
+    testutil_snapshot before;
+    unsigned char byte = 0;
+
+    (void)state;
+    make_dir(dir, sizeof(dir));
+    snprintf(gone, sizeof(gone), "%s.gone", dir);
+    testutil_snapshot_take(&before);
+    {
+        strata_worker *w = lru_worker(dir, "ram=128KiB", NULL, 0);
+
+        assert_int_equal(strata_worker_create_buffer(w, BUF, &a), STRATA_OK);
+        assert_int_equal(strata_worker_create_buffer(w, BUF, &b), STRATA_OK);
+        fill(a, 5);
+        fill(b, 6);
+        assert_int_equal(rename(dir, gone), 0);
+        assert_int_equal(strata_worker_create_buffer(w, BUF, &c), STRATA_EIO);
+        assert_msg_has("spilling buffer");
+        assert_msg_has("No such file or directory");
+        assert_null(c);
+        assert_int_equal(rename(gone, dir), 0);
+        expect_bytes(a, 5);
+        expect_bytes(b, 6);
+        /* Now a spills; then its file goes. */
+        assert_int_equal(strata_worker_create_buffer(w, BUF, &c), STRATA_OK);
+        assert_int_equal(report(w).spills, 1);
+        empty_dir(dir);
+        assert_int_equal(strata_buffer_read(a, 0, &byte, 1), STRATA_EIO);
+        assert_msg_has("restoring buffer");
+        assert_msg_has("No such file or directory");
+        assert_int_equal(report(w).restores, 0);
+        expect_bytes(c, 0);
+        assert_int_equal(strata_worker_destroy(w), STRATA_OK);
+    }
     assert_int_equal(count_files(dir), 0);
     rmdir(dir);
     testutil_assert_clean(&before);
@@ -470,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_spill_lru_and_restore_on_access),
         cmocka_unit_test(test_spill_write_failure_leaves_no_trace),
         cmocka_unit_test(test_spill_config),
+        cmocka_unit_test(test_spill_file_that_cannot_be_opened_is_eio),
         cmocka_unit_test(test_spill_killed_then_swept),
         cmocka_unit_test(test_spill_restore_under_concurrent_runs),
         cmocka_unit_test(test_spill_task_larger_than_budget),
