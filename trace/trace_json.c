@@ -33,18 +33,68 @@ struct writer {
     uint64_t unlinked; /* edges whose ends were not both found */
 };
 
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no
+ * overlong forms, no surrogates, nothing past U+10FFFF); 0 if there is
+ * none, and *cut set when s holds a valid start of one that ends early. */
+static size_t utf8_len(const unsigned char *s, bool *cut)
+{
+    size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+    unsigned char lo = 0x80, hi = 0xbf;
+
+    *cut = false;
+    if (s[0] < 0xc2 || s[0] > 0xf4)
+        return 0;
+    if (s[0] == 0xe0)
+        lo = 0xa0; /* overlong */
+    else if (s[0] == 0xed)
+        hi = 0x9f; /* surrogates */
+    else if (s[0] == 0xf0)
+        lo = 0x90; /* overlong */
+    else if (s[0] == 0xf4)
+        hi = 0x8f; /* past U+10FFFF */
+    for (size_t i = 1; i < n; i++) {
+        if (s[i] == '\0') {
+            *cut = true;
+            return 0;
+        }
+        if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
+            return 0;
+    }
+    return n;
+}
+
+/* A JSON string of s, a name as given (UTF-8). A character cut by the
+ * fixed size of a record's name (TRACE_NAME_BYTES) is left out; any other
+ * byte that is not UTF-8 becomes U+FFFD. */
 static void put_str(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
+    const unsigned char *p = (const unsigned char *)s;
 
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20 || ch >= 0x7f)
-            fprintf(f, "\\u%04x", ch); /* bytes, not UTF-8: always valid */
-        else
-            fputc(ch, f);
+    fputc('"', f);
+    while (*p) {
+        size_t n;
+        bool cut;
+
+        if (*p < 0x80) {
+            if (*p == '"' || *p == '\\')
+                fprintf(f, "\\%c", *p);
+            else if (*p < 0x20 || *p == 0x7f)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);
+            p++;
+            continue;
+        }
+        n = utf8_len(p, &cut);
+        if (cut)
+            break;
+        if (n) {
+            fwrite(p, 1, n, f);
+            p += n;
+        } else {
+            fputs("\\ufffd", f);
+            p++;
+        }
     }
     fputc('"', f);
 }

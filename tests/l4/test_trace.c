@@ -513,6 +513,47 @@ static void test_trace_short_and_long_names_same_slices(void **state)
     assert_int_equal(unlink(trace_path), 0);
 }
 
+/* "trace." and 25 two-byte characters: 56 bytes, cut at 47 inside the
+ * 21st; the file keeps the 20 whole ones, as UTF-8 (jansson refuses a
+ * file that is not). */
+#define E_ACUTE "\xc3\xa9"
+#define E5 E_ACUTE E_ACUTE E_ACUTE E_ACUTE E_ACUTE
+#define UTF8_NAME "trace." E5 E5 E5 E5 E5
+#define UTF8_KEPT "trace." E5 E5 E5 E5
+
+static void test_trace_utf8_names_stay_utf8(void **state)
+{
+    (void)state;
+    static const int chip0[1] = {0};
+    strata_callable k[2];
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+    json_t *root, *ev;
+    json_int_t l3, chip;
+
+    it_ok(strata_register_kernel("trace.short", noop_kernel, &k[0]));
+    it_ok(strata_register_kernel(UTF8_NAME, noop_kernel, &k[1]));
+    path_init();
+    strata_worker_config_init(&cfg, 3);
+    cfg.chip_ids = chip0;
+    cfg.num_chips = 1;
+    cfg.trace_path = trace_path;
+    it_ok(it_worker_create(&cfg, &w));
+    it_ok(strata_worker_init(w));
+    it_ok(strata_worker_run(w, names_orch, NULL, k));
+    it_ok(it_worker_destroy(w));
+
+    root = load_trace();
+    ev = json_object_get(root, "traceEvents");
+    l3 = pid_of_process(ev, "L3");
+    chip = pid_of_process(ev, "chip 0");
+    assert_true(l3 >= 0 && chip >= 0);
+    assert_int_equal(count(ev, "X", "task", UTF8_KEPT, chip), 1);
+    assert_int_equal(count(ev, "b", "dispatch", UTF8_KEPT, l3), 1);
+    json_decref(root);
+    assert_int_equal(unlink(trace_path), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +567,7 @@ int main(void)
                                   it_teardown),
         cmocka_unit_test_teardown(test_trace_short_and_long_names_same_slices,
                                   it_teardown),
+        cmocka_unit_test_teardown(test_trace_utf8_names_stay_utf8, it_teardown),
     };
     return cmocka_run_group_tests(tests, l4_setup, NULL);
 }
