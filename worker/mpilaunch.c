@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/proc.h"
 #include "mpigroup.h"
+#include "worker/reclaim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +49,9 @@ static strata_err write_key(struct mpi_group *g)
 
     if (!dir || !dir[0])
         dir = "/tmp";
+    /* A killed L4's key folder goes at the next launch, whatever else
+     * that launch makes (mpitmp.c). */
+    worker_mpi_reclaim_stale_dirs(dir);
     if (snprintf(g->dir_path, sizeof(g->dir_path), "%s/strata-mpi-%d-XXXXXX",
                  dir, (int)getpid()) >= (int)sizeof(g->dir_path) ||
         !mkdtemp(g->dir_path)) {

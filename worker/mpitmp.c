@@ -69,8 +69,10 @@ static const char *tmp_of(const char *dir)
 }
 
 /* The pid in a folder name of ours in dir: strata-ompi-<pid>-* (a
- * session folder) or, in /dev/shm, strata-<uid>-<pid>-ompi-* (a segment
- * folder, named like the tree's other names there); 0 if none. */
+ * session folder), strata-mpi-<pid>-* (a key folder: an L4 killed before
+ * its ranks were in leaves it, key and all) or, in /dev/shm,
+ * strata-<uid>-<pid>-ompi-* (a segment folder, named like the tree's
+ * other names there); 0 if none. */
 static int folder_pid(const char *dir, const char *name)
 {
     unsigned uid;
@@ -81,7 +83,10 @@ static int folder_pid(const char *dir, const char *name)
                        end > 0 && uid == (unsigned)getuid()
                    ? pid
                    : 0;
-    return sscanf(name, "strata-ompi-%d-", &pid) == 1 ? pid : 0;
+    if (sscanf(name, "strata-ompi-%d-", &pid) == 1 ||
+        sscanf(name, "strata-mpi-%d-", &pid) == 1)
+        return pid;
+    return 0;
 }
 
 void worker_mpi_reclaim_stale_dirs(const char *dir)

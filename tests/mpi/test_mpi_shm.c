@@ -113,6 +113,29 @@ static void plant_dead_l4_folder(char *path, size_t cap)
     fclose(f);
 }
 
+/* A key folder as an L4 killed before its ranks were in leaves it, key
+ * and all; its path into path. */
+static void plant_dead_l4_key(char *path, size_t cap)
+{
+    const char *tmp = getenv("TMPDIR");
+    pid_t dead = fork();
+    char file[400];
+    FILE *f;
+
+    assert_true(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    snprintf(path, cap, "%s/strata-mpi-%d-test", tmp && tmp[0] ? tmp : "/tmp",
+             (int)dead);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(file, sizeof(file), "%s/key", path);
+    f = fopen(file, "w");
+    assert_non_null(f);
+    fputs("0123\n", f);
+    fclose(f);
+}
+
 static void test_mpi_shm_killed_mpirun_leaves_no_segments(void **state)
 {
     testutil_snapshot before;
@@ -122,13 +145,14 @@ static void test_mpi_shm_killed_mpirun_leaves_no_segments(void **state)
     static const char *modules[1] = {RT_MODULE_PATH};
     int ids[MT_MAX_RANKS];
     pid_t pids[MT_MAX_RANKS], mpirun;
-    char dir[300], stale[300];
+    char dir[300], stale[300], key[300];
     struct stat st;
     int loose = count_prefixed("/dev/shm", "vader_segment.");
     double t0;
 
     (void)state;
     plant_dead_l4_folder(stale, sizeof(stale));
+    plant_dead_l4_key(key, sizeof(key));
     testutil_snapshot_take(&before);
     memset(&s, 0, sizeof(s));
     s.ranks = 2;
@@ -148,6 +172,7 @@ static void test_mpi_shm_killed_mpirun_leaves_no_segments(void **state)
     assert_int_equal(mt_rank_pids(pids), 2);
     /* The launch removed what a killed L4 left. */
     assert_int_not_equal(stat(stale, &st), 0);
+    assert_int_not_equal(stat(key, &st), 0);
     it_ok(rk_add_run(w, ids, 2, 4, 1));
     /* The ranks' segments are in the launch's folder, none loose. */
     assert_true(seg_dir_of_mine(dir, sizeof(dir)));

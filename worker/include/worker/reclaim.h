@@ -17,8 +17,9 @@
 size_t worker_reclaim_names(const pid_t *pids, size_t n);
 
 /* Removes every strata-ompi-<pid>-* folder (Open MPI's session folder of
- * an MPI group launch, worker/mpitmp.c) of a dead <pid> of this user in
- * dir (NULL: $TMPDIR, else /tmp), or with dir "/dev/shm" every
+ * an MPI group launch, worker/mpitmp.c) and strata-mpi-<pid>-* folder (a
+ * launch's key folder) of a dead <pid> of this user in dir (NULL:
+ * $TMPDIR, else /tmp), or with dir "/dev/shm" every
  * strata-<uid>-<pid>-ompi-* folder (its segment folder): what a killed L4
  * left. Every launch does this before it makes its own. */
 void worker_mpi_reclaim_stale_dirs(const char *dir);
