@@ -9,6 +9,7 @@
 #include "chip/registry.h"
 #include "graph/halo_mpi.h"
 #include "orch/control.h"
+#include "remote.h"
 #include "worker/reclaim.h"
 #include "worker_int.h"
 
@@ -179,6 +180,40 @@ static int poll_ready(strata_worker *w, strata_err *err)
     return waiting;
 }
 
+/* The children that have not answered, named (up to four): a remote
+ * node by its endpoint, an MPI rank by its rank, a forked one by its pid. */
+static void name_late(strata_worker *w, char *buf, size_t cap)
+{
+    size_t n = worker_num_directed(w) + w->num_subs, k = 0;
+    int len = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && len >= 0 && (size_t)len < cap; i++) {
+        const struct orch_endpoint *ep = &w->eps[i];
+        uint32_t st = __atomic_load_n(&ep->mbx->h.init_state, __ATOMIC_ACQUIRE);
+        const struct remote_node *r =
+            ep->kind == ORCH_EP_NODE && w->nodes ? w->nodes[i].remote : NULL;
+        const char *sep = k ? ", " : "";
+
+        if (st == MBX_INIT_READY || st == MBX_INIT_FAILED)
+            continue;
+        if (k++ == 4) {
+            len += snprintf(buf + len, cap - (size_t)len, ", ...");
+            break;
+        }
+        if (r && r->group)
+            len +=
+                snprintf(buf + len, cap - (size_t)len, "%s%s %d (MPI rank %u)",
+                         sep, who(ep), ep->id, (unsigned)r->rank);
+        else if (r)
+            len += snprintf(buf + len, cap - (size_t)len, "%s%s %d (remote %s)",
+                            sep, who(ep), ep->id, r->endpoint);
+        else
+            len += snprintf(buf + len, cap - (size_t)len, "%s%s %d (pid %d)",
+                            sep, who(ep), ep->id, (int)ep->pid);
+    }
+}
+
 static strata_err wait_ready(strata_worker *w, uint64_t deadline)
 {
     size_t n = worker_num_directed(w) + w->num_subs;
@@ -198,10 +233,13 @@ static strata_err wait_ready(strata_worker *w, uint64_t deadline)
         int ms = base_deadline_poll_ms(deadline);
 
         if (ms == 0) {
+            char late[512];
+
+            name_late(w, late, sizeof(late));
             err = base_fail(STRATA_ETIMEDOUT,
-                            "children not ready within the start-up "
-                            "deadline of %.3f s",
-                            w->startup_timeout_s);
+                            "not ready within the start-up deadline of "
+                            "%.3f s: %s",
+                            w->startup_timeout_s, late);
             break;
         }
         /* Without pidfds a death is only seen by waitpid: poll in steps. */

@@ -287,6 +287,8 @@ static void test_l4_failures_tiny_startup_deadline_etimedout(void **state)
     print_message("init with a 1 us deadline: %s after %.3f s: %s\n",
                   strata_errname(e), took, strata_errmsg());
     it_expect(STRATA_ETIMEDOUT, e);
+    /* Who was late, by name (not "children"). */
+    assert_non_null(strstr(strata_errmsg(), "node 0 (pid "));
     assert_true(took < 5.0);
     assert_int_equal(testutil_new_children(&before), 0); /* rolled back */
     it_expect(STRATA_ESTATE, strata_worker_run(w, one_orch, NULL, NULL));

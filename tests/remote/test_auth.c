@@ -392,6 +392,46 @@ static void test_remote_auth_nothing_listening_epeer(void **state)
     }
 }
 
+/* A port that takes the connection (the kernel's backlog) and never
+ * answers: init ends at the start-up deadline, naming the node and its
+ * endpoint, whichever of the L4's threads sees the deadline first. */
+static void test_remote_auth_silent_port_deadline_names_node(void **state)
+{
+    (void)state;
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    testutil_snapshot before;
+    strata_worker_config c4;
+    strata_remote_spec s;
+    strata_worker *w = NULL;
+    char endpoint[64], msg[STRATA_ERRMSG_MAX];
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), id;
+    strata_err e;
+
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 4), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    snprintf(endpoint, sizeof(endpoint), "127.0.0.1:%d", ntohs(a.sin_port));
+    testutil_snapshot_take(&before);
+    rk_spec(&s, &psk, 2);
+    s.endpoint = endpoint;
+    strata_worker_config_init(&c4, 4);
+    c4.startup_timeout_s = 1.0;
+    it_ok(strata_worker_create(&c4, &w));
+    it_ok(strata_worker_add_remote_worker(w, &s, &id));
+    e = strata_worker_init(w);
+    snprintf(msg, sizeof(msg), "%s", strata_errmsg());
+    print_message("  -> %s: %s\n", strata_errname(e), msg);
+    it_expect(STRATA_ETIMEDOUT, e);
+    rk_assert_contains(msg, "node 0");
+    rk_assert_contains(msg, endpoint);
+    it_ok(strata_worker_destroy(w));
+    close(fd);
+    testutil_assert_clean(&before);
+}
+
 /* A node that refuses the HELLO says why, and the parent hears it (the
  * refusal and GOODBYE are flushed before the session closes). */
 static void test_remote_auth_refused_hello_reason_reaches_parent(void **state)
@@ -521,6 +561,7 @@ int main(void)
         cmocka_unit_test(
             test_remote_auth_psk_client_refuses_certificate_server),
         cmocka_unit_test(test_remote_auth_nothing_listening_epeer),
+        cmocka_unit_test(test_remote_auth_silent_port_deadline_names_node),
         cmocka_unit_test(test_remote_auth_refused_hello_reason_reaches_parent),
         cmocka_unit_test(test_remote_auth_bad_certificate_files_eauth),
         cmocka_unit_test(test_remote_auth_daemon_refuses_bad_setups),
