@@ -872,6 +872,9 @@ strata_err strata_global_domain_release(strata_global_domain *g)
         if (err)
             return base_fail(err, "global domain '%s': release: %s", g->name,
                              strata_errmsg());
+        /* A lost node's ABORT failed with nothing left to undo: its
+         * message is no failure of this call. */
+        base_errmsg_clear();
     }
     return STRATA_OK;
 }

@@ -311,6 +311,35 @@ static void test_gd_lifetime_retain_release_between_runs_freed(void **state)
     testutil_assert_clean(&before);
 }
 
+/* Retained, then a member node dies between runs: releasing it is still
+ * OK (the dead node has nothing to undo), and says nothing of a failure
+ * in strata_errmsg (an outside user read the node's loss there). */
+static void test_gd_lifetime_retain_node_killed_release_ok(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    static struct ret r;
+    strata_worker *w = NULL;
+    pid_t node;
+
+    testutil_snapshot_take(&before);
+    memset(&r, 0, sizeof(r));
+    spec_4(&r.s, "kept", true);
+    gd_ok(gd_l4_start(2, 2, NULL, 0, 0, &w));
+    ret_buffers(w, &r);
+    gd_ok(strata_worker_run(w, ret_compute, NULL, &r));
+    node = strata_worker_node_pid(w, 1);
+    assert_true(node > 0);
+    assert_int_equal(kill(node, SIGKILL), 0);
+    /* The loss is seen (a run fails on it) before the release. */
+    gd_expect(STRATA_EPEER, strata_worker_run(w, ret_read, NULL, &r));
+    gd_ok(strata_global_domain_release(r.g));
+    assert_string_equal(strata_errmsg(), "");
+    assert_true(testutil_wait_until(is_freed, r.g, 10.0));
+    gd_destroy(w, STRATA_EPEER);
+    testutil_assert_clean_within(&before, 5.0);
+}
+
 /* Retained but released in its own run: freed at that run's fence. */
 static void test_gd_lifetime_retain_released_same_run_freed(void **state)
 {
@@ -727,6 +756,7 @@ int main(void)
         gd_test(test_gd_lifetime_retain_later_run_reads_ok),
         gd_test(test_gd_lifetime_retain_remote_later_run_reads_ok),
         gd_test(test_gd_lifetime_retain_release_between_runs_freed),
+        gd_test(test_gd_lifetime_retain_node_killed_release_ok),
         gd_test(test_gd_lifetime_retain_released_same_run_freed),
         gd_test(test_gd_lifetime_retain_never_released_destroy_clean),
         gd_test(test_gd_lifetime_copies_ranges_checked),
