@@ -125,8 +125,9 @@ static uint32_t pins_of(const strata_buffer *b)
     return __atomic_load_n(&b->pins, __ATOMIC_ACQUIRE);
 }
 
-/* The least recently used idle resident buffer (mu held), or NULL. */
-static struct worker_mem_buf *lru_victim(struct worker_mem *m)
+/* The least recently used idle resident buffer of at most max bytes (mu
+ * held), or NULL. */
+static struct worker_mem_buf *lru_victim(struct worker_mem *m, uint64_t max)
 {
     struct worker_mem_buf *best = NULL;
 
@@ -134,7 +135,7 @@ static struct worker_mem_buf *lru_victim(struct worker_mem *m)
         struct worker_mem_buf *e = m->tab[i];
 
         if (e->spill_path || e->claims || e->sub_holds || e->run_holds ||
-            pins_of(e->b))
+            pins_of(e->b) || e->b->size > max)
             continue;
         if (!best || e->last_use < best->last_use)
             best = e;
@@ -208,9 +209,26 @@ static strata_err over_budget(const struct worker_mem *m, uint64_t nbytes,
                      (unsigned long long)m->live, why);
 }
 
+/* Bytes the nvme budget has left for spills (mu held), counting the
+ * leaving bytes of a restore as gone already. */
+static uint64_t spill_room(const struct worker_mem *m, uint64_t leaving)
+{
+    uint64_t budget = m->budget[STRATA_TIER_NVME];
+    uint64_t after = m->spilled_live - leaving;
+
+    if (budget == TIER_NO_BUDGET)
+        return UINT64_MAX;
+    return after < budget ? budget - after : 0;
+}
+
 /* Room for nbytes more on ram (mu held): spills idle buffers, least
- * recently used first, and waits for busy ones to become idle. */
-static strata_err make_room(struct worker_mem *m, uint64_t nbytes)
+ * recently used first, within the nvme budget, and waits for busy ones to
+ * become idle. leaving: the bytes of the spilled buffer this room is for
+ * (0 for a new one); they leave nvme once it is restored, so a restore
+ * may swap even with nvme at its budget (for a moment both files are
+ * there). */
+static strata_err make_room(struct worker_mem *m, uint64_t nbytes,
+                            uint64_t leaving)
 {
     while (!fits(m, nbytes)) {
         struct worker_mem_buf *victim;
@@ -220,13 +238,27 @@ static strata_err make_room(struct worker_mem *m, uint64_t nbytes)
             return over_budget(m, nbytes, "");
         if (nbytes > m->budget[STRATA_TIER_RAM])
             return over_budget(m, nbytes, ": larger than the whole budget");
-        victim = lru_victim(m);
+        victim = lru_victim(m, spill_room(m, leaving));
         if (victim) {
             err = spill(m, victim);
             if (err)
                 return err;
             continue;
         }
+        /* Idle buffers there are, but none fits on nvme: waiting would
+         * not make room there (only a release or a restore does). */
+        if (lru_victim(m, UINT64_MAX))
+            return base_fail(STRATA_EBUDGET,
+                             "tier 'nvme': no idle buffer can be spilled "
+                             "within the worker's budget of %llu bytes "
+                             "(%llu bytes spilled) to make room for a "
+                             "buffer of %llu bytes on 'ram' (budget %llu "
+                             "bytes, %llu bytes live)",
+                             (unsigned long long)m->budget[STRATA_TIER_NVME],
+                             (unsigned long long)m->spilled_live,
+                             (unsigned long long)nbytes,
+                             (unsigned long long)m->budget[STRATA_TIER_RAM],
+                             (unsigned long long)m->live);
         if (!something_will_idle(m))
             return over_budget(m, nbytes,
                                ": nothing can be spilled (every resident "
@@ -242,7 +274,7 @@ strata_err worker_mem_reserve(struct worker_mem *m, uint64_t nbytes)
     strata_err err;
 
     pthread_mutex_lock(&m->mu);
-    err = make_room(m, nbytes);
+    err = make_room(m, nbytes, 0);
     if (!err) {
         m->live += nbytes;
         m->buffers++;
@@ -341,7 +373,7 @@ static strata_err restore(struct worker_mem *m, struct worker_mem_buf *e)
     strata_err err;
 
     /* e is spilled, hence not a victim of its own room-making. */
-    err = make_room(m, b->size);
+    err = make_room(m, b->size, b->size);
     if (err)
         return err;
     err = worker_spill_in(e->spill_path, b);

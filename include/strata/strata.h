@@ -234,7 +234,8 @@ typedef struct strata_worker_config {
     const int *device_ordinals;
     /* Memory budgets, "tier=size,..." as <strata/tier.h> reads them
      * ("ram=16GiB"); NULL: unlimited. The worker's host buffers count
-     * against "ram" (docs/tiers.md). */
+     * against "ram", spilled ones against "nvme"; "device" and
+     * "host-pinned" never bind (docs/tiers.md). */
     const char *budgets;
     /* Directory for spilled buffers (NULL: none); must be writable.
      * Creating the worker removes the spill files there of processes that

@@ -6,7 +6,8 @@
  * over more buffers than the budget holds all succeed; a process killed
  * during a spill leaves a file the next worker on that directory removes;
  * a spill file that cannot be opened (its directory or itself gone) is
- * STRATA_EIO, like one that cannot be written or read. */
+ * STRATA_EIO, like one that cannot be written or read; an nvme budget
+ * caps the bytes spilled. */
 #include "base/fault.h"
 #include "testutil.h"
 
@@ -267,6 +268,57 @@ static void test_spill_file_that_cannot_be_opened_is_eio(void **state)
         expect_bytes(c, 0);
         assert_int_equal(strata_worker_destroy(w), STRATA_OK);
     }
+    assert_int_equal(count_files(dir), 0);
+    rmdir(dir);
+    testutil_assert_clean(&before);
+}
+
+/* An nvme budget caps what is spilled (the reference's "temporary spill
+ * payloads"): reaching it is allowed; a spill past it is not made, and
+ * the allocation that needed it fails with STRATA_EBUDGET naming nvme,
+ * everything as it was. Room on nvme comes back with a restore. */
+static void test_spill_within_nvme_budget(void **state)
+{
+    char dir[64];
+    strata_buffer *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+    testutil_snapshot before;
+    strata_tier_report r;
+    strata_worker *w;
+
+    (void)state;
+    make_dir(dir, sizeof(dir));
+    testutil_snapshot_take(&before);
+    w = lru_worker(dir, "ram=128KiB,nvme=64KiB", NULL, 0);
+    assert_int_equal(strata_worker_create_buffer(w, BUF, &a), STRATA_OK);
+    assert_int_equal(strata_worker_create_buffer(w, BUF, &b), STRATA_OK);
+    fill(a, 7);
+    fill(b, 8);
+    /* a spills: nvme exactly full. */
+    assert_int_equal(strata_worker_create_buffer(w, BUF, &c), STRATA_OK);
+    fill(c, 9);
+    r = report(w);
+    assert_int_equal(r.tiers[STRATA_TIER_NVME].live, BUF);
+    assert_int_equal(r.tiers[STRATA_TIER_NVME].budget, 64 * KiB);
+    /* b would go past it. */
+    assert_int_equal(strata_worker_create_buffer(w, BUF, &d), STRATA_EBUDGET);
+    assert_msg_has("tier 'nvme'");
+    assert_msg_has("65536 bytes spilled");
+    assert_null(d);
+    r = report(w);
+    assert_int_equal(r.spills, 1);
+    assert_int_equal(r.tiers[STRATA_TIER_NVME].live, BUF);
+    assert_int_equal(r.tiers[STRATA_TIER_RAM].live, 2 * BUF);
+    assert_int_equal(count_files(dir), 1);
+    /* Reading a back spills the least recently used of b and c (b) into
+     * the room a's restore leaves on nvme. */
+    expect_bytes(a, 7);
+    r = report(w);
+    assert_int_equal(r.restores, 1);
+    assert_int_equal(r.spills, 2);
+    assert_int_equal(r.tiers[STRATA_TIER_NVME].live, BUF);
+    expect_bytes(c, 9);
+    expect_bytes(b, 8);
+    assert_int_equal(strata_worker_destroy(w), STRATA_OK);
     assert_int_equal(count_files(dir), 0);
     rmdir(dir);
     testutil_assert_clean(&before);
@@ -534,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_spill_lru_and_restore_on_access),
         cmocka_unit_test(test_spill_write_failure_leaves_no_trace),
         cmocka_unit_test(test_spill_config),
+        cmocka_unit_test(test_spill_within_nvme_budget),
         cmocka_unit_test(test_spill_file_that_cannot_be_opened_is_eio),
         cmocka_unit_test(test_spill_killed_then_swept),
         cmocka_unit_test(test_spill_restore_under_concurrent_runs),
