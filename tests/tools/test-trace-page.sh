@@ -1,6 +1,7 @@
 #!/bin/sh
 # tools/trace-page on a committed strata trace: the page embeds the trace
-# and its lanes; unreadable input fails with status 1 and says why; where
+# and its lanes; unreadable input, and an output it cannot write, fail
+# with status 1 and say why, in one line; where
 # chromium is installed, --png writes a PNG. Usage: test-trace-page.sh SRC.
 set -eu
 src=$1
@@ -34,6 +35,13 @@ grep -q "bad.json" "$dir/err" || fail "the error does not name the file"
 if "$tool" "$dir/missing.json" 2>/dev/null; then
     fail "a missing trace was accepted"
 fi
+# An output it cannot write: one line naming it, no traceback.
+if "$tool" "$trace" -o "$dir/no/such/dir/x.html" 2>"$dir/err"; then
+    fail "an unwritable output was accepted"
+fi
+grep -q "cannot write $dir/no/such/dir/x.html" "$dir/err" ||
+    fail "the error does not name the output: $(cat "$dir/err")"
+if grep -q Traceback "$dir/err"; then fail "a traceback: $(cat "$dir/err")"; fi
 
 if command -v chromium >/dev/null 2>&1; then
     "$tool" "$trace" -o "$dir/page.html" --png "$dir/page.png" >/dev/null ||
