@@ -421,6 +421,8 @@ static const char good_trace[] =
     "\"args\":{\"name\":\"node 0 / chip 0\"}},"
     "{\"ph\":\"M\",\"pid\":2,\"tid\":0,\"name\":\"process_name\","
     "\"args\":{\"name\":\"node 0 / chip 1\"}},"
+    "{\"ph\":\"M\",\"pid\":4,\"tid\":0,\"name\":\"process_name\","
+    "\"args\":{\"name\":\"node 0 / sub 0\"}},"
     "{\"ph\":\"X\",\"cat\":\"task\",\"name\":\"k.a\",\"pid\":1,"
     "\"tid\":0,\"ts\":10,\"dur\":40},"
     "{\"ph\":\"X\",\"cat\":\"halo\",\"name\":\"inner\",\"pid\":1,"
@@ -484,13 +486,22 @@ static void test_cli_trace_validate_summary_ok_and_refused(void **state)
     path_in(bad, sizeof(bad), "bad.json");
     write_text(good, good_trace);
     assert_int_equal(RUN("trace", "validate", good), 0);
-    assert_non_null(strstr(out, "sound (9 events)"));
+    assert_non_null(strstr(out, "sound (10 events)"));
     assert_int_equal(RUN("trace", "summary", good), 0);
     assert_non_null(strstr(out, "dependency edges: 1"));
     assert_non_null(strstr(out, "critical path: 0.080 ms"));
     assert_non_null(strstr(out, "ends with: k.b <- k.a"));
     assert_non_null(strstr(out, "node 0 / chip 1"));
     assert_non_null(strstr(out, "55.000")); /* k.b's median queue wait */
+    /* A sub worker that ran nothing is listed, idle throughout. */
+    assert_non_null(strstr(out, "node 0 / sub 0"));
+    assert_non_null(strstr(out, "100.0 %  (busy 0.000 ms, 0 tasks)"));
+    assert_non_null(strstr(out, "(busy 0.040 ms, 1 task)"));
+    /* Wrong arguments and a directory say what is wrong. */
+    assert_int_equal(RUN("trace", "validate", good, good), 2);
+    assert_non_null(strstr(err, "one trace file only"));
+    assert_int_equal(RUN("trace", "validate", "/"), 1);
+    assert_non_null(strstr(err, "Is a directory"));
     assert_null(strstr(out, "dropped"));
     /* Two waits (0 and 40 us): the median is their mean; two processes
      * dropped 7 records between them. */

@@ -48,8 +48,10 @@ static char *slurp(const char *cmd, const char *path, size_t *len_out)
         return NULL;
     }
     for (;;) {
-        size_t got = fread(buf + len, 1, cap - len, f);
+        size_t got;
 
+        errno = 0;
+        got = fread(buf + len, 1, cap - len, f);
         len += got;
         if (len < cap)
             break;
@@ -66,8 +68,9 @@ static char *slurp(const char *cmd, const char *path, size_t *len_out)
         buf = more;
         cap *= 2;
     }
-    if (ferror(f)) {
-        cli_fail(CLI_FAIL, cmd, "%s: read error", path);
+    if (ferror(f)) { /* a directory: "Is a directory" */
+        cli_fail(CLI_FAIL, cmd, "%s: %s", path,
+                 errno ? strerror(errno) : "read error");
         goto fail;
     }
     fclose(f);
@@ -87,6 +90,8 @@ static int load(const char *cmd, int argc, char **argv, struct tr_file *out)
     int rc;
 
     if (argc != 2) {
+        fprintf(stderr, "strata %s: %s\n", cmd,
+                argc < 2 ? "which trace file?" : "one trace file only");
         cli_trace_usage(stderr);
         return CLI_USAGE;
     }
@@ -116,7 +121,8 @@ int cli_trace(int argc, char **argv)
     if (strcmp(argv[1], "validate") == 0) {
         rc = load(CMD_VALIDATE, argc - 1, argv + 1, &f);
         if (rc == CLI_OK) {
-            printf("%s: sound (%zu events)\n", argv[2], f.n);
+            printf("%s: sound (%zu event%s)\n", argv[2], f.n,
+                   f.n == 1 ? "" : "s");
             tr_free(&f);
         }
         return rc;

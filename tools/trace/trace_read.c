@@ -83,8 +83,12 @@ static int read_one(const json_t *e, size_t i, struct tr_event *ev, char *err,
     ph = json_object_get(e, "ph");
     p = json_string_value(ph);
     args = json_object_get(e, "args");
-    if (!p || strlen(p) != 1 || !strchr("XBEbensftiIMCPOND", p[0]))
-        return fail(err, cap, "event %zu: \"ph\" is not a known phase", i);
+    if (!p)
+        return fail(err, cap, "event %zu: \"ph\" is missing or not a string",
+                    i);
+    if (strlen(p) != 1 || !strchr("XBEbensftiIMCPOND", p[0]))
+        return fail(err, cap,
+                    "event %zu: \"ph\" \"%.16s\" is not a known phase", i, p);
     memset(ev, 0, sizeof(*ev));
     ev->ph = p[0];
     ev->wait_us = -1;

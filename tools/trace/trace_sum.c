@@ -287,6 +287,27 @@ static const char *process_name(const struct tr_file *f, int64_t pid)
     return "";
 }
 
+/* Whether pid ran a task (s->task is sorted by pid first). */
+static bool ran_tasks(const struct sum *s, int64_t pid)
+{
+    size_t lo = 0, hi = s->num_task;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (s->task[mid]->pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->num_task && s->task[lo]->pid == pid;
+}
+
+static bool chip_or_sub(const char *name)
+{
+    return strstr(name, "chip") || strstr(name, "sub");
+}
+
 static void idle_shares(const struct sum *s, FILE *out)
 {
     double span = s->t_end - s->t_begin;
@@ -310,10 +331,20 @@ static void idle_shares(const struct sum *s, FILE *out)
             if (e->ts + e->dur > until)
                 until = e->ts + e->dur;
         }
-        if (strstr(name, "chip") || strstr(name, "sub"))
-            fprintf(out, "  %-36.36s %6.1f %%  (busy %.3f ms, %zu tasks)\n",
-                    name, 100.0 * (1.0 - busy / span), busy / 1e3, j - i);
+        if (chip_or_sub(name))
+            fprintf(out, "  %-36.36s %6.1f %%  (busy %.3f ms, %zu task%s)\n",
+                    name, 100.0 * (1.0 - busy / span), busy / 1e3, j - i,
+                    j - i == 1 ? "" : "s");
         i = j;
+    }
+    /* Those that ran nothing were idle throughout. */
+    for (size_t i = 0; i < s->f->n; i++) {
+        const struct tr_event *e = &s->f->ev[i];
+
+        if (e->ph == 'M' && strcmp(e->name, "process_name") == 0 &&
+            chip_or_sub(e->label) && !ran_tasks(s, e->pid))
+            fprintf(out, "  %-36.36s %6.1f %%  (busy 0.000 ms, 0 tasks)\n",
+                    e->label, 100.0);
     }
 }
 
