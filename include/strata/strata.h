@@ -237,9 +237,9 @@ typedef struct strata_worker_config {
      * against "ram", spilled ones against "nvme"; "device" and
      * "host-pinned" never bind (docs/tiers.md). */
     const char *budgets;
-    /* Directory for spilled buffers (NULL: none); must be writable.
-     * Creating the worker removes the spill files there of processes that
-     * are gone. */
+    /* Directory for spilled buffers (NULL: none); creating the worker
+     * checks that it takes a file (STRATA_EINVAL naming it otherwise) and
+     * removes the spill files there of processes that are gone. */
     const char *spill_dir;
     int eviction; /* strata_eviction; default STRATA_EVICT_NONE */
     /* Timeline trace (docs/tracing.md): every process of the tree records

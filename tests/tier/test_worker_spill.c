@@ -336,6 +336,11 @@ static void test_spill_config(void **state)
     assert_int_equal(strata_worker_create(&cfg, &w), STRATA_EINVAL);
     assert_msg_has("needs spill_dir");
     assert_null(w);
+    /* A directory that takes no files (access() lets root through). */
+    cfg.spill_dir = "/proc";
+    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_EINVAL);
+    assert_msg_has("spill_dir '/proc' takes no files");
+    assert_null(w);
 }
 
 /* Concurrent runs over more buffers than the budget holds. */
