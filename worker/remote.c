@@ -46,8 +46,10 @@ static void fail_in_flight(struct remote_node *r)
         if (r->done[k % MBX_RING])
             continue;
         f->result = (int32_t)STRATA_EPEER;
-        snprintf(f->msg, sizeof(f->msg), "node %zu lost: request %llu: %.420s",
-                 r->index, (unsigned long long)r->req[k % MBX_RING], r->why);
+        /* No request id: it says nothing to a user (a node command's has
+         * its top bit set, worker_request_ids). */
+        snprintf(f->msg, sizeof(f->msg), "node %zu lost: %.440s", r->index,
+                 r->why);
         r->done[k % MBX_RING] = true;
         __atomic_store_n(&f->done, 1, __ATOMIC_SEQ_CST);
     }
