@@ -244,10 +244,10 @@ typedef struct strata_worker_config {
     int eviction; /* strata_eviction; default STRATA_EVICT_NONE */
     /* Timeline trace (docs/tracing.md): every process of the tree records
      * spans, merged at strata_worker_destroy into this Chrome/Perfetto
-     * trace-event JSON file. NULL: the STRATA_TRACE environment variable's
-     * path, else no trace. Read by the top-level worker only (the one the
-     * caller starts with strata_worker_init). Appended last: code that
-     * fills the config with strata_worker_config_init keeps working. */
+     * trace-event JSON file. NULL or "": the STRATA_TRACE environment
+     * variable's path, else no trace. Read by the top-level worker only (the
+     * one the caller starts with strata_worker_init). Appended last: code
+     * that fills the config with strata_worker_config_init keeps working. */
     const char *trace_path;
 } strata_worker_config;
 
