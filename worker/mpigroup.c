@@ -112,6 +112,12 @@ static bool oversubscribed(const strata_mpi_group_spec *s)
     return false;
 }
 
+/* How to name a character a host name cannot hold. */
+static const char *what_char(char c)
+{
+    return c == ',' ? "a comma" : c == ':' ? "a colon" : "a blank";
+}
+
 static strata_err check_hosts(const strata_mpi_group_spec *s)
 {
     size_t slots = s->slots_per_host ? s->slots_per_host : 1;
@@ -126,18 +132,32 @@ static strata_err check_hosts(const strata_mpi_group_spec *s)
         return base_fail(STRATA_EINVAL,
                          "MPI group: num_hosts is %zu but hosts is NULL",
                          s->num_hosts);
-    for (size_t i = 0; i < s->num_hosts; i++)
-        if (!s->hosts[i] || !s->hosts[i][0] ||
-            s->hosts[i][strcspn(s->hosts[i], ",: \t\n")] ||
-            strlen(s->hosts[i]) > 255)
+    for (size_t i = 0; i < s->num_hosts; i++) {
+        const char *h = s->hosts[i];
+
+        if (!h || !h[0])
+            return base_fail(STRATA_EINVAL, "MPI group: hosts[%zu] is %s", i,
+                             h ? "empty" : "NULL");
+        if (strlen(h) > 255)
             return base_fail(STRATA_EINVAL,
-                             "MPI group: hosts[%zu] is not a host name", i);
+                             "MPI group: hosts[%zu] is longer than 255 bytes",
+                             i);
+        if (h[strcspn(h, ",: \t\n")])
+            return base_fail(STRATA_EINVAL,
+                             "MPI group: hosts[%zu] '%s' is not a host name: "
+                             "it holds %s (one name a host; slots go in "
+                             "slots_per_host)",
+                             i, h, what_char(h[strcspn(h, ",: \t\n")]));
+    }
     if (s->num_hosts > 0 && s->num_hosts * slots < s->ranks &&
         !oversubscribed(s))
         return base_fail(STRATA_EINVAL,
-                         "MPI group: %zu hosts with %zu slots each give %zu "
-                         "slots for %zu ranks (or pass --oversubscribe)",
-                         s->num_hosts, slots, s->num_hosts * slots, s->ranks);
+                         "MPI group: %zu host%s with %zu slot%s each give%s "
+                         "%zu slot%s for %zu ranks (or pass --oversubscribe)",
+                         s->num_hosts, s->num_hosts == 1 ? "" : "s", slots,
+                         slots == 1 ? "" : "s", s->num_hosts == 1 ? "s" : "",
+                         s->num_hosts * slots,
+                         s->num_hosts * slots == 1 ? "" : "s", s->ranks);
     return STRATA_OK;
 }
 

@@ -722,10 +722,12 @@ static void test_mpi_group_bad_spec_einval(void **state)
     refused(w, &s, MAX_RANKS, "not both");
     s.hostfile = NULL;
     s.num_hosts = 2;
-    refused(w, &s, MAX_RANKS, "hosts[1] is not a host name");
+    refused(w, &s, MAX_RANKS,
+            "hosts[1] 'b,c' is not a host name: it holds a comma");
     s.num_hosts = 1;
     s.num_mpirun_args = 0;
-    refused(w, &s, MAX_RANKS, "give 1 slots for 3 ranks");
+    refused(w, &s, MAX_RANKS,
+            "1 host with 1 slot each gives 1 slot for 3 ranks");
     group_spec(&s, 2, 2, over, 1);
     s.chip_ids = dup;
     refused(w, &s, MAX_RANKS, "repeats chip 1");
