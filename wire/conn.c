@@ -45,8 +45,6 @@ struct wire_conn {
     bool (*held)(void *arg);
     size_t high_water;
     bool paused;             /* EV_READ disabled by the flow check */
-    int fd;                  /* the socket, once known (-1 before) */
-    bool no_cork;            /* (atomic) not TCP: cork and push do nothing */
     struct event *next_turn; /* resumes a read turn that yielded */
 };
 
@@ -438,7 +436,6 @@ static strata_err wrap(struct event_base *base, SSL *ssl, int fd,
     if (!c)
         return base_fail(STRATA_ENOMEM, "out of memory for a connection");
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
-    c->fd = -1;
     c->cbs = *cbs;
     c->tls = ssl != NULL;
     if (ssl)
@@ -627,34 +624,6 @@ strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len)
     bufferevent_unlock(c->bev);
     quiet_pipe_end(&q);
     return err;
-}
-
-/* TCP_CORK on or off; a socket that refuses it is never asked again. */
-static void set_cork(struct wire_conn *c, int fd, int on)
-{
-    if (fd < 0 || __atomic_load_n(&c->no_cork, __ATOMIC_RELAXED))
-        return;
-    if (setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)) != 0)
-        __atomic_store_n(&c->no_cork, true, __ATOMIC_RELAXED);
-}
-
-void wire_conn_cork(struct wire_conn *c)
-{
-    int fd;
-
-    bufferevent_lock(c->bev);
-    fd = bufferevent_getfd(c->bev);
-    __atomic_store_n(&c->fd, fd, __ATOMIC_RELAXED);
-    if (!c->failed)
-        set_cork(c, fd, 1);
-    bufferevent_unlock(c->bev);
-}
-
-void wire_conn_push(struct wire_conn *c)
-{
-    /* The socket stays open until wire_conn_free, which no thread that
-     * sends can race (the caller's contract). */
-    set_cork(c, __atomic_load_n(&c->fd, __ATOMIC_RELAXED), 0);
 }
 
 void wire_conn_lock(struct wire_conn *c)

@@ -279,15 +279,11 @@ void remote_kick(void *arg)
         if (live(r)) {
             uint32_t from = r->sent;
 
-            /* Held until the lock is let go (wire_conn_cork). */
-            wire_conn_cork(r->conn);
             send_posted(r);
             __atomic_add_fetch(&r->kicked, r->sent - from, __ATOMIC_RELAXED);
             sent = true;
         }
         wire_conn_unlock(r->conn);
-        if (sent)
-            wire_conn_push(r->conn);
     }
     if (!sent && write(r->ep->notify_fd, &one, sizeof(one)) < 0)
         LOG_WARN("cannot notify the connection of %s", r->endpoint);

@@ -21,12 +21,10 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <fcntl.h>
-#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -428,104 +426,6 @@ static void test_conn_close_await_ends_when_the_peer_closes(void **state)
     testutil_assert_clean(&before);
 }
 
-/* A connected pair on loopback TCP: *client (ours to wrap) and the
- * accepted end, read raw. */
-static void tcp_pair(int *client, int *server)
-{
-    struct sockaddr_in addr;
-    int lfd = listen_loopback(&addr);
-
-    *client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(*client >= 0);
-    assert_int_equal(connect(*client, (struct sockaddr *)&addr, sizeof(addr)),
-                     0);
-    *server = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-    assert_true(*server >= 0);
-    close(lfd);
-}
-
-/* Whether the peer could read anything now (nothing is taken). */
-static bool arrived(int fd)
-{
-    uint8_t b;
-
-    return recv(fd, &b, 1, MSG_DONTWAIT | MSG_PEEK) == 1;
-}
-
-/* Bytes the kernel holds unsent on fd. */
-static int unsent(int fd)
-{
-    int n = -1;
-
-    assert_int_equal(ioctl(fd, SIOCOUTQNSD, &n), 0);
-    return n;
-}
-
-/* What is sent between wire_conn_cork and wire_conn_push stays in the
- * sender's kernel (the peer is not woken) and goes out whole at the push;
- * on a socket that is not TCP both do nothing. */
-static void test_conn_cork_holds_a_send_until_push(void **state)
-{
-    uint8_t frame[WIRE_FRAME_HEADER_SIZE + 16], got[sizeof(frame)];
-    struct wire_frame_header h = {WIRE_FRAME_VERSION, WIRE_MSG_DATA_CHUNK, 0,
-                                  16};
-    struct end a = {0};
-    struct wire_conn_cbs acb = {end_msg, end_state, &a};
-    struct event_base *base;
-    struct wire_conn *c;
-    testutil_snapshot before;
-    int fd, peer, sv[2], held;
-    double t0;
-
-    (void)state;
-    testutil_snapshot_take(&before);
-    assert_int_equal(evthread_use_pthreads(), 0);
-    base = event_base_new();
-    assert_non_null(base);
-    wire_frame_header_pack(&h, frame);
-    for (size_t i = 0; i < 16; i++)
-        frame[WIRE_FRAME_HEADER_SIZE + i] = (uint8_t)(i * 13u);
-
-    tcp_pair(&fd, &peer);
-    assert_int_equal(wire_conn_open(base, NULL, fd, "peer", &acb, &c),
-                     STRATA_OK);
-    t0 = testutil_now();
-    wire_conn_cork(c);
-    /* Nothing queued: it goes to the socket now, where the cork holds
-     * it; the push sends it at once. The kernel lets a corked partial
-     * segment go by itself after 200 ms, so a look later than that (a
-     * very busy machine) proves nothing and is skipped. */
-    assert_int_equal(wire_conn_send(c, frame, sizeof(frame)), STRATA_OK);
-    held = unsent(fd);
-    if (testutil_now() - t0 < 0.15) {
-        assert_int_equal(held, (int)sizeof(frame));
-        assert_false(arrived(peer));
-    }
-    wire_conn_push(c);
-    held = unsent(fd);
-    if (testutil_now() - t0 < 0.15)
-        assert_int_equal(held, 0);
-    assert_true(testutil_read_full(peer, got, sizeof(got), WAIT_S));
-    assert_memory_equal(got, frame, sizeof(frame));
-    wire_conn_free(c);
-    close(peer);
-
-    /* Not TCP: no cork, the frame arrives at once. */
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-    assert_int_equal(wire_conn_open(base, NULL, sv[0], "peer", &acb, &c),
-                     STRATA_OK);
-    wire_conn_cork(c);
-    assert_int_equal(wire_conn_send(c, frame, sizeof(frame)), STRATA_OK);
-    assert_true(testutil_read_full(sv[1], got, sizeof(got), WAIT_S));
-    assert_memory_equal(got, frame, sizeof(frame));
-    wire_conn_push(c);
-    assert_int_equal(a.err, STRATA_OK);
-    wire_conn_free(c);
-    close(sv[1]);
-    wire_base_free(base);
-    testutil_assert_clean(&before);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -536,7 +436,6 @@ int main(void)
         cmocka_unit_test(
             test_conn_freed_with_its_callback_queued_leaves_nothing),
         cmocka_unit_test(test_conn_close_await_ends_when_the_peer_closes),
-        cmocka_unit_test(test_conn_cork_holds_a_send_until_push),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,17 +53,6 @@ strata_err wire_conn_send(struct wire_conn *c, const void *frames, size_t len);
  * can live under it. Recursive. */
 void wire_conn_lock(struct wire_conn *c);
 void wire_conn_unlock(struct wire_conn *c);
-/* Holds what is sent from now on in the kernel (TCP_CORK) until
- * wire_conn_push, so that the peer is woken only then: a thread that
- * sends under the connection's lock calls push after it lets the lock go.
- * Woken by the send itself, a peer on the same CPU preempts the sender
- * while it still holds the lock, and the thread that reads the peer's
- * answer must then wait for the sender to run again (worker/remote.c's
- * kick). cork takes the connection's lock; push takes none, and must
- * follow every cork (the kernel sends what it holds after 200 ms
- * anyway). Nothing on a socket that is not TCP. */
-void wire_conn_cork(struct wire_conn *c);
-void wire_conn_push(struct wire_conn *c);
 /* Blocks SIGPIPE in the calling thread for good (a thread running an event
  * loop that writes to sockets). wire_conn_send and wire_conn_close block
  * it around their own writes, so callers need not. */
