@@ -473,21 +473,18 @@ static strata_err names_orch(strata_orch *o, const strata_args *args,
     return e;
 }
 
-/* A chip records a task it ran and its orchestrator's view of it in one
- * record when the callable's name is short, in two when it is long: the
- * file says the same either way. */
-static void test_trace_short_and_long_names_same_slices(void **state)
+/* Runs "trace.short" and a kernel named name on a one-chip L3 with a
+ * trace file; the file's events, with the L3's and the chip's pids. */
+static json_t *run_two_names(const char *name, json_int_t *l3, json_int_t *chip)
 {
-    (void)state;
     static const int chip0[1] = {0};
     strata_callable k[2];
     strata_worker_config cfg;
     strata_worker *w = NULL;
-    json_t *root, *ev;
-    json_int_t l3, chip;
+    json_t *root;
 
     it_ok(strata_register_kernel("trace.short", noop_kernel, &k[0]));
-    it_ok(strata_register_kernel(LONG_NAME, noop_kernel, &k[1]));
+    it_ok(strata_register_kernel(name, noop_kernel, &k[1]));
     path_init();
     strata_worker_config_init(&cfg, 3);
     cfg.chip_ids = chip0;
@@ -497,12 +494,23 @@ static void test_trace_short_and_long_names_same_slices(void **state)
     it_ok(strata_worker_init(w));
     it_ok(strata_worker_run(w, names_orch, NULL, k));
     it_ok(it_worker_destroy(w));
-
     root = load_trace();
-    ev = json_object_get(root, "traceEvents");
-    l3 = pid_of_process(ev, "L3");
-    chip = pid_of_process(ev, "chip 0");
-    assert_true(l3 >= 0 && chip >= 0);
+    *l3 = pid_of_process(json_object_get(root, "traceEvents"), "L3");
+    *chip = pid_of_process(json_object_get(root, "traceEvents"), "chip 0");
+    assert_true(*l3 >= 0 && *chip >= 0);
+    return root;
+}
+
+/* A chip records a task it ran and its orchestrator's view of it in one
+ * record when the callable's name is short, in two when it is long: the
+ * file says the same either way. */
+static void test_trace_short_and_long_names_same_slices(void **state)
+{
+    (void)state;
+    json_int_t l3, chip;
+    json_t *root = run_two_names(LONG_NAME, &l3, &chip);
+    json_t *ev = json_object_get(root, "traceEvents");
+
     assert_int_equal(count(ev, "X", "task", "trace.short", chip), 1);
     assert_int_equal(count(ev, "X", "task", LONG_NAME, chip), 1);
     assert_true(task_marked(ev, l3, "chip 0", NULL));
@@ -524,30 +532,10 @@ static void test_trace_short_and_long_names_same_slices(void **state)
 static void test_trace_utf8_names_stay_utf8(void **state)
 {
     (void)state;
-    static const int chip0[1] = {0};
-    strata_callable k[2];
-    strata_worker_config cfg;
-    strata_worker *w = NULL;
-    json_t *root, *ev;
     json_int_t l3, chip;
+    json_t *root = run_two_names(UTF8_NAME, &l3, &chip);
+    json_t *ev = json_object_get(root, "traceEvents");
 
-    it_ok(strata_register_kernel("trace.short", noop_kernel, &k[0]));
-    it_ok(strata_register_kernel(UTF8_NAME, noop_kernel, &k[1]));
-    path_init();
-    strata_worker_config_init(&cfg, 3);
-    cfg.chip_ids = chip0;
-    cfg.num_chips = 1;
-    cfg.trace_path = trace_path;
-    it_ok(it_worker_create(&cfg, &w));
-    it_ok(strata_worker_init(w));
-    it_ok(strata_worker_run(w, names_orch, NULL, k));
-    it_ok(it_worker_destroy(w));
-
-    root = load_trace();
-    ev = json_object_get(root, "traceEvents");
-    l3 = pid_of_process(ev, "L3");
-    chip = pid_of_process(ev, "chip 0");
-    assert_true(l3 >= 0 && chip >= 0);
     assert_int_equal(count(ev, "X", "task", UTF8_KEPT, chip), 1);
     assert_int_equal(count(ev, "b", "dispatch", UTF8_KEPT, l3), 1);
     json_decref(root);

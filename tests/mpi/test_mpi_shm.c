@@ -92,47 +92,34 @@ static pid_t mpirun_child(void)
     return found;
 }
 
-/* A segment folder as a killed L4 (pid dead) leaves it, with a segment
- * in it; its path into path. */
-static void plant_dead_l4_folder(char *path, size_t cap)
+/* The pid of a process that has ended (forked, reaped). */
+static pid_t dead_pid(void)
 {
     pid_t dead = fork();
-    char file[400];
-    FILE *f;
 
     assert_true(dead >= 0);
     if (dead == 0)
         _exit(0);
     assert_int_equal(waitpid(dead, NULL, 0), dead);
-    snprintf(path, cap, "/dev/shm/strata-%u-%d-ompi-test", (unsigned)getuid(),
-             (int)dead);
-    assert_int_equal(mkdir(path, 0700), 0);
-    snprintf(file, sizeof(file), "%s/vader_segment.test.0", path);
-    f = fopen(file, "w");
-    assert_non_null(f);
-    fclose(f);
+    return dead;
 }
 
-/* A key folder as an L4 killed before its ranks were in leaves it, key
- * and all; its path into path. */
-static void plant_dead_l4_key(char *path, size_t cap)
+/* A folder as a killed L4 leaves it, with one file in it: fmt formats
+ * the folder's path from the dead pid; the path goes to path. */
+static void plant_dead_l4_dir(char *path, size_t cap, const char *file,
+                              const char *fmt, ...)
 {
-    const char *tmp = getenv("TMPDIR");
-    pid_t dead = fork();
-    char file[400];
+    char full[400];
+    va_list ap;
     FILE *f;
 
-    assert_true(dead >= 0);
-    if (dead == 0)
-        _exit(0);
-    assert_int_equal(waitpid(dead, NULL, 0), dead);
-    snprintf(path, cap, "%s/strata-mpi-%d-test", tmp && tmp[0] ? tmp : "/tmp",
-             (int)dead);
+    va_start(ap, fmt);
+    vsnprintf(path, cap, fmt, ap);
+    va_end(ap);
     assert_int_equal(mkdir(path, 0700), 0);
-    snprintf(file, sizeof(file), "%s/key", path);
-    f = fopen(file, "w");
+    snprintf(full, sizeof(full), "%s/%s", path, file);
+    f = fopen(full, "w");
     assert_non_null(f);
-    fputs("0123\n", f);
     fclose(f);
 }
 
@@ -151,8 +138,15 @@ static void test_mpi_shm_killed_mpirun_leaves_no_segments(void **state)
     double t0;
 
     (void)state;
-    plant_dead_l4_folder(stale, sizeof(stale));
-    plant_dead_l4_key(key, sizeof(key));
+    /* A killed L4's segment folder, with a segment; its key folder (one
+     * killed before its ranks were in), key and all. */
+    plant_dead_l4_dir(stale, sizeof(stale), "vader_segment.test.0",
+                      "/dev/shm/strata-%u-%d-ompi-test", (unsigned)getuid(),
+                      (int)dead_pid());
+    plant_dead_l4_dir(key, sizeof(key), "key", "%s/strata-mpi-%d-test",
+                      getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR")
+                                                              : "/tmp",
+                      (int)dead_pid());
     testutil_snapshot_take(&before);
     memset(&s, 0, sizeof(s));
     s.ranks = 2;
