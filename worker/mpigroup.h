@@ -74,11 +74,14 @@ static inline struct remote_node *mpigroup_node(struct mpi_group *g,
  * rank a node is; idempotent. */
 void mpihalo_install(void);
 
-/* mpitmp.c: Open MPI's session and segment folders for a launch. make:
+/* mpitmp.c: Open MPI's session and segment folders for a launch. sweep:
+ * removes the session, segment and key folders a killed L4 left (every
+ * launch, first, whatever its hosts); make:
  * creates them (not those the user chose in OMPI_MCA_* variables); env:
  * this process's environment with them added, for mpirun (NULL: out of
  * memory; free with mpitmp_env_free, which is told the count of entries
  * env added, *added); remove: the folders and all in them. */
+void mpitmp_sweep(const struct mpi_group *g);
 strata_err mpitmp_make(struct mpi_group *g);
 char **mpitmp_env(const struct mpi_group *g, size_t *added);
 void mpitmp_env_free(char **env, size_t added);

@@ -11,7 +11,6 @@
 #include "base/log.h"
 #include "base/proc.h"
 #include "mpigroup.h"
-#include "worker/reclaim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,9 +48,6 @@ static strata_err write_key(struct mpi_group *g)
 
     if (!dir || !dir[0])
         dir = "/tmp";
-    /* A killed L4's key folder goes at the next launch, whatever else
-     * that launch makes (mpitmp.c). */
-    worker_mpi_reclaim_stale_dirs(dir);
     if (snprintf(g->dir_path, sizeof(g->dir_path), "%s/strata-mpi-%d-XXXXXX",
                  dir, (int)getpid()) >= (int)sizeof(g->dir_path) ||
         !mkdtemp(g->dir_path)) {
@@ -245,6 +241,7 @@ strata_err mpilaunch_start(struct mpi_group *g, struct event_base *base,
 
     g->base = base;
     g->deadline = deadline;
+    mpitmp_sweep(g);
     err = write_key(g);
     if (!err)
         err = mpitmp_make(g);

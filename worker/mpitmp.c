@@ -127,7 +127,6 @@ static void make_shm_dir(struct mpi_group *g)
         mine += !getenv(shm_vars[i]);
     if (mine == 0 || stat(SHM, &st) != 0 || !S_ISDIR(st.st_mode))
         return;
-    worker_mpi_reclaim_stale_dirs(SHM);
     snprintf(g->shm_dir, sizeof(g->shm_dir), SHM "/strata-%u-%d-ompi-XXXXXX",
              (unsigned)getuid(), (int)getpid());
     if (!mkdtemp(g->shm_dir)) {
@@ -136,6 +135,12 @@ static void make_shm_dir(struct mpi_group *g)
                  strerror(errno));
         g->shm_dir[0] = '\0';
     }
+}
+
+void mpitmp_sweep(const struct mpi_group *g)
+{
+    worker_mpi_reclaim_stale_dirs(SHM);
+    worker_mpi_reclaim_stale_dirs(tmp_of(g->key_dir));
 }
 
 strata_err mpitmp_make(struct mpi_group *g)
@@ -149,7 +154,6 @@ strata_err mpitmp_make(struct mpi_group *g)
     make_shm_dir(g);
     if (getenv(VAR) || getenv("OMPI_MCA_orte_local_tmpdir_base"))
         return STRATA_OK;
-    worker_mpi_reclaim_stale_dirs(dir);
     if (snprintf(g->ompi_dir, sizeof(g->ompi_dir), "%s/strata-ompi-%d-XXXXXX",
                  dir, (int)getpid()) >= (int)sizeof(g->ompi_dir) ||
         !mkdtemp(g->ompi_dir)) {
