@@ -118,7 +118,10 @@ static strata_err read_manifest(int dirfd, const char *path,
     strata_err err;
     int fd;
 
-    fd = openat(dirfd, "manifest.json", O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO there opens at once (and is refused below)
+     * instead of waiting for a writer forever; reads of a regular file
+     * ignore it. */
+    fd = openat(dirfd, "manifest.json", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return errno == ENOENT
                    ? base_fail(STRATA_ENOENT,
@@ -161,15 +164,20 @@ static strata_err open_index(int dirfd, const char *path, const char *file,
     uint64_t want;
     int fd;
 
-    fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC);
+    fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO */
     if (fd < 0)
         return fail_file(errno, "opening", file);
     if (fstat(fd, &st) != 0) {
         close(fd);
         return fail_file(errno, "stat of", file);
     }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return base_fail(STRATA_EINVAL, ".gfg: %s/%s is not a regular file",
+                         path, file);
+    }
     if (__builtin_mul_overflow(count, (uint64_t)item, &want) ||
-        !S_ISREG(st.st_mode) || (uint64_t)st.st_size != want) {
+        (uint64_t)st.st_size != want) {
         close(fd);
         return base_fail(STRATA_EINVAL,
                          ".gfg: %s/%s has %llu bytes; the "

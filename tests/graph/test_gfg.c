@@ -11,6 +11,7 @@
 #include "graph_int.h"
 #include "testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -439,6 +440,16 @@ static void test_gfg_manifest_escapes_and_layout_accepted(void **state)
     assert_int_equal(graph_manifest_format(&m, buf, 20), 0);
 }
 
+/* Replaces dir's row_ptr.bin by a directory. */
+static void f_dir_rows(const char *dir)
+{
+    char *f = gh_join(dir, "row_ptr.bin");
+
+    assert_int_equal(unlink(f), 0);
+    assert_int_equal(mkdir(f, 0755), 0);
+    free(f);
+}
+
 static void expect_open_fails(const char *dir, strata_err want,
                               const char *reason)
 {
@@ -510,6 +521,32 @@ static void test_gfg_corrupt_store_clear_errors(void **state)
     }
     expect_open_fails(d, STRATA_EINVAL, "not a regular file");
     free(d);
+    /* FIFOs open at once and are refused (a reader used to wait for a
+     * writer forever); so is an index file that is a directory. */
+    {
+        static const char *const fifos[] = {"manifest.json", "row_ptr.bin",
+                                            "col_idx.bin"};
+
+        for (size_t i = 0; i < 3; i++) {
+            char name[32], *f;
+
+            snprintf(name, sizeof(name), "fifo_%zu", i);
+            d = make_store(name, i ? manifest_i32 : NULL, row_ptr_i32,
+                           sizeof(row_ptr_i32), cols, 52);
+            f = gh_join(d, fifos[i]);
+            unlink(f);
+            assert_int_equal(mkfifo(f, 0600), 0);
+            free(f);
+            expect_open_fails(d, STRATA_EINVAL, "not a regular file");
+            free(d);
+        }
+        d = make_store("dir_rows", manifest_i32, row_ptr_i32,
+                       sizeof(row_ptr_i32), cols, 52);
+        f_dir_rows(d);
+        expect_open_fails(d, STRATA_EINVAL,
+                          "row_ptr.bin is not a regular file");
+        free(d);
+    }
     d = gh_join(tmp, "missing");
     expect_open_fails(d, STRATA_ENOENT, "missing");
     free(d);
