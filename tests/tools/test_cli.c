@@ -267,6 +267,14 @@ static void test_cli_node_keygen_mode_600_no_overwrite(void **state)
     slurp(key, out);
     assert_string_not_equal(out, first);
     unlink(key);
+    /* --force never replaces what is not a file (a FIFO here; as root a
+     * device node went the same way). */
+    assert_int_equal(mkfifo(key, 0600), 0);
+    assert_int_equal(RUN("node", "keygen", "--force", key), 1);
+    assert_non_null(strstr(err, "is not a regular file"));
+    assert_int_equal(lstat(key, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    unlink(key);
 }
 
 static void test_cli_node_ping_ok_and_wrong_secret(void **state)

@@ -118,6 +118,18 @@ static int keygen(int argc, char **argv)
         printf("wrote a new secret to %s (mode 600)\n", path);
         return CLI_OK;
     }
+    /* --force replaces a secret file, never anything else: a device, a
+     * FIFO or a link's target would be lost to the rename (as root,
+     * /dev/full became a key). A path not there yet is fine. */
+    {
+        struct stat st;
+
+        if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            return cli_fail(CLI_FAIL, CMD_KEYGEN,
+                            "%s is not a regular file; --force replaces only "
+                            "a secret file",
+                            path);
+    }
     /* --force: a new file beside it, renamed over it, so that a reader
      * sees the old secret or the new one, never half of one. */
     snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
