@@ -238,7 +238,14 @@ static void test_cli_gfg_convert_edges_ok(void **state)
     assert_non_null(strstr(err, "id 3 is not below --nodes 3"));
     write_text(edges, "0 1\n1 -2\n");
     assert_int_equal(RUN("gfg", "convert", "--from-edges", edges, store), 1);
-    assert_non_null(strstr(err, "edges.txt:2: want two non-negative ids"));
+    assert_non_null(strstr(err, "edges.txt:2: want two non-negative ids, "
+                                "found '-2'\n"));
+    assert_int_equal(access(store, F_OK), -1);
+    /* One id: the line is quoted, without its end. */
+    write_text(edges, "0 1 2\n3\n");
+    assert_int_equal(RUN("gfg", "convert", "--from-edges", edges, store), 1);
+    assert_non_null(strstr(err, "edges.txt:2: want two non-negative ids, "
+                                "found one in '3'\n"));
     assert_int_equal(access(store, F_OK), -1);
     unlink(edges);
 }

@@ -314,6 +314,8 @@ static int parse_line(char *line, int64_t *src, int64_t *dst, char *why,
     char *s = line, *end;
     long long v[2];
 
+    /* The line's end is no part of what a message quotes. */
+    line[strcspn(line, "\r\n")] = '\0';
     while (*s == ' ' || *s == '\t')
         s++;
     if (!*s || *s == '\n' || *s == '\r' || *s == '#' || *s == '%')
@@ -321,6 +323,13 @@ static int parse_line(char *line, int64_t *src, int64_t *dst, char *why,
     for (int k = 0; k < 2; k++) {
         while (*s == ' ' || *s == '\t')
             s++;
+        if (!*s) {
+            snprintf(why, cap,
+                     "want two non-negative ids, found one in "
+                     "'%.40s'",
+                     line);
+            return -1;
+        }
         if (*s < '0' || *s > '9') {
             snprintf(why, cap, "want two non-negative ids, found '%.40s'", s);
             return -1;
