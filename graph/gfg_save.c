@@ -1,18 +1,23 @@
 /* Writing a .gfg store: everything goes into a temporary directory beside
  * the destination, is fsynced, and is published by one rename that never
- * replaces an existing path. */
+ * replaces an existing path. The saver holds an flock on that directory
+ * while it writes: a save killed midway (Ctrl-C on gfg convert) leaves it
+ * unlocked, and the next save to the same destination removes it. */
 #define _GNU_SOURCE
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/fault.h"
 #include "graph_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Indices encoded per write (512 KiB of int64). */
@@ -273,6 +278,47 @@ static void discard(struct save *s)
     }
 }
 
+/* Whether entry is one of our temporary directories for name:
+ * ".<name>." and mkdtemp's six characters. */
+static bool tmp_of_name(const char *entry, const char *name)
+{
+    size_t n = strlen(name);
+
+    return entry[0] == '.' && strncmp(entry + 1, name, n) == 0 &&
+           entry[1 + n] == '.' && strlen(entry + 2 + n) == 6;
+}
+
+/* Removes the temporary directories of earlier saves to name that no
+ * live saver holds (flock) and that are older than a second (a saver
+ * locks its directory right after making it). Only our files go; a
+ * directory holding anything else stays. */
+static void sweep_stale(const char *parent, const char *name)
+{
+    DIR *d = opendir(parent);
+    struct dirent *e;
+
+    while (d && (e = readdir(d)) != NULL) {
+        struct stat st;
+        int fd;
+
+        if (!tmp_of_name(e->d_name, name))
+            continue;
+        fd = openat(dirfd(d), e->d_name,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        if (fstat(fd, &st) == 0 && st.st_mtime < time(NULL) - 1 &&
+            st.st_uid == getuid() && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+                (void)unlinkat(fd, files[i], 0);
+            (void)unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+        }
+        close(fd);
+    }
+    if (d)
+        closedir(d);
+}
+
 static strata_err make_tmp(struct save *s, const char *name)
 {
     size_t n = strlen(s->parent) + strlen(name) + 10;
@@ -291,6 +337,9 @@ static strata_err make_tmp(struct save *s, const char *name)
     s->dirfd = open(s->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (s->dirfd < 0)
         return fail_sys(errno, "opening", s->tmp);
+    /* Held until the directory is published or discarded. */
+    if (flock(s->dirfd, LOCK_EX | LOCK_NB) != 0)
+        return fail_sys(errno, "locking", s->tmp);
     return STRATA_OK;
 }
 
@@ -319,6 +368,7 @@ strata_err strata_gfg_save(const char *path, const strata_csr_view *csr,
     err = split_path(path, &s.parent, &name);
     if (err != STRATA_OK)
         return err;
+    sweep_stale(s.parent, name);
     err = make_tmp(&s, name);
     if (err == STRATA_OK)
         err = write_store(&s, csr, index_dtype);

@@ -11,10 +11,13 @@
 #include "graph_int.h"
 #include "testutil.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const int64_t ex_row_ptr[] = {0, 3, 5, 7, 9, 11, 13};
@@ -687,6 +690,56 @@ static void test_gfg_save_relative_path_ok(void **state)
 }
 
 /* A failure at any write, fsync or the rename leaves nothing behind. */
+/* A temporary store directory as a save killed midway leaves it:
+ * .sweep.gfg.<six>, a partial file in it, mtime age_s ago. */
+static char *plant_tmp(const char *six, double age_s)
+{
+    char name[64], *d;
+    struct timespec t[2];
+
+    snprintf(name, sizeof(name), ".sweep.gfg.%s", six);
+    d = gh_join(tmp, name);
+    assert_int_equal(mkdir(d, 0700), 0);
+    gh_write_file(d, "row_ptr.bin", row_ptr_i32, 8);
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= (time_t)age_s;
+    t[1] = t[0];
+    assert_int_equal(utimensat(AT_FDCWD, d, t, 0), 0);
+    return d;
+}
+
+/* A save killed midway (Ctrl-C on gfg convert) leaves its temporary
+ * directory; the next save to the same destination removes it, but not
+ * one a live saver holds (flock), nor one just made. */
+static void test_gfg_save_sweeps_a_killed_save(void **state)
+{
+    strata_csr_view v = example();
+    char *path = gh_join(tmp, "sweep.gfg");
+    char *dead = plant_tmp("Dd0001", 30);
+    char *held = plant_tmp("Hh0002", 30);
+    char *young = plant_tmp("Yy0003", 0);
+    int fd = open(held, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+
+    (void)state;
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX), 0);
+    assert_int_equal(strata_gfg_save(path, &v, STRATA_I32), STRATA_OK);
+    check_example_store(path, STRATA_I32);
+    assert_int_not_equal(lstat(dead, &st), 0);
+    assert_int_equal(lstat(held, &st), 0);
+    assert_int_equal(lstat(young, &st), 0);
+    close(fd);
+    gh_rmtree(held);
+    gh_rmtree(young);
+    gh_rmtree(path);
+    assert_int_equal(gh_count_entries(tmp), 0);
+    free(dead);
+    free(held);
+    free(young);
+    free(path);
+}
+
 static void test_gfg_save_faults_leave_nothing(void **state)
 {
     static const char *const points[] = {"graph.gfg_save.write",
@@ -775,6 +828,7 @@ int main(void)
         T(test_gfg_save_existing_destination_eexist),
         T(test_gfg_save_relative_path_ok),
         T(test_gfg_save_faults_leave_nothing),
+        T(test_gfg_save_sweeps_a_killed_save),
         T(test_gfg_alloc_failures_enomem),
     };
 #undef T
