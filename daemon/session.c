@@ -305,7 +305,16 @@ static void on_task(struct session *s, struct wire_msg *m)
     __atomic_add_fetch(&s->tasks, 1, __ATOMIC_ACQ_REL);
     t->task = m->u.task; /* takes the decoded memory */
     t->s = s;
-    err = bind_args(s, t);
+    /* A parent hands a node orch tasks; the node's own orch fn submits to
+     * its chips and sub workers. */
+    if (t->task.target != WIRE_TARGET_WORKER)
+        err = base_fail(STRATA_ENOTSUP,
+                        "TASK target %u: a node runs only tasks for itself "
+                        "(target 1, an orch callable); its orch fn submits "
+                        "to its chips",
+                        (unsigned)t->task.target);
+    else
+        err = bind_args(s, t);
     if (!err) {
         for (size_t k = 0; k < t->task.num_data_tensors; k++) {
             if (t->task.data_tensors[k] >= t->args->num_tensors) {

@@ -238,8 +238,9 @@ static void targs_make(struct targs *a, size_t n, const uint64_t *ids,
     a->len = sizeof(h) + n * sizeof(t[0]) + nscalars * sizeof(uint64_t);
 }
 
-static void send_task(struct peer *p, uint64_t req, const strata_callable *c,
-                      const struct targs *a, const uint32_t *data, size_t ndata)
+static void send_task_to(struct peer *p, uint64_t req, const strata_callable *c,
+                         const struct targs *a, const uint32_t *data,
+                         size_t ndata, uint8_t target, uint32_t chip)
 {
     struct wire_msg m = {.type = WIRE_MSG_TASK};
 
@@ -247,10 +248,17 @@ static void send_task(struct peer *p, uint64_t req, const strata_callable *c,
     memcpy(m.u.task.digest, c->digest, sizeof(m.u.task.digest));
     m.u.task.args = a->blob;
     m.u.task.args_len = a->len;
-    m.u.task.target = WIRE_TARGET_WORKER;
+    m.u.task.target = target;
+    m.u.task.chip = chip;
     m.u.task.data_tensors = data;
     m.u.task.num_data_tensors = ndata;
     peer_send(p, &m);
+}
+
+static void send_task(struct peer *p, uint64_t req, const strata_callable *c,
+                      const struct targs *a, const uint32_t *data, size_t ndata)
+{
+    send_task_to(p, req, c, a, data, ndata, WIRE_TARGET_WORKER, 0);
 }
 
 static void send_chunk(struct peer *p, uint64_t req, uint32_t tensor,
@@ -392,6 +400,18 @@ static void test_session_refused_task_bytes_dropped(void **state)
     send_chunk(&p, 2, 0, 32, 32, true);
     send_control(&p, 3, WIRE_CTRL_PING, 0, 0, 0);
     assert_int_equal(expect_reply(&p, 3, NULL, 0), STRATA_OK);
+    /* A task for one of the node's chips, or its sub workers, is not the
+     * parent's to send: refused, its bytes dropped, the session goes on
+     * (it used to run the orch callable anyway). */
+    targs_make(&a, 1, id, small, nb, tag, 0, NULL);
+    send_task_to(&p, 4, &rk_o_noop, &a, data, 1, WIRE_TARGET_CHIP, 999);
+    assert_int_equal(expect_reply(&p, 4, why, sizeof(why)), STRATA_ENOTSUP);
+    rk_assert_contains(why, "TASK target 2");
+    send_chunk(&p, 4, 0, 0, 64, true);
+    send_task_to(&p, 5, &rk_o_noop, &a, NULL, 0, WIRE_TARGET_SUB, 0);
+    assert_int_equal(expect_reply(&p, 5, why, sizeof(why)), STRATA_ENOTSUP);
+    send_control(&p, 6, WIRE_CTRL_PING, 0, 0, 0);
+    assert_int_equal(expect_reply(&p, 6, NULL, 0), STRATA_OK);
     peer_close(&p);
     idle_after(&plain, &before);
 }
