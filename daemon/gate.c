@@ -539,8 +539,9 @@ static void expire(struct gate *g, size_t i)
         note_addr(g, p->addr);
         detail(g,
                "%s: no HELLO in time: nothing came within %g s "
-               "(--handshake-timeout) after the TLS handshake",
-               p->peer, g->lim.handshake_timeout_s);
+               "(--handshake-timeout)%s",
+               p->peer, g->lim.handshake_timeout_s,
+               g->ctx ? " after the TLS handshake" : " of the connection");
     } else if (p->state == P_HANDSHAKE) {
         g->st.timed_out++;
         note_addr(g, p->addr);

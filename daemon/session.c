@@ -687,7 +687,11 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
     } else if (type == WIRE_MSG_GOODBYE) {
         stop(s, 0, "the parent said goodbye");
     } else if (type != WIRE_MSG_HEARTBEAT) {
-        stop(s, 1, "an unexpected message type");
+        char why[96];
+
+        snprintf(why, sizeof(why), "a message a parent does not send (%s)",
+                 wire_msg_name(type));
+        stop(s, 1, why);
     }
     wire_msg_free(&m);
 }
