@@ -329,6 +329,9 @@ static void test_cli_node_ping_ok_and_wrong_secret(void **state)
     assert_non_null(strstr(err, "authentication failed"));
     assert_int_equal(RUN("node", "ping", ep), 2);
     assert_int_equal(RUN("node", "ping", "127.0.0.1", "--secret-file", key), 2);
+    /* Plaintext to a TLS node: the likely cause comes first. */
+    assert_int_equal(RUN("node", "ping", ep, "--insecure"), 1);
+    assert_non_null(strstr(err, "it expects TLS"));
 
     /* The daemon still serves after both. */
     assert_int_equal(RUN("node", "ping", ep, "--secret-file", key), 0);

@@ -470,14 +470,19 @@ static int ping(int argc, char **argv)
     }
     n = read_frame(ssl, fd, deadline, in, sizeof(in), &e);
     if (n < 0) {
-        rc = cli_fail(CLI_FAIL, CMD_PING,
-                      n == -2 ? "%s: not a strata frame in the reply"
-                      : e == -1
-                          ? "%s: no answer within the timeout"
-                          : "%s: the node closed the connection without an "
-                            "answer (a strata-node older than the health "
-                            "check?)",
-                      o.endpoint);
+        rc =
+            cli_fail(CLI_FAIL, CMD_PING,
+                     n == -2   ? "%s: not a strata frame in the reply"
+                     : e == -1 ? "%s: no answer within the timeout"
+                     : ssl ? "%s: the node closed the connection without an "
+                             "answer (a strata-node older than the health "
+                             "check?)"
+                           : "%s: the node closed the connection without an "
+                             "answer: it expects TLS (started with "
+                             "--secret-file or --cert; ping it with the same), "
+                             "or it is a strata-node older than the health "
+                             "check",
+                     o.endpoint);
         goto out;
     }
     if (wire_frame_unpack(in, (size_t)n, &m) != STRATA_OK) {
