@@ -51,6 +51,13 @@ static int gfail(strata_err err, const char *what)
                     "%s: %s: %s", what, strata_errname(err), strata_errmsg());
 }
 
+/* The same, naming the store the failure is in. */
+static int gfail_in(strata_err err, const char *path, const char *what)
+{
+    return cli_fail(CLI_FAIL, "gfg", "%s: %s: %s: %s", path, what,
+                    strata_errname(err), strata_errmsg());
+}
+
 static size_t index_size(strata_dtype t)
 {
     return t == STRATA_I32 ? 4 : 8;
@@ -95,8 +102,8 @@ struct degree_stats {
 
 /* Walks row_ptr in chunks (reading their columns too: the public reader
  * checks both). */
-static int walk_rows(strata_gfg *g, const char *what, bool lines,
-                     struct degree_stats *ds)
+static int walk_rows(strata_gfg *g, const char *path, const char *what,
+                     bool lines, struct degree_stats *ds)
 {
     uint64_t rows = strata_gfg_num_rows(g);
     size_t w = index_size(strata_gfg_index_dtype(g));
@@ -130,7 +137,7 @@ static int walk_rows(strata_gfg *g, const char *what, bool lines,
             progress_abandon(&p);
             free(rp);
             free(cols);
-            return gfail(err, "reading rows");
+            return gfail_in(err, path, "reading rows");
         }
         for (uint64_t i = 0; i < e - b; i++) {
             uint64_t d = (uint64_t)(rp[i + 1] - rp[i]);
@@ -173,7 +180,7 @@ static int info(const char *store)
     printf("files:\n  row_ptr.bin  %s\n  col_idx.bin  %s\n",
            progress_bytes(file_size(store, "row_ptr.bin"), a, sizeof(a)),
            progress_bytes(file_size(store, "col_idx.bin"), b, sizeof(b)));
-    rc = walk_rows(g, "reading", false, &ds);
+    rc = walk_rows(g, store, "reading", false, &ds);
     if (rc == CLI_OK) {
         printf("graph:\n  rows (num_dst)       %" PRIu64 "\n"
                "  entities (num_src)   %" PRIu64 "\n"
@@ -198,7 +205,7 @@ static int check(const char *store)
 
     if (rc)
         return rc;
-    rc = walk_rows(g, "checking", true, &ds);
+    rc = walk_rows(g, store, "checking", true, &ds);
     if (rc == CLI_OK)
         printf("%s: ok: %" PRIu64 " rows, %" PRIu64 " edges, %s indices, all "
                "within bounds\n",
@@ -256,7 +263,7 @@ static int load_store(const char *path, struct csr *c)
         if (err) {
             progress_abandon(&p);
             strata_gfg_close(g);
-            return gfail(err, "reading rows");
+            return gfail_in(err, path, "reading rows");
         }
         for (uint64_t i = b; i <= e; i++)
             c->row_ptr[i] += base;
