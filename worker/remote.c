@@ -305,9 +305,8 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
         matched = true;
         mb->ring[pos].result =
             (int32_t)err | (err && not_run ? MBX_RESULT_NOT_RUN : 0);
-        if (err)
-            snprintf(mb->ring[pos].msg, sizeof(mb->ring[pos].msg),
-                     "request %llu on %s: %s", (unsigned long long)req,
+        if (err) /* the node, not the request id: that says nothing */
+            snprintf(mb->ring[pos].msg, sizeof(mb->ring[pos].msg), "%s: %s",
                      r->endpoint, msg ? msg : "");
         else
             mb->ring[pos].msg[0] = '\0';
