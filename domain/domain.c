@@ -325,6 +325,18 @@ strata_err strata_orch_allocate_domain(strata_orch *o,
     /* From here d lives until the worker is destroyed. */
     d->alloc_id = __atomic_add_fetch(&next_alloc_id, 1, __ATOMIC_RELAXED);
     err = orch_run_on_fence(o, fence_hook, d);
+    /* A member known to be dead fails the allocation here, on every path
+     * (without the exchange nothing else would ask the chip before its
+     * first map, in a kernel). */
+    for (uint32_t r = 0; !err && r < d->n; r++) {
+        err = orch_chip_check(s, d->eps[r]);
+        if (err) {
+            char why[STRATA_ERRMSG_MAX];
+
+            snprintf(why, sizeof(why), "%s", strata_errmsg());
+            err = base_fail(err, "domain '%s': %s", d->name, why);
+        }
+    }
     if (!err)
         err = orch_comm_init_chips(s, o, d->eps, d->n);
     if (!err)

@@ -76,6 +76,7 @@ static void assert_contains(const char *hay, const char *needle)
 struct lost {
     struct it_fx *f;
     strata_domain *d;
+    strata_err alloc_err; /* what the allocation returned */
 };
 
 static strata_err lost_orch(strata_orch *o, const strata_args *args, void *user)
@@ -91,7 +92,8 @@ static strata_err lost_orch(strata_orch *o, const strata_args *args, void *user)
 
     dom_spec_init(&sp, "lost", ids, LOST_N, 4096);
     dom_spec_buf(&sp, "flag", STRATA_U32, 1);
-    it_try(strata_orch_allocate_domain(o, &sp.spec, &l->d));
+    l->alloc_err = strata_orch_allocate_domain(o, &sp.spec, &l->d);
+    it_try(l->alloc_err);
     for (size_t r = 0; r < LOST_N && e == STRATA_OK; r++) {
         strata_chip_domain_ctx ctx;
         size_t shape[1] = {rec};
@@ -198,6 +200,16 @@ static void test_domain_lost_member_killed_waiters_epeer(void **state)
     assert_survivors_told(&f);
     assert_true(strata_domain_freed(l.d));
     assert_int_equal(dom_chip_window_maps(f.w, live, 2), 0);
+    assert_int_equal(dom_shm_windows(), 0);
+    /* The next allocation over the dead member fails at once, on either
+     * path (without the exchange it was accepted, and the run failed at
+     * the first map). */
+    e = strata_worker_run(f.w, lost_orch, NULL, &l);
+    print_message("again: %s: %s\n", strata_errname(e), strata_errmsg());
+    it_expect(STRATA_EPEER, e);
+    assert_int_equal(l.alloc_err, STRATA_EPEER);
+    assert_contains(strata_errmsg(), "domain 'lost'");
+    assert_contains(strata_errmsg(), "chip 1");
     assert_int_equal(dom_shm_windows(), 0);
     e = it_worker_destroy(f.w);
     assert_true(e == STRATA_OK || e == STRATA_EPEER);
