@@ -29,16 +29,21 @@ static strata_err need_ops(const strata_chip *chip)
     return STRATA_OK;
 }
 
+static strata_err not_here(const strata_chip *chip, uint64_t id)
+{
+    return base_fail(STRATA_EINVAL,
+                     "device buffer %llu is not on chip %d (freed, or "
+                     "allocated on another chip)",
+                     (unsigned long long)id, chip->cfg->id);
+}
+
 strata_err chip_devmem_resolve(strata_chip *chip, pid_t creator, uint64_t id,
                                size_t size, void **base_out)
 {
     const struct bufmap_entry *e = find(chip, creator, id);
 
     if (!e)
-        return base_fail(STRATA_EINVAL,
-                         "device buffer %llu is not on chip %d (freed, or "
-                         "allocated on another chip)",
-                         (unsigned long long)id, chip->cfg->id);
+        return not_here(chip, id);
     if (e->size != size)
         return base_fail(STRATA_EPROTO,
                          "device buffer %llu: %zu bytes, named as %zu",
@@ -106,7 +111,7 @@ static strata_err dev_staged(strata_chip *chip, struct mbx_frame *f, bool write)
     if (err)
         return err;
     if (!e)
-        return chip_devmem_resolve(chip, (pid_t)f->arg[1], f->arg[0], 0, NULL);
+        return not_here(chip, f->arg[0]);
     if (n > MBX_STAGING_SIZE || off > e->size || n > e->size - off ||
         (write && f->staged_len != n))
         return base_fail(STRATA_EPROTO,
