@@ -32,6 +32,9 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime development node tools)
+if(TARGET strata-rank) # built where Open MPI was found
+  list(APPEND CPACK_COMPONENTS_ALL mpi)
+endif()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # dpkg-shlibdeps fills Depends
@@ -46,7 +49,7 @@ set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_DEVELOPMENT_DEPENDS runtime)
 # The static archive and find_package(strata) need these at the link.
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS
-  "libssl-dev, libevent-dev, libmsgpack-dev, pkg-config")
+  "libssl-dev, libevent-dev, libmsgpack-dev, libjansson-dev, pkg-config")
 set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
   "strata runtime library: development files\n Headers, the static library, pkg-config and CMake package files.")
 
@@ -67,5 +70,13 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "python3")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "chromium")
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION
   "strata command-line tool\n strata gfg inspects, checks and converts .gfg graph stores; strata\n node pings strata-node daemons and makes cluster keys;\n strata-trace-page draws a timeline trace as an HTML page.")
+
+set(CPACK_DEBIAN_MPI_PACKAGE_NAME strata-mpi)
+set(CPACK_DEBIAN_MPI_PACKAGE_SECTION net)
+# mpirun and orted on every host of a group; dpkg-shlibdeps adds the MPI
+# library itself.
+set(CPACK_DEBIAN_MPI_PACKAGE_DEPENDS "openmpi-bin")
+set(CPACK_COMPONENT_MPI_DESCRIPTION
+  "strata Open MPI worker groups\n strata-rank, the program every rank of an L4's MPI worker group runs\n under mpirun (docs/mpi.md); install it on every host of a group.")
 
 include(CPack)

@@ -24,7 +24,7 @@ fail() {
     exit 1
 }
 
-for p in libstrata0 libstrata-dev strata-node strata-tools; do
+for p in libstrata0 libstrata-dev strata-node strata-tools strata-mpi; do
     deb=$deb_dir/${p}_0.1.0_${arch}.deb
     [ -f "$deb" ] || fail "no $deb (run ci/package first)"
     dpkg-deb -x "$deb" "$root"
@@ -35,6 +35,7 @@ for f in "$lib/libstrata.so.0" "$lib/libstrata.so" "$lib/libstrata.a" \
     "$lib/pkgconfig/strata.pc" "$lib/cmake/strata/strataConfig.cmake" \
     "$root/usr/include/strata/strata.h" "$root/usr/bin/strata" \
     "$root/usr/bin/strata-node" "$root/usr/bin/strata-trace-page" \
+    "$root/usr/bin/strata-rank" \
     "$root/usr/share/man/man1/strata.1" \
     "$root/usr/share/man/man8/strata-node.8" \
     "$root/usr/lib/systemd/system/strata-node.service" \
@@ -45,6 +46,11 @@ done
 # What each package declares.
 deps=$(dpkg-deb -f "$deb_dir/libstrata-dev_0.1.0_${arch}.deb" Depends)
 [[ $deps == *"libstrata0 (= 0.1.0)"* ]] || fail "libstrata-dev Depends: $deps"
+# strata.pc's Requires.private and strataConfig.cmake name jansson.
+[[ $deps == *libjansson-dev* ]] || fail "libstrata-dev Depends lacks jansson: $deps"
+deps=$(dpkg-deb -f "$deb_dir/strata-mpi_0.1.0_${arch}.deb" Depends)
+[[ $deps == *openmpi-bin* && $deps == *libopenmpi* ]] ||
+    fail "strata-mpi Depends: $deps"
 deps=$(dpkg-deb -f "$deb_dir/libstrata0_0.1.0_${arch}.deb" Depends)
 [[ $deps == *libssl3* ]] || fail "libstrata0 Depends lacks libssl3: $deps"
 ctl=$tmp/node-control
