@@ -30,9 +30,9 @@ static strata_err locate(const strata_domain *d, int chip, const char *buffer,
                          d->name, buffer);
     if (nbytes == 0 || offset > b->nbytes || nbytes > b->nbytes - offset)
         return base_fail(STRATA_EINVAL,
-                         "domain '%s': bytes [%zu, %zu) outside buffer '%s' "
-                         "of %zu bytes (or empty)",
-                         d->name, offset, offset + nbytes, buffer, b->nbytes);
+                         "domain '%s': %zu bytes at offset %zu: outside "
+                         "buffer '%s' of %zu bytes (or empty)",
+                         d->name, nbytes, offset, buffer, b->nbytes);
     *rank_out = r;
     *win_off_out = b->offset + offset;
     return STRATA_OK;

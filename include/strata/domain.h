@@ -82,7 +82,8 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_domain_context(
 /* Marks the domain released now (contexts refused from here on); its
  * windows are freed after the run fence. Releasing twice is a no-op. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_domain_release(strata_domain *d);
-/* True once strata_domain_release has been called on d. */
+/* True once strata_domain_release has been called on d, or once its run's
+ * fence has released it. */
 STRATA_API bool strata_domain_released(const strata_domain *d);
 /* True once every member has unmapped and freed its window. */
 STRATA_API bool strata_domain_freed(const strata_domain *d);

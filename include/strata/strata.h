@@ -363,7 +363,10 @@ STRATA_API STRATA_MUST_CHECK strata_err strata_buffer_read(strata_buffer *b,
 
 /* Drains every unfinished run, shuts the subtree down (SHUTDOWN, then
  * SIGTERM, then SIGKILL of each child's process group under one deadline),
- * reaps every child, frees every buffer and segment, frees w.
+ * reaps every child, frees every buffer and segment, frees w. The drain
+ * has no deadline: a kernel that never returns (a strata_signal_wait with
+ * timeout -1 that nobody signals) holds destroy for ever, so give such
+ * waits a timeout, or a node task a deadline (strata_orch_set_deadline).
  * STRATA_ESTATE, and nothing done, from inside one of w's own orch fns
  * (the drain would wait for it) and in a process forked from w's creator:
  * a fork has a copy of w that it can neither run, nor give buffers, nor

@@ -180,7 +180,7 @@ static void test_cli_gfg_check_corrupt_fails(void **state)
     assert_non_null(strstr(err, "corrupt store"));
     assert_non_null(strstr(err, "col_idx[11] = 6"));
     assert_non_null(strstr(err, "bad.gfg: reading rows")); /* which store */
-    assert_int_equal(RUN("gfg", "check", dir), 1); /* no manifest */
+    assert_int_equal(RUN("gfg", "check", dir), 1);         /* no manifest */
     assert_non_null(strstr(err, "STRATA_ENOENT"));
     rm_store(store);
 }
