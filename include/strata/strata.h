@@ -535,11 +535,12 @@ STRATA_API uint64_t strata_args_scalar(const strata_args *a, size_t i);
 /* Orchestrator (valid only inside an orch fn, on its thread)          */
 /* ------------------------------------------------------------------ */
 
-/* Submits kernel c with args to chip worker_id. Dependencies on earlier
- * tasks (of this and earlier runs) are inferred from tensor tags by buffer
- * identity and byte-range overlap. STRATA_EINVAL at submit for an unknown
- * chip, an unregistered or wrong-kind callable, a tensor outside its buffer
- * or two writes of one task to overlapping bytes. */
+/* Submits kernel c with args to chip worker_id (args NULL: no tensors and
+ * no scalars; so for a NULL entry of a group's list). Dependencies on
+ * earlier tasks (of this and earlier runs) are inferred from tensor tags
+ * by buffer identity and byte-range overlap. STRATA_EINVAL at submit for an
+ * unknown chip, an unregistered or wrong-kind callable, a tensor outside its
+ * buffer or two writes of one task to overlapping bytes. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_submit_next_level(
     strata_orch *o, strata_callable c, const strata_args *a, int worker_id);
 /* Submits one task per worker_ids[i] with args a[i]; the group launches
@@ -552,7 +553,9 @@ STRATA_API STRATA_MUST_CHECK strata_err
 strata_orch_submit_sub(strata_orch *o, strata_callable c, const strata_args *a);
 /* Scopes nest (up to 16). scope_end waits for every task submitted since the
  * matching scope_begin and returns their first error (STRATA_ETASK /
- * STRATA_EPEER) or STRATA_OK; STRATA_ESTATE without an open scope. A scope
+ * STRATA_EPEER) or STRATA_OK; STRATA_ESTATE without an open scope. A
+ * failed task fails its run as well, whatever the orch fn does after
+ * scope_end (the run reports its first error). A scope
  * left open when the orch fn returns makes the run fail with STRATA_ESTATE. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_orch_scope_begin(strata_orch *o);
 /* Closes the innermost scope (see strata_orch_scope_begin). */
