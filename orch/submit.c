@@ -251,9 +251,13 @@ static strata_err check_group(struct orch_sched *s, strata_callable c,
 {
     strata_err err = STRATA_OK;
 
-    if (!worker_ids || !a || n == 0)
+    if (!worker_ids || !a)
+        return base_fail_null("strata_orch_submit_next_level_group",
+                              !a ? "a" : "worker_ids");
+    if (n == 0)
         return base_fail(STRATA_EINVAL,
-                         "a group needs n >= 1 worker ids and args lists");
+                         "strata_orch_submit_next_level_group: n is 0 (a "
+                         "group needs one worker at least)");
     /* Members are distinct targets, so n is bounded by the worker's before
      * any entry is read: a count past the arrays given is refused here,
      * not read. */

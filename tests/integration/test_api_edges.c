@@ -887,10 +887,10 @@ static strata_err alloc_hooks_partial(void)
       strata_orch_submit_next_level(E.o, E.s, E.a, 0))                         \
     X(N, STRATA_EINVAL, "orch is NULL", NULL,                                  \
       strata_orch_submit_next_level_group(NULL, E.k, NULL, ids2, 2))           \
-    X(O, STRATA_EINVAL, "args lists", NULL, group_with(NULL, ids2, 2))         \
-    X(O, STRATA_EINVAL, "worker ids", NULL,                                    \
+    X(O, STRATA_EINVAL, "a is NULL", NULL, group_with(NULL, ids2, 2))          \
+    X(O, STRATA_EINVAL, "worker_ids is NULL", NULL,                            \
       group_with(AS(const strata_args *const *, &E.a), NULL, 1))               \
-    X(O, STRATA_EINVAL, "n >= 1", NULL,                                        \
+    X(O, STRATA_EINVAL, "n is 0", NULL,                                        \
       group_with(AS(const strata_args *const *, &E.a), ids2, 0))               \
     X(O, STRATA_EINVAL, "n", NULL,                                             \
       group_with(AS(const strata_args *const *, &E.a), ids2, SIZE_MAX))        \
