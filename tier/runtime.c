@@ -22,24 +22,6 @@ void strata_tier_config_init(strata_tier_config *cfg)
     cfg->io_threads = 2;
 }
 
-static strata_err check_dir(const char *dir)
-{
-    struct stat st;
-
-    if (!dir[0])
-        return base_fail(STRATA_EINVAL, "nvme_dir is empty");
-    if (stat(dir, &st) != 0)
-        return base_fail(STRATA_EINVAL, "nvme_dir '%s': %s", dir,
-                         strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return base_fail(STRATA_EINVAL, "nvme_dir '%s' is not a directory",
-                         dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return base_fail(STRATA_EINVAL, "nvme_dir '%s' is not writable: %s",
-                         dir, strerror(errno));
-    return STRATA_OK;
-}
-
 static strata_err check_config(const strata_tier_config *cfg,
                                uint64_t budgets[STRATA_TIER_COUNT])
 {
@@ -49,7 +31,7 @@ static strata_err check_config(const strata_tier_config *cfg,
         return base_fail(STRATA_EINVAL, "io_threads %u is over 64",
                          cfg->io_threads);
     if (cfg->nvme_dir) {
-        err = check_dir(cfg->nvme_dir);
+        err = tier_dir_check("nvme_dir", cfg->nvme_dir);
         if (err)
             return err;
     }

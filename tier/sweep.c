@@ -1,16 +1,50 @@
-/* Dead owners' files: see tier/sweep.h. */
+/* Dead owners' files and the directories they live in: see
+ * tier/sweep.h. */
+#define _GNU_SOURCE /* mkostemp */
 #include "tier/sweep.h"
 
+#include "base/err.h"
 #include "base/log.h"
 #include "base/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+strata_err tier_dir_check(const char *field, const char *dir)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    int fd;
+
+    if (!dir[0])
+        return base_fail(STRATA_EINVAL, "%s is empty", field);
+    if (stat(dir, &st) != 0)
+        return base_fail(STRATA_EINVAL, "%s '%s': %s", field, dir,
+                         strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return base_fail(STRATA_EINVAL, "%s '%s' is not a directory", field,
+                         dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return base_fail(STRATA_EINVAL, "%s '%s' is not writable: %s", field,
+                         dir, strerror(errno));
+    if (snprintf(path, sizeof(path), "%s/.strata-probe-XXXXXX", dir) >=
+        (int)sizeof(path))
+        return base_fail(STRATA_EINVAL, "%s '%s': path too long", field, dir);
+    fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0)
+        return base_fail(STRATA_EINVAL, "%s '%s' takes no files: %s", field,
+                         dir, strerror(errno));
+    close(fd);
+    unlink(path);
+    return STRATA_OK;
+}
 
 bool tier_owner_tag(char *buf, size_t cap)
 {

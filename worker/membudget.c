@@ -26,49 +26,9 @@
 #include "worker_int.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* A file made and removed there: access() passes root, and directories
- * such as /proc, that take no files. */
-static strata_err probe_spill_dir(const char *dir)
-{
-    char path[PATH_MAX];
-    int fd;
-
-    if (snprintf(path, sizeof(path), "%s/.strata-probe-XXXXXX", dir) >=
-        (int)sizeof(path))
-        return base_fail(STRATA_EINVAL, "spill_dir '%s': path too long", dir);
-    fd = mkstemp(path);
-    if (fd < 0)
-        return base_fail(STRATA_EINVAL, "spill_dir '%s' takes no files: %s",
-                         dir, strerror(errno));
-    close(fd);
-    unlink(path);
-    return STRATA_OK;
-}
-
-static strata_err check_spill_dir(const char *dir)
-{
-    struct stat st;
-
-    if (!dir[0])
-        return base_fail(STRATA_EINVAL, "spill_dir is empty");
-    if (stat(dir, &st) != 0)
-        return base_fail(STRATA_EINVAL, "spill_dir '%s': %s", dir,
-                         strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return base_fail(STRATA_EINVAL, "spill_dir '%s' is not a directory",
-                         dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return base_fail(STRATA_EINVAL, "spill_dir '%s' is not writable: %s",
-                         dir, strerror(errno));
-    return probe_spill_dir(dir);
-}
 
 strata_err worker_mem_check(const strata_worker_config *cfg)
 {
@@ -79,7 +39,7 @@ strata_err worker_mem_check(const strata_worker_config *cfg)
         base_errmsg_prefix("worker config");
         return err;
     }
-    if (cfg->spill_dir && (err = check_spill_dir(cfg->spill_dir)))
+    if (cfg->spill_dir && (err = tier_dir_check("spill_dir", cfg->spill_dir)))
         return err;
     if (cfg->eviction != STRATA_EVICT_NONE && cfg->eviction != STRATA_EVICT_LRU)
         return base_fail(STRATA_EINVAL,

@@ -298,6 +298,11 @@ static void test_tier_config_budgets_string(void **state)
     cfg.nvme_dir = "/nonexistent/strata";
     assert_int_equal(strata_tier_runtime_create(&cfg, &rt), STRATA_EINVAL);
     assert_msg_has("nvme_dir");
+    /* Writable to access(), but no file can be made there. */
+    cfg.nvme_dir = "/proc";
+    assert_int_equal(strata_tier_runtime_create(&cfg, &rt), STRATA_EINVAL);
+    assert_msg_has("nvme_dir '/proc' takes no files");
+    assert_null(rt);
 }
 
 static void test_tier_device_and_pinned_need_cuda(void **state)

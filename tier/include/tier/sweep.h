@@ -6,8 +6,16 @@
 #ifndef TIER_SWEEP_H
 #define TIER_SWEEP_H
 
+#include "strata/strata.h"
+
 #include <stdbool.h>
 #include <stddef.h>
+
+/* Whether dir can hold such files: STRATA_EINVAL naming field (the
+ * config's "nvme_dir", "spill_dir") for an empty path, no directory, one
+ * not writable, or one that takes no files (a file is made and removed
+ * there: access() lets root through, and /proc passes it). */
+strata_err tier_dir_check(const char *field, const char *dir);
 
 /* Writes "<pid>-<start>" of the calling process into buf (cap bytes);
  * false when it does not fit or /proc cannot say. */
