@@ -534,10 +534,10 @@ struct tdesc {
     uint8_t tag;
 };
 
-static void task(struct fuzz_seed *sd, uint64_t req, strata_callable c,
-                 const struct tdesc *t, size_t n, const uint64_t *sc,
-                 size_t nsc, const uint32_t *data, size_t ndata,
-                 uint64_t deadline_ms, unsigned flags)
+static void task_to(struct fuzz_seed *sd, uint64_t req, strata_callable c,
+                    const struct tdesc *t, size_t n, const uint64_t *sc,
+                    size_t nsc, const uint32_t *data, size_t ndata,
+                    uint64_t deadline_ms, unsigned flags, uint8_t target)
 {
     struct wire_msg m = {.type = WIRE_MSG_TASK};
     uint8_t blob[WIRE_ARGS_MAX];
@@ -567,11 +567,22 @@ static void task(struct fuzz_seed *sd, uint64_t req, strata_callable c,
     memcpy(m.u.task.digest, c.digest, sizeof(m.u.task.digest));
     m.u.task.args = blob;
     m.u.task.args_len = len;
-    m.u.task.target = WIRE_TARGET_WORKER;
+    m.u.task.target = target;
+    m.u.task.chip = target == WIRE_TARGET_CHIP ? 9 : 0;
     m.u.task.deadline_ms = deadline_ms;
     m.u.task.data_tensors = data;
     m.u.task.num_data_tensors = ndata;
     fuzz_seed_msg(sd, &m, flags);
+}
+
+/* A TASK for the node itself (target WORKER). */
+static void task(struct fuzz_seed *sd, uint64_t req, strata_callable c,
+                 const struct tdesc *t, size_t n, const uint64_t *sc,
+                 size_t nsc, const uint32_t *data, size_t ndata,
+                 uint64_t deadline_ms, unsigned flags)
+{
+    task_to(sd, req, c, t, n, sc, nsc, data, ndata, deadline_ms, flags,
+            WIRE_TARGET_WORKER);
 }
 
 static void chunk(struct fuzz_seed *sd, uint64_t req, uint32_t tensor,
@@ -725,7 +736,8 @@ static void write_seeds(const char *dir)
     fuzz_seed_write(&sd, dir, "task_two_chips");
 
     /* Tasks without data, one failing, one with a deadline, one unknown
-     * callable whose announced data is read and dropped. */
+     * callable and one for a chip of the node (refused) whose announced
+     * data is read and dropped. */
     hello(&sd, 1, 1);
     task(&sd, 1, calls.noop, io + 1, 1, NULL, 0, NULL, 0, 0, 0);
     task(&sd, 2, calls.fail, io + 1, 1, NULL, 0, NULL, 0, 0, 0);
@@ -737,6 +749,9 @@ static void write_seeds(const char *dir)
         task(&sd, 4, none, &in7, 1, NULL, 0, d0, 1, 0, 0);
         chunk(&sd, 4, 0, 0, 64, true, FUZZ_OP_WAIT);
     }
+    task_to(&sd, 6, calls.noop, &in7, 1, NULL, 0, d0, 1, 0, 0,
+            WIRE_TARGET_CHIP);
+    chunk(&sd, 6, 0, 0, 64, true, FUZZ_OP_WAIT);
     control(&sd, 5, WIRE_CTRL_CANCEL, 3, 0, 0, FUZZ_OP_WAIT);
     goodbye(&sd);
     fuzz_seed_write(&sd, dir, "tasks_mixed");
