@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 void strata_tier_config_init(strata_tier_config *cfg)

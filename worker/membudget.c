@@ -25,9 +25,7 @@
 #include "tier/sweep.h"
 #include "worker_int.h"
 
-#include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 strata_err worker_mem_check(const strata_worker_config *cfg)
