@@ -212,22 +212,28 @@ static strata_err make_room(struct worker_mem *m, uint64_t nbytes,
 {
     while (!fits(m, nbytes)) {
         struct worker_mem_buf *victim;
+        uint64_t room;
         strata_err err;
 
         if (m->eviction != STRATA_EVICT_LRU)
             return over_budget(m, nbytes, "");
         if (nbytes > m->budget[STRATA_TIER_RAM])
             return over_budget(m, nbytes, ": larger than the whole budget");
-        victim = lru_victim(m, spill_room(m, leaving));
+        room = spill_room(m, leaving);
+        victim = lru_victim(m, room);
         if (victim) {
             err = spill(m, victim);
             if (err)
                 return err;
             continue;
         }
-        /* Idle buffers there are, but none fits on nvme: waiting would
-         * not make room there (only a release or a restore does). */
-        if (lru_victim(m, UINT64_MAX))
+        /* Pins drop without mu: a buffer idle now may have become so
+         * since the look above, and is spilled on the next pass. Idle
+         * buffers none of which fits on nvme are another matter: waiting
+         * would not make room there (only a release or a restore does). */
+        if (lru_victim(m, UINT64_MAX)) {
+            if (room == UINT64_MAX || lru_victim(m, room))
+                continue;
             return base_fail(STRATA_EBUDGET,
                              "tier 'nvme': no idle buffer can be spilled "
                              "within the worker's budget of %llu bytes "
@@ -239,6 +245,7 @@ static strata_err make_room(struct worker_mem *m, uint64_t nbytes,
                              (unsigned long long)nbytes,
                              (unsigned long long)m->budget[STRATA_TIER_RAM],
                              (unsigned long long)m->live);
+        }
         if (!something_will_idle(m))
             return over_budget(m, nbytes,
                                ": nothing can be spilled (every resident "
