@@ -28,7 +28,10 @@ set(CPACK_PACKAGE_NAME strata)
 set(CPACK_PACKAGE_VENDOR strata)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "strata maintainers <strata@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+# No common summary: CPack would put it in front of every package's
+# description, whose first line is that package's own synopsis.
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "")
+set(CPACK_STRIP_FILES ON) # the symbols stay in the build tree
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime development node tools)
@@ -41,8 +44,8 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # dpkg-shlibdeps fills Depends
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libstrata0)
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-  "strata runtime library\n strata runs C work on a tree of processes with shared-memory\n communication domains.")
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION
+  "strata runtime library\nstrata runs C work on a tree of processes with shared-memory\ncommunication domains.")
 
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libstrata-dev)
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
@@ -50,8 +53,8 @@ set(CPACK_COMPONENT_DEVELOPMENT_DEPENDS runtime)
 # The static archive and find_package(strata) need these at the link.
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS
   "libssl-dev, libevent-dev, libmsgpack-dev, libjansson-dev, pkg-config")
-set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
-  "strata runtime library: development files\n Headers, the static library, pkg-config and CMake package files.")
+set(CPACK_DEBIAN_DEVELOPMENT_DESCRIPTION
+  "strata runtime library: development files\nHeaders, the static library, pkg-config and CMake package files.")
 
 set(CPACK_DEBIAN_NODE_PACKAGE_NAME strata-node)
 set(CPACK_DEBIAN_NODE_PACKAGE_SECTION net)
@@ -60,23 +63,23 @@ set(CPACK_DEBIAN_NODE_PACKAGE_CONTROL_EXTRA
   ${STRATA_DEB_DIR}/postinst ${STRATA_DEB_DIR}/prerm ${STRATA_DEB_DIR}/postrm
   ${STRATA_DEB_DIR}/conffiles)
 set(CPACK_DEBIAN_NODE_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-set(CPACK_COMPONENT_NODE_DESCRIPTION
-  "strata remote node daemon\n strata-node runs strata L3 sessions for parents that authenticate\n with mutual TLS 1.3; with a systemd unit and a strata system user.")
+set(CPACK_DEBIAN_NODE_DESCRIPTION
+  "strata remote node daemon\nstrata-node runs strata L3 sessions for parents that authenticate\nwith mutual TLS 1.3; with a systemd unit and a strata system user.")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME strata-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
 # strata-trace-page is a python3 script; its --png wants chromium.
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "python3")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "chromium")
-set(CPACK_COMPONENT_TOOLS_DESCRIPTION
-  "strata command-line tool\n strata gfg inspects, checks and converts .gfg graph stores; strata\n node pings strata-node daemons and makes cluster keys;\n strata-trace-page draws a timeline trace as an HTML page.")
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION
+  "strata command-line tool\nstrata gfg inspects, checks and converts .gfg graph stores; strata\nnode pings strata-node daemons and makes cluster keys;\nstrata-trace-page draws a timeline trace as an HTML page.")
 
 set(CPACK_DEBIAN_MPI_PACKAGE_NAME strata-mpi)
 set(CPACK_DEBIAN_MPI_PACKAGE_SECTION net)
 # mpirun and orted on every host of a group; dpkg-shlibdeps adds the MPI
 # library itself.
 set(CPACK_DEBIAN_MPI_PACKAGE_DEPENDS "openmpi-bin")
-set(CPACK_COMPONENT_MPI_DESCRIPTION
-  "strata Open MPI worker groups\n strata-rank, the program every rank of an L4's MPI worker group runs\n under mpirun (docs/mpi.md); install it on every host of a group.")
+set(CPACK_DEBIAN_MPI_DESCRIPTION
+  "strata Open MPI worker groups\nstrata-rank, the program every rank of an L4's MPI worker group runs\nunder mpirun (docs/mpi.md); install it on every host of a group.")
 
 include(CPack)

@@ -43,7 +43,19 @@ for f in "$lib/libstrata.so.0" "$lib/libstrata.so" "$lib/libstrata.a" \
     [ -e "$f" ] || fail "not installed: ${f#"$root"}"
 done
 
-# What each package declares.
+# What each package declares: its own synopsis (the Description's first line), none repeated.
+synopses=$(for p in libstrata0 libstrata-dev strata-node strata-tools strata-mpi; do
+    dpkg-deb -f "$deb_dir/${p}_0.1.0_${arch}.deb" Description | head -1
+done)
+[ "$(sort -u <<<"$synopses" | wc -l)" -eq 5 ] ||
+    fail "packages share a synopsis: $synopses"
+# Shipped stripped; the static archive keeps its symbols for the link.
+for f in "$root/usr/bin/strata" "$root/usr/bin/strata-node" \
+    "$root/usr/bin/strata-rank" "$lib/libstrata.so.0"; do
+    [[ $(file -L "$f") == *", stripped"* ]] || fail "not stripped: ${f#"$root"}"
+done
+[[ $(nm "$lib/libstrata.a") == *" T strata_worker_create"* ]] ||
+    fail "libstrata.a lost its symbols"
 deps=$(dpkg-deb -f "$deb_dir/libstrata-dev_0.1.0_${arch}.deb" Depends)
 [[ $deps == *"libstrata0 (= 0.1.0)"* ]] || fail "libstrata-dev Depends: $deps"
 # strata.pc's Requires.private and strataConfig.cmake name jansson.
