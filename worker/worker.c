@@ -335,12 +335,14 @@ strata_err strata_worker_submit(strata_worker *w, strata_orch_fn fn,
                                 const strata_args *args, void *user,
                                 strata_run **out)
 {
-    strata_err err = check_ready(w, fn != NULL, "strata_worker_submit");
+    strata_err err;
 
+    /* NULLs first, then state (errors.md). */
+    if (w && fn && !out)
+        return base_fail_null("strata_worker_submit", "out");
+    err = check_ready(w, fn != NULL, "strata_worker_submit");
     if (err)
         return err;
-    if (!out)
-        return base_fail_null("strata_worker_submit", "out");
     return orch_run_start(w->sched, fn, args, user, out);
 }
 

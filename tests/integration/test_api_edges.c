@@ -628,6 +628,8 @@ static strata_err alloc_hooks_partial(void)
     X(W, STRATA_ESTATE, "not initialized", NULL,                               \
       strata_worker_submit(E.fresh, nop_orch, NULL, NULL,                      \
                            AS(strata_run **, &E.p)))                           \
+    X(W, STRATA_EINVAL, "out is NULL", NULL,                                   \
+      strata_worker_submit(E.fresh, nop_orch, NULL, NULL, NULL))               \
     X(N, STRATA_EINVAL, "run is NULL", NULL, strata_run_wait(NULL, 1))         \
     X(W, STRATA_EINVAL, "timeout_s", NULL, strata_run_wait(E.run, NAN))        \
     X(W, STRATA_EINVAL, "timeout_s", NULL, wait_nan_unfinished())              \
