@@ -433,6 +433,31 @@ static void test_cli_help_matches_man_pages_ok(void **state)
     assert_non_null(strstr(out, "strata 0.1.0"));
 }
 
+/* strata-rank's usage errors name the option or value at fault. */
+static void test_cli_rank_usage_names_the_fault(void **state)
+{
+#ifdef RANK_PATH
+#define RANK(...) run((const char *const[]){RANK_PATH, __VA_ARGS__, NULL})
+    (void)state;
+    assert_int_equal(RANK("--help"), 0);
+    assert_non_null(strstr(out, "usage: strata-rank --connect"));
+    assert_int_equal(RANK("--bogus"), 2);
+    assert_non_null(strstr(err, "unknown option '--bogus'"));
+    assert_int_equal(
+        RANK("--connect", "127.0.0.1:1", "--key-file", "k", "--ranks", "abc"),
+        2);
+    assert_non_null(strstr(err, "--ranks 'abc' is not a rank count"));
+    assert_int_equal(RANK("--connect"), 2);
+    assert_non_null(strstr(err, "--connect lacks its value"));
+    assert_int_equal(RANK("--connect", "127.0.0.1:1", "--ranks", "2"), 2);
+    assert_non_null(strstr(err, "--key-file is needed"));
+#undef RANK
+#else
+    (void)state;
+    skip(); /* no Open MPI, no strata-rank */
+#endif
+}
+
 /* Two chips' tasks a -> b (a flow), a dispatch slice with its wait. */
 static const char good_trace[] =
     "{\"traceEvents\":["
@@ -619,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_cli_node_ping_ok_and_wrong_secret),
         cmocka_unit_test(test_cli_node_ping_insecure_loopback_ok),
         cmocka_unit_test(test_cli_help_matches_man_pages_ok),
+        cmocka_unit_test(test_cli_rank_usage_names_the_fault),
         cmocka_unit_test(test_cli_trace_validate_summary_ok_and_refused),
         cmocka_unit_test(test_cli_trace_summary_many_flows_whole_path),
     };

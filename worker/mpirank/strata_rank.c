@@ -22,6 +22,8 @@
 #include <mpi.h>
 #include <netdb.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +32,13 @@
 #include <unistd.h>
 
 #define DIAL_TIMEOUT_S 30
+#define MAX_MODULES 32
 
 struct opts {
     const char *connect;
     const char *key_file;
     long ranks;
-    const char *modules[32];
+    const char *modules[MAX_MODULES];
     int num_modules;
 };
 
@@ -72,37 +75,67 @@ static void check_leaks_before_mpi_ends(void)
         __lsan_do_leak_check();
 }
 
-static int usage(const char *why)
+/* Prints the usage to f, after "strata-rank: <fmt ...>" when fmt is not
+ * NULL; returns the exit status (2 for an error, 0 without). */
+static int usage(FILE *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int usage(FILE *f, const char *fmt, ...)
 {
-    fprintf(stderr,
-            "strata-rank: %s\n"
-            "usage: strata-rank --connect HOST:PORT --key-file PATH "
-            "--ranks N [--module PATH]...\n"
-            "(started by mpirun for strata_worker_add_mpirun_worker_group)\n",
-            why);
-    return 2;
+    va_list ap;
+
+    if (fmt) {
+        va_start(ap, fmt);
+        fputs("strata-rank: ", f);
+        vfprintf(f, fmt, ap);
+        fputc('\n', f);
+        va_end(ap);
+    }
+    fprintf(f, "usage: strata-rank --connect HOST:PORT --key-file PATH "
+               "--ranks N [--module PATH]...\n"
+               "(started by mpirun for strata_worker_add_mpirun_worker_group; "
+               "see docs/mpi.md)\n");
+    return fmt ? 2 : 0;
 }
 
+/* 0: go on; -1 after --help (exit 0); 2 for a usage error. */
 static int parse(int argc, char **argv, struct opts *o)
 {
     for (int i = 1; i < argc; i += 2) {
+        const char *opt = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end;
 
+        if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0)
+            return usage(stdout, NULL) - 1; /* -1: exit 0 */
+        if (strcmp(opt, "--connect") != 0 && strcmp(opt, "--key-file") != 0 &&
+            strcmp(opt, "--ranks") != 0 && strcmp(opt, "--module") != 0)
+            return usage(stderr, "unknown option '%s'", opt);
         if (!v)
-            return usage("an option lacks its value");
-        if (strcmp(argv[i], "--connect") == 0)
+            return usage(stderr, "%s lacks its value", opt);
+        if (strcmp(opt, "--connect") == 0) {
             o->connect = v;
-        else if (strcmp(argv[i], "--key-file") == 0)
+        } else if (strcmp(opt, "--key-file") == 0) {
             o->key_file = v;
-        else if (strcmp(argv[i], "--ranks") == 0)
-            o->ranks = strtol(v, NULL, 10);
-        else if (strcmp(argv[i], "--module") == 0 && o->num_modules < 32)
+        } else if (strcmp(opt, "--ranks") == 0) {
+            errno = 0;
+            o->ranks = strtol(v, &end, 10);
+            if (errno || end == v || *end || o->ranks < 1 ||
+                o->ranks > INT32_MAX)
+                return usage(stderr,
+                             "--ranks '%s' is not a rank count (1 or more)", v);
+        } else if (o->num_modules == MAX_MODULES) {
+            return usage(stderr, "more than 32 --module options (at '%s')", v);
+        } else {
             o->modules[o->num_modules++] = v;
-        else
-            return usage("unknown option");
+        }
     }
-    if (!o->connect || !o->key_file || o->ranks < 1)
-        return usage("--connect, --key-file and --ranks are needed");
+    if (!o->connect)
+        return usage(stderr, "%s is needed", "--connect");
+    if (!o->key_file)
+        return usage(stderr, "%s is needed", "--key-file");
+    if (o->ranks < 1)
+        return usage(stderr, "%s is needed", "--ranks");
     return 0;
 }
 
@@ -225,8 +258,9 @@ int main(int argc, char **argv)
     char point[48];
     SSL *ssl;
 
-    if (parse(argc, argv, &o) != 0)
-        return 2;
+    status = parse(argc, argv, &o);
+    if (status != 0)
+        return status < 0 ? 0 : status;
     /* A write to an L4 that is gone fails with EPIPE and ends the session
      * through its teardown, rather than killing the rank on the spot. */
     signal(SIGPIPE, SIG_IGN);
