@@ -28,10 +28,15 @@ static strata_err locate(const strata_domain *d, int chip, const char *buffer,
     if (!b)
         return base_fail(STRATA_EINVAL, "domain '%s' has no buffer '%s'",
                          d->name, buffer);
-    if (nbytes == 0 || offset > b->nbytes || nbytes > b->nbytes - offset)
+    if (nbytes == 0)
+        return base_fail(STRATA_EINVAL,
+                         "domain '%s': nbytes is 0: a copy moves at least "
+                         "one byte",
+                         d->name);
+    if (offset > b->nbytes || nbytes > b->nbytes - offset)
         return base_fail(STRATA_EINVAL,
                          "domain '%s': %zu bytes at offset %zu: outside "
-                         "buffer '%s' of %zu bytes (or empty)",
+                         "buffer '%s' of %zu bytes",
                          d->name, nbytes, offset, buffer, b->nbytes);
     *rank_out = r;
     *win_off_out = b->offset + offset;

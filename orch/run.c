@@ -264,9 +264,13 @@ strata_err orch_run_start(struct orch_sched *s, strata_orch_fn fn,
     /* The fence's posts (a global domain's release) go out from here. */
     orch_kicks_begin(s);
     pthread_mutex_lock(&s->mu);
-    if (err)
-        orch_run_record_error(r, err, "orch function failed: %s",
-                              strata_errmsg());
+    if (err) {
+        const char *msg = strata_errmsg();
+
+        /* An orch fn may return a code of its own without a message. */
+        orch_run_record_error(r, err, "orch function returned %s%s%s",
+                              strata_errname(err), msg[0] ? ": " : "", msg);
+    }
     if (r->depth > 0)
         orch_run_record_error(r, STRATA_ESTATE,
                               "orch function returned with %u scope(s) "

@@ -986,7 +986,7 @@ static strata_err alloc_hooks_partial(void)
       strata_orch_copy_to(E.o, E.d, 0, "buf", 0, E.b, 0, SIZE_MAX))            \
     X(O, STRATA_ENOENT, "chip 99", NULL,                                       \
       strata_orch_copy_to(E.o, E.d, 99, "buf", 0, E.b, 0, 4))                  \
-    X(O, STRATA_EINVAL, "empty", NULL,                                         \
+    X(O, STRATA_EINVAL, "nbytes is 0", NULL,                                   \
       strata_orch_copy_to(E.o, E.d, 0, "buf", 0, E.b, 0, 0))                   \
     X(O, STRATA_EINVAL, "another worker", NULL,                                \
       strata_orch_copy_to(E.o, E.d, 0, "buf", 0, E.lb, 0, 4))                  \

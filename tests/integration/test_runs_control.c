@@ -179,6 +179,15 @@ static strata_err failing_orch(strata_orch *o, const strata_args *args,
     return STRATA_EIO;
 }
 
+/* A code of the orch fn's own, without a message. */
+static strata_err busy_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    (void)o;
+    (void)args;
+    (void)user;
+    return STRATA_EBUSY;
+}
+
 static void test_runs_orch_error_propagates(void **state)
 {
     (void)state;
@@ -186,7 +195,11 @@ static void test_runs_orch_error_propagates(void **state)
     strata_run *run = NULL;
     it_fx_start(&f, 4);
     it_expect(STRATA_EIO, strata_worker_run(f.w, failing_orch, NULL, &f));
+    assert_string_equal(strata_errmsg(),
+                        "orch function returned STRATA_EIO: orch gave up");
     assert_int_equal(it_fx_w(&f, 0)[3], 12);
+    it_expect(STRATA_EBUSY, strata_worker_run(f.w, busy_orch, NULL, NULL));
+    assert_string_equal(strata_errmsg(), "orch function returned STRATA_EBUSY");
     memset(it_fx_w(&f, 0), 0, 16);
     it_ok(strata_worker_submit(f.w, failing_orch, NULL, &f, &run));
     it_expect(STRATA_EIO, strata_run_wait(run, -1));
