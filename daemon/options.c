@@ -329,9 +329,11 @@ static int parse_one(int ch, struct daemon_options *o)
 
 int daemon_options_parse(int argc, char **argv, struct daemon_options *o)
 {
+    static char prog[] = "strata-node";
     int ch, rc;
 
     defaults(o);
+    argv[0] = prog; /* getopt's messages name the command */
     while ((ch = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         rc = parse_one(ch, o);
         if (rc)

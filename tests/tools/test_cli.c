@@ -328,6 +328,20 @@ static void test_cli_node_ping_ok_and_wrong_secret(void **state)
 
     assert_int_equal(RUN("node", "ping", ep, "--secret-file", other), 3);
     assert_non_null(strstr(err, "authentication failed"));
+    /* Our own key unusable: an authentication failure too (exit 3). */
+    {
+        char shortk[128];
+        int fd;
+
+        path_in(shortk, sizeof(shortk), "short.key");
+        fd = open(shortk, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "abc\n", 4), 4);
+        close(fd);
+        assert_int_equal(RUN("node", "ping", ep, "--secret-file", shortk), 3);
+        assert_non_null(strstr(err, "at least 16"));
+        unlink(shortk);
+    }
     assert_int_equal(RUN("node", "ping", ep), 2);
     assert_int_equal(RUN("node", "ping", "127.0.0.1", "--secret-file", key), 2);
     /* Plaintext to a TLS node: the likely cause comes first. */
@@ -429,6 +443,13 @@ static void test_cli_help_matches_man_pages_ok(void **state)
     assert_int_equal(run((const char *const[]){NODE_PATH, "--help", NULL}), 0);
     expect_options_in(out, MAN_DIR "/strata-node.8");
     assert_int_equal(RUN("frobnicate"), 2);
+    /* getopt's own messages name the whole command. */
+    assert_int_equal(RUN("gfg", "convert", "a", "b", "--bogus"), 2);
+    assert_non_null(strstr(err, "strata gfg convert: unrecognized option"));
+    assert_int_equal(RUN("node", "keygen", "k", "--bogus"), 2);
+    assert_non_null(strstr(err, "strata node keygen: unrecognized option"));
+    assert_int_equal(run((const char *const[]){NODE_PATH, "--bogus", NULL}), 2);
+    assert_true(strncmp(err, "strata-node: unrecognized option", 32) == 0);
     assert_int_equal(RUN("--version"), 0);
     assert_non_null(strstr(out, "strata 0.1.0"));
 }

@@ -482,9 +482,11 @@ static int convert(int argc, char **argv)
     uint64_t nodes = 0;
     bool have_nodes = false;
     struct csr c = {0};
+    static char prog[] = "strata gfg convert";
     int ch, rc;
 
     optind = 1;
+    argv[0] = prog; /* getopt's messages name the command */
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (ch == 'i' && strcmp(optarg, "int32") == 0) {
             t = STRATA_I32;

@@ -74,9 +74,11 @@ static int keygen(int argc, char **argv)
     char text[2 * SECRET_BYTES + 2], tmp[4200];
     const char *path;
     bool force = false;
+    static char prog[] = "strata " CMD_KEYGEN;
     int c, fd;
 
     optind = 1;
+    argv[0] = prog; /* getopt's messages name the command */
     while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
         if (c == 'f') {
             force = true;
@@ -266,12 +268,14 @@ static int parse_ping(int argc, char **argv, struct ping_opts *o)
         {"timeout", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
+    static char prog[] = "strata " CMD_PING;
     char *end;
     int c;
 
     memset(o, 0, sizeof(*o));
     o->timeout_s = 10;
     optind = 1;
+    argv[0] = prog; /* getopt's messages name the command */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 's':
@@ -424,8 +428,10 @@ static int ping(int argc, char **argv)
                         "--insecure is refused for %s: plaintext only on "
                         "loopback",
                         host);
+    /* A key we cannot use (missing, short, readable by others) is an
+     * authentication failure as much as one the node refuses. */
     if (wire_tls_ctx_create(&o.tls, false, &ctx) != STRATA_OK)
-        return cli_fail(CLI_FAIL, CMD_PING, "%s", strata_errmsg());
+        return cli_fail(CLI_AUTH, CMD_PING, "%s", strata_errmsg());
     if (getrandom(&req.nonce, sizeof(req.nonce), 0) != sizeof(req.nonce))
         req.nonce = (uint64_t)getpid();
     t0 = now_s();
