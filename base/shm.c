@@ -47,30 +47,54 @@ static uint64_t mem_available(void)
     return ((uint64_t)si.freeram + si.bufferram + si.freeswap) * si.mem_unit;
 }
 
+/* What a tmpfs page costs is memory: a /dev/shm whose size limit is more
+ * than the system has (a limit of all of RAM, no swap) would let the
+ * kernel's OOM killer, not an error, end an allocation. Room is therefore
+ * the smaller of the file system's free space and the memory available,
+ * less a sixteenth of the latter left for everything else. */
+static uint64_t mem_room(void)
+{
+    uint64_t avail = mem_available();
+
+    return avail == 0 ? UINT64_MAX : avail - avail / 16;
+}
+
 static strata_err full(size_t size, const char *what, uint64_t free_bytes)
 {
-    if (free_bytes == UINT64_MAX)
+    uint64_t room = mem_room();
+
+    if (free_bytes == UINT64_MAX || (room != UINT64_MAX && room < free_bytes))
         return base_fail(STRATA_ENOMEM,
-                         "%s of %zu bytes: the shared memory file system "
-                         "(" SHM_DIR ") has no size limit and the system has "
-                         "%llu bytes of memory available",
-                         what, size, (unsigned long long)mem_available());
+                         "%s of %zu bytes: the system has %llu bytes of "
+                         "memory available (the shared memory file system "
+                         "(" SHM_DIR ") %s)",
+                         what, size, (unsigned long long)mem_available(),
+                         free_bytes == UINT64_MAX ? "has no size limit"
+                                                  : "has more free than that");
     return base_fail(STRATA_ENOMEM,
                      "%s of %zu bytes: the shared memory file system "
                      "(" SHM_DIR ") has %llu bytes free",
                      what, size, (unsigned long long)free_bytes);
 }
 
-/* Whether size bytes fit in free_bytes (UINT64_MAX: in the memory the
- * system has available, when that is known). */
+/* Whether size bytes fit in free_bytes (UINT64_MAX: no size limit) and in
+ * the memory the system has available, when that is known. */
 static bool fits(size_t size, uint64_t free_bytes)
 {
-    uint64_t avail;
+    struct sysinfo si;
+    uint64_t quick;
 
-    if (free_bytes != UINT64_MAX)
-        return size <= free_bytes;
-    avail = mem_available();
-    return avail == 0 || size <= avail;
+    if (size > free_bytes)
+        return false;
+    /* Free memory alone (one system call) settles most sizes; only a
+     * large one reads /proc/meminfo for what the kernel could reclaim. */
+    if (sysinfo(&si) == 0) {
+        quick =
+            ((uint64_t)si.freeram + si.bufferram + si.freeswap) * si.mem_unit;
+        if (size <= quick - quick / 16)
+            return true;
+    }
+    return size <= mem_room();
 }
 
 strata_err base_shm_check(size_t size, const char *what)

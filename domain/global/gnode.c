@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "base/fault.h"
 #include "base/log.h"
+#include "base/shm.h"
 #include "gview.h"
 #include "orch/control.h"
 #include "trace/trace.h"
@@ -274,12 +275,38 @@ static void export_desc(const struct strata_global_view *v, uint32_t i,
 }
 
 /* PREPARE_EXPORT by the members: each creates and exports its window. */
+/* Host windows (sim) are made by every local member at once, each
+ * checking the free space for its own: checked here together first, so
+ * that members racing for the same space cannot together take more than
+ * there is (or, where /dev/shm's limit is more than memory, set off the
+ * OOM killer). */
+static strata_err exchange_room(strata_worker *w,
+                                const struct strata_global_view *v)
+{
+    const struct chip_backend_ops *ops = gdhost_ops(w);
+    uint64_t map;
+    char what[96];
+
+    if (!ops->host_window_create || !ops->window_mapping_size)
+        return STRATA_OK;
+    map = ops->window_mapping_size(v->window_size);
+    snprintf(what, sizeof(what), "%u domain windows (%llu bytes each)",
+             v->nlocal, (unsigned long long)map);
+    if (map > SIZE_MAX / (v->nlocal ? v->nlocal : 1))
+        return base_fail(STRATA_ENOMEM, "%s: more than memory holds", what);
+    return base_shm_check((size_t)(map * v->nlocal), what);
+}
+
 static strata_err exchange_prepare(strata_worker *w,
                                    struct strata_global_view *v,
                                    struct wire_descriptor *descs,
                                    char (*handles)[CHIP_WINDOW_HANDLE_MAX])
 {
-    strata_err err = fan_out(w, v, MBX_CTL_WINDOW_PREPARE, NULL, 0);
+    strata_err err = exchange_room(w, v);
+
+    if (err)
+        return err;
+    err = fan_out(w, v, MBX_CTL_WINDOW_PREPARE, NULL, 0);
 
     /* Members that did prepare keep their names even when a sibling
      * failed: ABORT unlinks them. */
