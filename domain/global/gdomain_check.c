@@ -130,6 +130,33 @@ static strata_err check_attachments(const strata_worker *w,
     return STRATA_OK;
 }
 
+/* Members are distinct chips, and attachments distinct (node, member)
+ * pairs of member nodes: a count past what the L4's nodes can hold is
+ * refused before any entry is read (errors.md), so a wrong count is an
+ * error, not a read past the caller's array. */
+static strata_err check_counts(const strata_worker *w,
+                               const strata_global_domain_spec *s)
+{
+    size_t chips = 0, nodes = gdhost_num_nodes(w);
+    struct gdhost_node ni;
+
+    for (size_t id = 0; id < nodes; id++) {
+        gdhost_node_info(w, (int)id, &ni);
+        chips += ni.num_chips;
+    }
+    if (s->num_members > chips)
+        return base_fail(STRATA_EINVAL,
+                         "global domain '%s': num_members %zu is more than "
+                         "the %zu chips of this L4's nodes",
+                         s->name, s->num_members, chips);
+    if (s->num_attachments > nodes * s->num_members)
+        return base_fail(STRATA_EINVAL,
+                         "global domain '%s': num_attachments %zu is more "
+                         "than the %zu (node, member) pairs there can be",
+                         s->name, s->num_attachments, nodes * s->num_members);
+    return STRATA_OK;
+}
+
 strata_err gdomain_validate(const strata_worker *w,
                             const strata_global_domain_spec *s)
 {
@@ -142,6 +169,7 @@ strata_err gdomain_validate(const strata_worker *w,
     if (!s->members || s->num_members == 0)
         return base_fail(STRATA_EINVAL, "global domain '%s': no members",
                          s->name);
+    err = check_counts(w, s);
     for (size_t i = 0; !err && i < s->num_members; i++)
         err = check_member(w, s, i);
     if (!err)

@@ -79,6 +79,17 @@ static void negative_chip(struct gd_spec *s)
 {
     s->m[1].local_chip = -1;
 }
+static void members_past_chips(struct gd_spec *s)
+{
+    /* More than all nodes' chips: refused before any entry past the
+     * array is read (a read would fault or find garbage). */
+    s->spec.num_members = 1000000;
+}
+static void attachments_past_pairs(struct gd_spec *s)
+{
+    s->spec.attachments = s->at;
+    s->spec.num_attachments = 1000000;
+}
 static void window_zero(struct gd_spec *s)
 {
     s->spec.window_size = 0;
@@ -215,6 +226,10 @@ static const struct bad bads[] = {
     {"negative node", negative_node, "node -1"},
     {"chip missing on its node", missing_chip, "no chip 5"},
     {"negative chip", negative_chip, "no chip -1"},
+    {"num_members past every chip", members_past_chips,
+     "num_members 1000000 is more than the"},
+    {"num_attachments past every pair", attachments_past_pairs,
+     "num_attachments 1000000 is more than"},
     {"window_size 0", window_zero, "window_size is 0"},
     {"window_size SIZE_MAX", window_huge, "a member can map"},
     {"windows over 64 TiB", windows_over_64tib, "a member can map"},
