@@ -960,9 +960,9 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
                          g->name, n);
     if (offset > limit || n > limit - offset)
         return base_fail(STRATA_EINVAL,
-                         "global domain '%s': bytes [%zu, %zu) outside the "
-                         "%zu-byte %s",
-                         g->name, offset, offset + n, limit,
+                         "global domain '%s': offset %zu + n %zu is outside "
+                         "the %zu-byte %s",
+                         g->name, offset, n, limit,
                          buffer ? "buffer" : "window");
     m = &g->members[rank];
     gdhost_node_info(g->w, (int)m->node_worker_id, &ni);
@@ -970,9 +970,16 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
         return remote_copy(o, g, rank, base + offset, data, n, write);
     {
         uint64_t arg[4] = {g->id, base + offset, n, rank};
+        char why[512];
 
-        return orch_control_staged_copy(
+        err = orch_control_staged_copy(
             gdhost_sched(g->w), o, (int)m->node_worker_id, arg, data, n, write);
+        if (!err)
+            return STRATA_OK;
+        /* Name the node, as a remote node's error does. */
+        snprintf(why, sizeof(why), "%s", strata_errmsg());
+        return base_fail(err, "global domain '%s': node %d: %s", g->name,
+                         m->node_worker_id, why);
     }
 }
 

@@ -341,9 +341,9 @@ static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
                          (unsigned long long)c->domain_id);
     if (live_views(w) >= GNODE_MAX_DOMAINS)
         return base_fail(STRATA_EBUSY,
-                         "node %d already holds %d global domains, the most "
-                         "it keeps: release some",
-                         gdhost_state(w)->node_id, GNODE_MAX_DOMAINS);
+                         "already holds %d global domains, the most a node "
+                         "keeps: release some",
+                         GNODE_MAX_DOMAINS); /* the L4 names the node */
     err = view_create(w, c, &v);
     if (err)
         return err;
