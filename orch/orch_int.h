@@ -157,6 +157,7 @@ struct orch_mark {
 
 struct orch_sched {
     pthread_mutex_t mu;
+    pid_t pid; /* the process that made it: a fork has only a copy */
     /* While tracing: a trace_now reading of this moment, taken once for
      * a submission and the post that follows it at once; 0 when none is;
      * under mu. */

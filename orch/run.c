@@ -4,6 +4,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/futex.h"
+#include "base/proc.h"
 #include "orch_int.h"
 #include "trace/trace.h"
 
@@ -300,6 +301,11 @@ strata_err strata_run_wait(strata_run *run, double timeout_s)
     err = base_check_timeout(timeout_s, "strata_run_wait", "timeout_s");
     if (err)
         return err;
+    if (run->sched && run->sched->pid != base_pid())
+        return base_fail(STRATA_ESTATE,
+                         "strata_run_wait: run %llu belongs to process %d; a "
+                         "process forked from it has only a copy",
+                         (unsigned long long)run->id, (int)run->sched->pid);
     /* Its worker was destroyed: the result is final. */
     err = run->sched ? orch_wait(run->sched, run_done, run,
                                  base_deadline_after(timeout_s))

@@ -6,6 +6,7 @@
 #include "base/err.h"
 #include "base/futex.h"
 #include "base/log.h"
+#include "base/proc.h"
 #include "orch_int.h"
 
 #include <errno.h>
@@ -32,6 +33,7 @@ strata_err orch_sched_create(const struct orch_sched_cfg *cfg,
         return base_fail(STRATA_ESYS, "pthread_mutex_init failed");
     }
     s->worker = cfg->worker;
+    s->pid = base_pid();
     s->mem = cfg->mem;
     s->eps = cfg->eps;
     s->num_chips = cfg->num_chips;

@@ -231,6 +231,9 @@ strata_err strata_buffer_release(strata_buffer *b)
     if (!b)
         return STRATA_OK;
     w = b->owner;
+    /* A fork's copy must not unlink or free what the worker still uses. */
+    if (worker_check_process(w, "strata_buffer_release"))
+        return STRATA_ESTATE;
     if (w->sched) {
         err = orch_buffer_release(w->sched, b);
         if (err)

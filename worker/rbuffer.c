@@ -217,6 +217,8 @@ static strata_err copy(strata_buffer *b, size_t offset, void *data, size_t n,
                          "%s: offset %zu + n %zu is outside the %zu-byte "
                          "buffer",
                          what, offset, n, b->size);
+    if (worker_check_process(b->owner, what))
+        return STRATA_ESTATE;
     if (n == 0)
         return STRATA_OK;
     w = b->owner;

@@ -231,10 +231,10 @@ strata_err strata_worker_init(strata_worker *w)
 
     if (!w)
         return base_fail_null("strata_worker_init", "w");
-    if (w->state != WORKER_CREATED)
-        return base_fail(STRATA_ESTATE, "worker is already initialized");
     if (worker_check_process(w, "strata_worker_init"))
         return STRATA_ESTATE;
+    if (w->state != WORKER_CREATED)
+        return base_fail(STRATA_ESTATE, "worker is already initialized");
     if (w->owned)
         return base_fail(STRATA_ESTATE,
                          "worker belongs to a parent, which starts it");

@@ -456,10 +456,14 @@ static void test_lifecycle_forked_copy_estate(void **state)
     testutil_snapshot_take(&before);
     static const int ids[] = {0, 1};
     strata_worker *w = NULL;
-    strata_buffer *b = NULL;
+    strata_buffer *b = NULL, *kept = NULL;
+    strata_run *run = NULL;
+    uint32_t word = 7;
     int status = 0;
     pid_t pid;
     it_ok(it_worker_start(ids, 2, 0, &w));
+    it_ok(strata_worker_create_buffer(w, 64, &kept));
+    it_ok(strata_worker_submit(w, empty_orch, NULL, NULL, &run));
     pid = fork();
     if (pid == 0) {
         int bad = 0;
@@ -467,6 +471,14 @@ static void test_lifecycle_forked_copy_estate(void **state)
         bad |= strata_worker_run(w, empty_orch, NULL, NULL) != STRATA_ESTATE;
         bad |= strstr(strata_errmsg(), "forked") == NULL;
         bad |= strata_worker_create_buffer(w, 64, &b) != STRATA_ESTATE;
+        bad |= strata_worker_init(w) != STRATA_ESTATE;
+        bad |= strstr(strata_errmsg(), "forked") == NULL;
+        /* The parent's buffer and run: neither touched from here. */
+        bad |= strata_buffer_write(kept, 0, &word, 4) != STRATA_ESTATE;
+        bad |= strata_buffer_read(kept, 0, &word, 4) != STRATA_ESTATE;
+        bad |= strata_buffer_release(kept) != STRATA_ESTATE;
+        bad |= strata_run_wait(run, -1) != STRATA_ESTATE;
+        bad |= strstr(strata_errmsg(), "forked") == NULL;
         bad |= strata_worker_destroy(w) != STRATA_ESTATE;
         _exit(bad ? 1 : 0);
     }
@@ -474,6 +486,11 @@ static void test_lifecycle_forked_copy_estate(void **state)
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
+    it_ok(strata_run_wait(run, -1));
+    strata_run_free(run);
+    /* The buffer is still the parent's: its name and memory are there. */
+    it_ok(strata_worker_run(w, slow_orch, NULL, kept));
+    it_ok(strata_buffer_release(kept));
     /* The chips were never touched by the child. */
     it_ok(strata_worker_create_buffer(w, 64, &b));
     it_ok(strata_worker_run(w, slow_orch, NULL, b));
