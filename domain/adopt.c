@@ -72,9 +72,19 @@ static void unlink_ranks(struct strata_domain *d, uint32_t n)
  * lock. */
 static void names_done(struct strata_domain *d)
 {
-    if (domain_ctl_keep(d) != STRATA_OK)
-        LOG_WARN("domain '%s': a member's loss will not wake the others: %s",
+    strata_err err = domain_ctl_keep(d);
+
+    if (err) {
+        char msg[STRATA_ERRMSG_MAX];
+
+        /* Loud: a member's death would leave the others waiting. */
+        snprintf(msg, sizeof(msg),
+                 "domain '%s': cannot keep its control page, so a member's "
+                 "loss would not wake the others: %.300s",
                  d->name, strata_errmsg());
+        LOG_WARN("%s", msg);
+        orch_run_fail_locked(d->sched, d->run_id, err, msg);
+    }
     unlink_ranks(d, d->n);
 }
 

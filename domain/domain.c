@@ -12,6 +12,8 @@
 #include "sim/sim.h"
 #include "trace/trace.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +298,25 @@ static void fence_hook(struct orch_sched *s, void *arg)
     domain_release_locked(d, d->run, d->n);
 }
 
+/* The worker maps the domain's control page once its members have
+ * mapped (lost.c): it is what wakes the members when one of them dies.
+ * A process out of file descriptors could not, and a death would leave
+ * the others waiting, so an allocation there is refused (the probe is one
+ * system call; a later shortage fails the run, adopt.c). */
+static strata_err fd_room(const char *name)
+{
+    int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0);
+
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+        return base_fail(STRATA_ESYS,
+                         "domain '%s': no file descriptor free for its "
+                         "control page: %s",
+                         name ? name : "", strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return STRATA_OK;
+}
+
 strata_err strata_orch_allocate_domain(strata_orch *o,
                                        const strata_domain_spec *spec,
                                        strata_domain **out)
@@ -313,6 +334,8 @@ strata_err strata_orch_allocate_domain(strata_orch *o,
     err = orch_usable(o, "strata_orch_allocate_domain");
     if (!err)
         err = domain_validate(s, orch_run_of(o), spec);
+    if (!err)
+        err = fd_room(spec->name);
     if (!err)
         err = create(s, orch_run_of(o), spec, &d);
     if (err)

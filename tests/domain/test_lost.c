@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define LOST_BOUND_S 20.0 /* a loaded machine; the fix takes milliseconds */
@@ -240,6 +241,50 @@ static void test_domain_lost_destroy_while_waiting_returns(void **state)
     testutil_assert_clean(&f.before);
 }
 
+/* ---- no file descriptor free ------------------------------------------- */
+
+/* With every file descriptor taken, the worker could not map the control
+ * page that wakes the members when one dies: the allocation is refused
+ * (STRATA_ESYS naming it) rather than made without that watch. */
+static strata_err no_fd_orch(strata_orch *o, const strata_args *args,
+                             void *user)
+{
+    struct lost *l = user;
+    struct rlimit old, lim;
+    int lowest = dup(STDERR_FILENO);
+
+    (void)args;
+    if (lowest < 0 || getrlimit(RLIMIT_NOFILE, &old) != 0)
+        return STRATA_ESYS;
+    close(lowest);
+    /* The soft limit at the lowest free descriptor: none below it is. */
+    lim = old;
+    lim.rlim_cur = (rlim_t)lowest;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
+        return STRATA_ESYS;
+    l->alloc_err = lost_orch(o, NULL, l);
+    setrlimit(RLIMIT_NOFILE, &old);
+    return l->alloc_err;
+}
+
+static void test_domain_lost_no_fd_free_refused(void **state)
+{
+    (void)state;
+    struct it_fx f;
+    struct lost l = {.f = &f};
+    strata_err e;
+
+    it_fx_start(&f, 1024);
+    e = strata_worker_run(f.w, no_fd_orch, NULL, &l);
+    print_message("no fd: %s: %s\n", strata_errname(e), strata_errmsg());
+    it_expect(STRATA_ESYS, e);
+    assert_contains(strata_errmsg(), "no file descriptor free");
+    assert_contains(strata_errmsg(), "domain 'lost'");
+    assert_int_equal(dom_shm_windows(), 0);
+    it_ok(it_worker_destroy(f.w));
+    testutil_assert_clean(&f.before);
+}
+
 /* ---- strata_signal_wait's arguments ------------------------------------ */
 
 static void test_domain_lost_signal_wait_bad_args_einval(void **state)
@@ -271,6 +316,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_domain_lost_signal_wait_bad_args_einval),
+        cmocka_unit_test_teardown(test_domain_lost_no_fd_free_refused,
+                                  it_teardown),
         cmocka_unit_test_teardown(test_domain_lost_member_killed_waiters_epeer,
                                   it_teardown),
         cmocka_unit_test_teardown(
