@@ -174,6 +174,42 @@ static strata_err comm_init(strata_worker *w, const struct wire_comm_init *c)
 }
 
 /* A new view for cmd's members on this node (PREPARE_EXPORT). */
+/* FNV-1a over what makes a domain what it is: its name, profile, window
+ * size, member table and buffers. Every phase carries them; a later
+ * phase that names another domain under a prepared id is refused. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+    return fnv(h, s ? s : "", (s ? strlen(s) : 0) + 1);
+}
+
+static uint64_t identity_of(const struct wire_domain_cmd *c)
+{
+    uint64_t h = fnv_str(0xcbf29ce484222325ull, c->name);
+
+    h = fnv_str(h, c->profile);
+    h = fnv(h, &c->window_size, sizeof(c->window_size));
+    h = fnv(h, &c->num_members, sizeof(c->num_members));
+    for (size_t i = 0; i < c->num_members; i++)
+        h = fnv(h, &c->members[i], sizeof(c->members[i]));
+    h = fnv(h, &c->num_buffers, sizeof(c->num_buffers));
+    for (size_t i = 0; i < c->num_buffers; i++) {
+        h = fnv_str(h, c->buffers[i].name);
+        h = fnv(h, &c->buffers[i].dtype, sizeof(c->buffers[i].dtype));
+        h = fnv(h, &c->buffers[i].count, sizeof(c->buffers[i].count));
+        h = fnv(h, &c->buffers[i].nbytes, sizeof(c->buffers[i].nbytes));
+    }
+    return h;
+}
+
 static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
                               struct strata_global_view **out)
 {
@@ -215,6 +251,7 @@ static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
     v->domain_id = c->domain_id;
     v->cluster_id = gdhost_state(w)->cluster_id;
     v->generation = c->generation;
+    v->identity = identity_of(c);
     snprintf(v->name, sizeof(v->name), "%s", c->name);
     v->n = (uint32_t)c->num_members;
     v->window_size = c->window_size;
@@ -521,6 +558,16 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
                         (unsigned long long)c->domain_id,
                         (unsigned long long)c->generation,
                         (unsigned long long)v->generation);
+        pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
+        return err;
+    }
+    if (v && v->identity != identity_of(c)) {
+        err = base_fail(STRATA_EPROTO,
+                        "%s of domain %llu names another domain (name, "
+                        "window size, members or buffers) than '%s' as "
+                        "prepared here",
+                        wire_phase_name(c->phase),
+                        (unsigned long long)c->domain_id, v->name);
         pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
         return err;
     }

@@ -24,6 +24,7 @@ struct strata_global_view {
      * made and dropped after this one, whatever a later COMM_INIT says. */
     uint64_t cluster_id;
     uint64_t generation;
+    uint64_t identity; /* digest of name, size, members, buffers */
     char name[STRATA_DOMAIN_NAME_MAX];
     uint32_t n; /* ranks in the domain */
     size_t window_size;

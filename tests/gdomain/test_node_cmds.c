@@ -4,9 +4,9 @@
  * COMM_INIT and DOMAIN_CMD frames as an L4 would send them
  * (gnode_handle), and its replies are decoded. The L4 never sends the
  * frames that go wrong here, so only this level can show that a node
- * refuses them: a command for a known domain id with another generation,
- * and COMMIT before IMPORT. The proper sequence around them still works,
- * and nothing is left in /dev/shm.
+ * refuses them: a command for a known domain id with another generation
+ * or another identity (name, members), and COMMIT before IMPORT. The proper
+ * sequence around them still works, and nothing is left in /dev/shm.
  */
 #include "gd_kit.h"
 
@@ -63,6 +63,19 @@ static const struct wire_domain_member members[2] = {
      .domain_rank = 1},
 };
 
+/* The ranks swapped: another domain under the same id. */
+static const struct wire_domain_member swapped[2] = {
+    {.node_worker_id = 0, .local_worker_id = 1, .domain_rank = 0},
+    {.node_worker_id = 0,
+     .local_worker_id = 0,
+     .global_device_rank = 1,
+     .domain_rank = 1},
+};
+
+/* What command() names the domain with (the prepared one by default). */
+static const char *cmd_name = "frames";
+static const struct wire_domain_member *cmd_members = members;
+
 /* Sends phase for the domain at generation gen, with table (NULL: none),
  * and returns the node's error; its message is in n->m. */
 static strata_err command(struct node *n, uint8_t phase, uint64_t gen,
@@ -77,9 +90,9 @@ static strata_err command(struct node *n, uint8_t phase, uint64_t gen,
     c.domain_id = DOMAIN_ID;
     c.generation = gen;
     c.window_size = 4096;
-    c.name = "frames";
+    c.name = cmd_name;
     c.profile = "sim";
-    c.members = members;
+    c.members = cmd_members;
     c.num_members = 2;
     if (table) {
         c.descriptors = table;
@@ -130,6 +143,17 @@ static void test_gd_node_cmds_wrong_generation_eproto(void **state)
                        "IMPORT of domain 77 generation 2, which is at "
                        "generation 1 here");
     assert_int_equal(command(&n, WIRE_PHASE_ABORT, 2, NULL), STRATA_EPROTO);
+    /* Nor is another name or member table under the same id (the
+     * phases carry the whole identity so that a node can check it). */
+    cmd_name = "other";
+    assert_int_equal(command(&n, WIRE_PHASE_IMPORT, 1, table), STRATA_EPROTO);
+    gd_assert_contains(n.m.u.domain_reply.message,
+                       "IMPORT of domain 77 names another domain");
+    cmd_name = "frames";
+    cmd_members = swapped;
+    assert_int_equal(command(&n, WIRE_PHASE_IMPORT, 1, table), STRATA_EPROTO);
+    assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_EPROTO);
+    cmd_members = members;
     /* Nor does COMMIT come before IMPORT. */
     assert_int_equal(command(&n, WIRE_PHASE_COMMIT, 1, table), STRATA_ESTATE);
     gd_assert_contains(n.m.u.domain_reply.message, "before IMPORT");
