@@ -58,14 +58,21 @@ static void alive_now(struct wire_conn *c)
     __atomic_store_n(&c->last_rx_ns, base_now_ns(), __ATOMIC_RELAXED);
 }
 
-double wire_conn_idle_s(const struct wire_conn *c)
+double wire_conn_idle_s(struct wire_conn *c)
 {
-    uint64_t now = base_now_ns();
-    uint64_t last = __atomic_load_n(&c->last_rx_ns, __ATOMIC_RELAXED);
+    uint64_t now, last;
 
-    /* Not reading, we cannot tell a silent peer from a waiting one. */
-    if (__atomic_load_n(&c->paused, __ATOMIC_RELAXED))
+    /* Paused for our own work (held): the peer waits on us, and its
+     * silence says nothing; the clock starts again when we read. Paused
+     * because the peer leaves our replies unread, it is silent unless it
+     * takes some of them (on_output). */
+    if (__atomic_load_n(&c->paused, __ATOMIC_RELAXED) && c->held &&
+        c->held(c->cbs.arg)) {
+        alive_now(c);
         return 0.0;
+    }
+    now = base_now_ns();
+    last = __atomic_load_n(&c->last_rx_ns, __ATOMIC_RELAXED);
     return now > last ? (double)(now - last) / 1e9 : 0.0;
 }
 
@@ -77,13 +84,17 @@ double wire_conn_idle_s(const struct wire_conn *c)
  * it is not silent, however long it takes to drain a large queue without
  * sending (a raw client reading 300 MiB of BUFFER_READ replies). A small
  * queue (heartbeats) drains into the kernel's buffer whether or not
- * anyone is there, and says nothing. */
+ * anyone is there, and says nothing, unless reading is paused for it
+ * (past the high water mark the kernel's buffer is full already). */
 static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
                       void *arg)
 {
+    struct wire_conn *c = arg;
+
     (void)buf;
-    if (info->n_deleted > 0 && info->orig_size > BACKLOG_BYTES)
-        alive_now(arg);
+    if (info->n_deleted > 0 && (info->orig_size > BACKLOG_BYTES ||
+                                __atomic_load_n(&c->paused, __ATOMIC_RELAXED)))
+        alive_now(c);
 }
 
 static void fail(struct wire_conn *c, strata_err err, const char *why)

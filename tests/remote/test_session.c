@@ -694,6 +694,38 @@ static void test_session_slow_reader_not_silent(void **state)
     idle_after(&plain, &before);
 }
 
+/* A peer that queues more than the high water mark of replies and then
+ * reads none and sends nothing is silent, back-pressure or not: its
+ * session ends ("went silent"), where before it held its slot, its chips
+ * and 64 MiB for as long as the peer kept the socket open. */
+static void test_session_non_reader_ends(void **state)
+{
+    enum { N = 80 }; /* 80 MiB of replies: past the 64 MiB mark */
+    testutil_snapshot before;
+    struct peer p;
+    double t0;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, WIRE_INLINE_MAX);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    for (uint64_t r = 0; r < N; r++)
+        send_control(&p, 10 + r, WIRE_CTRL_BUFFER_READ, 7, 0, WIRE_INLINE_MAX);
+    t0 = testutil_now();
+    /* 10 s of silence, and a loaded machine's margin. */
+    if (!rk_node_wait_sessions(&plain, 0, 60.0)) {
+        rk_node_print_log(&plain);
+        fail_msg("a peer that reads nothing still holds its session");
+    }
+    print_message("  session ended after %.1f s\n", testutil_now() - t0);
+    assert_true(rk_node_log_has(&plain, "went silent", RK_WAIT_S));
+    close(p.fd);
+    free(p.buf);
+    idle_after(&plain, &before);
+}
+
 static void test_session_procs_bounded(void **state)
 {
     testutil_snapshot before;
@@ -1116,6 +1148,7 @@ int main(void)
         cmocka_unit_test(test_session_tasks_bounded),
         cmocka_unit_test(test_session_replies_bounded),
         cmocka_unit_test(test_session_slow_reader_not_silent),
+        cmocka_unit_test(test_session_non_reader_ends),
         cmocka_unit_test(test_session_procs_bounded),
         cmocka_unit_test(test_session_parent_gone_quietly),
         cmocka_unit_test(test_session_no_frame_before_hello),

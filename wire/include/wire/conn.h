@@ -80,7 +80,9 @@ void wire_conn_set_flow(struct wire_conn *c, bool (*held)(void *arg),
                         size_t high_water);
 void wire_conn_recheck(struct wire_conn *c);
 /* Seconds since the last byte arrived, or since the peer last took bytes
- * of a backlog of ours (0 while reading is paused). */
-double wire_conn_idle_s(const struct wire_conn *c);
+ * of a backlog of ours. 0 while reading is paused by the flow's held():
+ * the peer waits on us. Paused for the high water mark, the peer counts
+ * as silent until it takes some of our replies. From the loop's thread. */
+double wire_conn_idle_s(struct wire_conn *c);
 
 #endif
