@@ -46,6 +46,8 @@ static void usage(FILE *f)
         "  --max-tasks N               per session: tasks in flight [256]\n"
         "  --max-threads N             per session: job threads [64]\n"
         "  --max-buffer-bytes SIZE     per session: shadow buffers [16GiB]\n"
+        "  --max-window-bytes SIZE     per session: global domain windows "
+        "[16GiB]\n"
         "  --max-procs N               per session: chips + sub workers "
         "[512]\n"
         "  --reply-high-water SIZE     per session: replies queued before it "
@@ -192,6 +194,7 @@ enum {
     OPT_MAX_TASKS,
     OPT_MAX_THREADS,
     OPT_MAX_BUFFER,
+    OPT_MAX_WINDOW,
     OPT_MAX_PROCS,
     OPT_HIGH_WATER,
     OPT_MAX_PROCS_TOTAL,
@@ -214,6 +217,7 @@ static const struct option longs[] = {
     {"max-tasks", required_argument, NULL, OPT_MAX_TASKS},
     {"max-threads", required_argument, NULL, OPT_MAX_THREADS},
     {"max-buffer-bytes", required_argument, NULL, OPT_MAX_BUFFER},
+    {"max-window-bytes", required_argument, NULL, OPT_MAX_WINDOW},
     {"max-procs", required_argument, NULL, OPT_MAX_PROCS},
     {"reply-high-water", required_argument, NULL, OPT_HIGH_WATER},
     {"max-procs-total", required_argument, NULL, OPT_MAX_PROCS_TOTAL},
@@ -259,6 +263,9 @@ static int parse_limit(int ch, const char *arg, struct daemon_options *o)
     case OPT_MAX_BUFFER:
         return parse_size(opt, arg, 4096, (uint64_t)1 << 50,
                           &s->max_buffer_bytes);
+    case OPT_MAX_WINDOW:
+        return parse_size(opt, arg, 4096, (uint64_t)1 << 50,
+                          &s->max_window_bytes);
     case OPT_MAX_PROCS:
         return parse_u32(opt, arg, 1, 65536, &s->max_procs);
     case OPT_HIGH_WATER:

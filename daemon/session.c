@@ -791,6 +791,7 @@ void worker_session_limits_default(struct worker_session_limits *l)
     l->max_tasks = 256;
     l->max_threads = 64;
     l->max_buffer_bytes = (uint64_t)16 << 30;
+    l->max_window_bytes = (uint64_t)16 << 30;
     l->max_procs = 512;
     l->reply_high_water = (size_t)64 << 20;
     l->procs = NULL;

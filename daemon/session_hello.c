@@ -9,6 +9,7 @@
 #include "base/fault.h"
 #include "base/hostid.h"
 #include "base/log.h"
+#include "domain/global.h"
 #include "session_trace.h"
 #include "worker_int.h"
 
@@ -57,6 +58,8 @@ static void start_job_fn(struct spool_job *job)
     struct sstart *st = (struct sstart *)job;
 
     st->err = start_worker(&st->m.u.hello, &st->w);
+    if (!st->err)
+        gnode_set_window_cap(st->w, st->s->lim.max_window_bytes);
     if (st->err)
         snprintf(st->msg, sizeof(st->msg), "%s", strata_errmsg());
     /* The loop may have ended: finish() then takes st->w. */

@@ -97,6 +97,50 @@ void gdomain_state_init(struct gdomain_state *s)
     s->gjournal_fd = -1;
 }
 
+void gnode_set_window_cap(strata_worker *w, uint64_t bytes)
+{
+    pthread_mutex_lock(&gdhost_state(w)->gv_mu);
+    gdhost_state(w)->window_cap = bytes;
+    pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
+}
+
+/* What v's windows may take on this host: the members of a view that
+ * may map lazily create any rank's window they map, an exchanging one's
+ * only their own. Past the cap, refused; else counted until the view is
+ * aborted. Under gv_mu. */
+static strata_err charge(strata_worker *w, struct strata_global_view *v,
+                         bool may_be_lazy)
+{
+    struct gdomain_state *st = gdhost_state(w);
+    const struct chip_backend_ops *ops = gdhost_ops(w);
+    uint64_t map = ops->window_mapping_size
+                       ? ops->window_mapping_size(v->window_size)
+                       : v->window_size;
+    uint32_t k = may_be_lazy ? v->n : v->nlocal;
+    uint64_t cost = map > UINT64_MAX / (k ? k : 1) ? UINT64_MAX : map * k;
+
+    if (!st->window_cap)
+        return STRATA_OK;
+    if (cost > st->window_cap - st->window_bytes)
+        return base_fail(STRATA_ENOMEM,
+                         "domain %llu's windows take %llu bytes here, and "
+                         "this session holds %llu of the %llu its "
+                         "--max-window-bytes allows",
+                         (unsigned long long)v->domain_id,
+                         (unsigned long long)cost,
+                         (unsigned long long)st->window_bytes,
+                         (unsigned long long)st->window_cap);
+    st->window_bytes += cost;
+    v->charged = cost;
+    return STRATA_OK;
+}
+
+static void uncharge(strata_worker *w, struct strata_global_view *v)
+{
+    gdhost_state(w)->window_bytes -= v->charged;
+    v->charged = 0;
+}
+
 void gnode_free_all(strata_worker *w)
 {
     /* A test stops a torn-down session here (":stop"), with its names
@@ -384,6 +428,11 @@ static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
     err = view_create(w, c, &v);
     if (err)
         return err;
+    err = charge(w, v, !c->exchange);
+    if (err) {
+        view_free(v); /* nothing made yet */
+        return err;
+    }
     if (!c->exchange) /* asked when the nodes would not agree */
         gnode_lazy_begin(w, v);
     if (v->lazy) {
@@ -475,6 +524,7 @@ static strata_err abort_view(strata_worker *w, uint64_t id)
 
     if (!v || v->state == VIEW_GONE)
         return STRATA_OK; /* never prepared here, or already gone */
+    uncharge(w, v);
     if (v->lazy) {
         err = gnode_lazy_abort(w, v);
     } else {

@@ -25,6 +25,7 @@ struct strata_global_view {
     uint64_t cluster_id;
     uint64_t generation;
     uint64_t identity; /* digest of name, size, members, buffers */
+    uint64_t charged;  /* its bytes in gdomain_state.window_bytes */
     char name[STRATA_DOMAIN_NAME_MAX];
     uint32_t n; /* ranks in the domain */
     size_t window_size;

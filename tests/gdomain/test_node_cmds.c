@@ -73,6 +73,7 @@ static const struct wire_domain_member swapped[2] = {
 };
 
 /* What command() names the domain with (the prepared one by default). */
+static uint64_t cmd_id = DOMAIN_ID;
 static const char *cmd_name = "frames";
 static const struct wire_domain_member *cmd_members = members;
 
@@ -87,7 +88,7 @@ static strata_err command(struct node *n, uint8_t phase, uint64_t gen,
     c.request_id = ++n->next_req;
     c.version = WIRE_DOMAIN_CMD_VERSION;
     c.phase = phase;
-    c.domain_id = DOMAIN_ID;
+    c.domain_id = cmd_id;
     c.generation = gen;
     c.window_size = 4096;
     c.name = cmd_name;
@@ -102,7 +103,7 @@ static strata_err command(struct node *n, uint8_t phase, uint64_t gen,
     gd_ok(wire_domain_cmd_pack(&c, &n->frame));
     handle(n);
     assert_int_equal(n->m.type, WIRE_MSG_DOMAIN_REPLY);
-    assert_int_equal(n->m.u.domain_reply.domain_id, DOMAIN_ID);
+    assert_int_equal(n->m.u.domain_reply.domain_id, cmd_id);
     assert_int_equal(n->m.u.domain_reply.generation, gen);
     return n->m.u.domain_reply.error;
 }
@@ -177,10 +178,57 @@ static void test_gd_node_cmds_wrong_generation_eproto(void **state)
     testutil_assert_clean_within(&before, 5.0);
 }
 
+/* A session's --max-window-bytes: a domain past the cap is refused with
+ * STRATA_ENOMEM naming it and the node goes on; an ABORT gives the room
+ * back. Two ranks of 4096 bytes each: 8192 a domain. */
+static void test_gd_node_cmds_window_cap_enomem(void **state)
+{
+    static const int chips[2] = {0, 1};
+    testutil_snapshot before;
+    strata_worker_config cfg;
+    struct node n;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    memset(&n, 0, sizeof(n));
+    wire_buf_init(&n.frame);
+    wire_buf_init(&n.reply);
+    strata_worker_config_init(&cfg, 3);
+    cfg.chip_ids = chips;
+    cfg.num_chips = 2;
+    gd_ok(strata_worker_create(&cfg, &n.w));
+    gd_ok(strata_worker_init(n.w));
+    gnode_set_window_cap(n.w, 12288);
+    comm_init(&n);
+
+    cmd_id = 80;
+    assert_int_equal(command(&n, WIRE_PHASE_PREPARE_EXPORT, 1, NULL),
+                     STRATA_OK);
+    cmd_id = 81; /* 8192 more would make 16384 */
+    assert_int_equal(command(&n, WIRE_PHASE_PREPARE_EXPORT, 1, NULL),
+                     STRATA_ENOMEM);
+    gd_assert_contains(n.m.u.domain_reply.message,
+                       "holds 8192 of the 12288 its --max-window-bytes");
+    cmd_id = 80;
+    assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_OK);
+    cmd_id = 81;
+    assert_int_equal(command(&n, WIRE_PHASE_PREPARE_EXPORT, 1, NULL),
+                     STRATA_OK);
+    assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_OK);
+    cmd_id = DOMAIN_ID;
+
+    wire_msg_free(&n.m);
+    wire_buf_fini(&n.frame);
+    wire_buf_fini(&n.reply);
+    gd_ok(strata_worker_destroy(n.w));
+    testutil_assert_clean_within(&before, 5.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gd_node_cmds_wrong_generation_eproto),
+        cmocka_unit_test(test_gd_node_cmds_window_cap_enomem),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

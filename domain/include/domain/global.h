@@ -42,6 +42,10 @@ struct gdomain_state {
      * names a global domain's windows after (gnode.c) */
     uint64_t cluster_id;
     int gjournal_fd; /* gjournal.c: the windows this node may make; -1 */
+    /* Bytes of windows the live views may make on this host, and their
+     * cap (gnode_set_window_cap; 0: none); under gv_mu */
+    uint64_t window_bytes;
+    uint64_t window_cap;
     /* L4 side */
     struct strata_global_domain *gdomains;
     uint32_t cluster_token; /* random, nonzero once drawn (gdomain.c) */
@@ -54,6 +58,10 @@ void gdomain_state_init(struct gdomain_state *s);
  * included) into reply; fails only when no reply can be built. */
 strata_err gnode_handle(strata_worker *w, const void *frame, size_t len,
                         struct wire_buf *reply);
+/* Caps the bytes of windows the global domains this node holds may make
+ * on its host, all together (strata-node's --max-window-bytes for a
+ * session); a PREPARE_EXPORT past it is STRATA_ENOMEM. 0: no cap. */
+void gnode_set_window_cap(strata_worker *w, uint64_t bytes);
 /* count such frames back to back (0 counts as 1), handled in order, their
  * replies packed one after the other into reply: how a forked node takes
  * a whole transaction the L4 sent at once (gdomain_batch.c). STRATA_EPROTO

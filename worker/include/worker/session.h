@@ -30,6 +30,7 @@ struct worker_session_limits {
     uint32_t max_threads;      /* jobs (tasks, commands) running at once;
                                   the pool has max_threads + 2 threads */
     uint64_t max_buffer_bytes; /* shadow buffers, all together */
+    uint64_t max_window_bytes; /* global domains' windows made here */
     uint32_t max_procs;        /* chips + sub workers HELLO may ask for */
     size_t reply_high_water;   /* bytes queued for the peer before the
                                   session stops reading it */
