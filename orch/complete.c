@@ -9,6 +9,7 @@
 #include "orch_int.h"
 #include "trace/trace.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -253,6 +254,11 @@ void orch_endpoint_reap(struct orch_endpoint *ep, bool block)
         ep->status = status;
         /* Read without the lock by worker_kill_children. */
         __atomic_store_n(&ep->reaped, true, __ATOMIC_RELEASE);
+    } else if (errno == ECHILD) {
+        /* No such child any more: someone else reaped it. Its pid may
+         * be another process's soon, so it is never signalled again. */
+        ep->reaped_elsewhere = true;
+        __atomic_store_n(&ep->reaped, true, __ATOMIC_RELEASE);
     }
 }
 
@@ -264,6 +270,11 @@ static void describe_death(const struct orch_endpoint *ep, char *buf,
 
     if (lost)
         snprintf(buf, cap, "%s %d lost: %s", who, ep->id, lost);
+    else if (ep->reaped_elsewhere)
+        snprintf(buf, cap,
+                 "%s %d (pid %d) died (how is unknown: the program ignores "
+                 "SIGCHLD or reaped it with its own waitpid)",
+                 who, ep->id, (int)ep->pid);
     else if (ep->reaped && WIFSIGNALED(ep->status))
         snprintf(buf, cap, "%s %d (pid %d) died: killed by signal %d", who,
                  ep->id, (int)ep->pid, WTERMSIG(ep->status));

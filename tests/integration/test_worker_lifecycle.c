@@ -499,6 +499,39 @@ static void test_lifecycle_forked_copy_estate(void **state)
     testutil_assert_clean(&before);
 }
 
+/* A program that ignores SIGCHLD has its children reaped by the kernel:
+ * waitpid then finds none. A dead chip is still a death (STRATA_EPEER,
+ * saying its cause is unknown), and destroy sees the others exit rather
+ * than wait its grace periods out and signal pids that may be reused. */
+static void test_lifecycle_sigchld_ignored(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    static const int ids[] = {0, 1};
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    strata_worker *w = NULL;
+    strata_buffer *b = NULL;
+    strata_err e;
+    pid_t victim;
+
+    testutil_snapshot_take(&before);
+    assert_int_equal(sigaction(SIGCHLD, &ign, &old), 0);
+    it_ok(it_worker_start(ids, 2, 0, &w));
+    it_ok(strata_worker_create_buffer(w, 64, &b));
+    victim = strata_worker_chip_pid(w, 0);
+    assert_true(victim > 0);
+    assert_int_equal(kill(victim, SIGKILL), 0);
+    e = strata_worker_run(w, slow_orch, NULL, b);
+    print_message("run: %s: %s\n", strata_errname(e), strata_errmsg());
+    assert_int_equal(e, STRATA_EPEER);
+    assert_non_null(strstr(strata_errmsg(), "how is unknown"));
+    it_ok(strata_buffer_release(b));
+    e = strata_worker_destroy(w);
+    assert_true(e == STRATA_OK || e == STRATA_EPEER);
+    assert_int_equal(sigaction(SIGCHLD, &old, NULL), 0);
+    testutil_assert_clean(&before);
+}
+
 static void test_lifecycle_tiny_startup_timeout_rolls_back(void **state)
 {
     (void)state;
@@ -576,6 +609,7 @@ int main(void)
                                   it_teardown),
         cmocka_unit_test_teardown(test_lifecycle_waits_on_own_fn_estate,
                                   it_teardown),
+        cmocka_unit_test(test_lifecycle_sigchld_ignored),
         cmocka_unit_test_teardown(test_lifecycle_forked_copy_estate,
                                   it_teardown),
     };

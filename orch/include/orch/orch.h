@@ -35,6 +35,9 @@ struct orch_endpoint {
     bool dead;
     bool reaped;
     int status; /* waitpid status once reaped */
+    /* Gone, but its status went to another wait: the program ignores
+     * SIGCHLD (the kernel reaps) or waits for any child itself. */
+    bool reaped_elsewhere;
     uint32_t harvested;
     uint32_t ring_slot[MBX_RING];
     uint32_t fifo_head;
