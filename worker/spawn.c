@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -138,6 +139,25 @@ static strata_err fork_child(strata_worker *w, size_t i, uint64_t deadline)
     setpgid(pid, pid);
     ep->pid = pid;
     ep->pidfd = open_pidfd(pid);
+    /* Without pidfds (a kernel before 5.3) deaths are seen by waitpid in
+     * steps; a process out of descriptors is refused, naming its limit,
+     * rather than left to poll more of them than it may (EINVAL). The
+     * child is already ours: the caller's rollback ends it. */
+    if (ep->pidfd < 0 && (errno == EMFILE || errno == ENFILE)) {
+        struct rlimit lim;
+        int e = errno;
+
+        if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+            lim.rlim_cur = RLIM_INFINITY;
+        if (lim.rlim_cur == RLIM_INFINITY)
+            return base_fail_errno(e, "pidfd of %s %d", who(ep), ep->id);
+        return base_fail(STRATA_ESYS,
+                         "pidfd of %s %d: %s (the process may open %llu "
+                         "files: ulimit -n; a worker holds one per child "
+                         "and a few more)",
+                         who(ep), ep->id, strerror(e),
+                         (unsigned long long)lim.rlim_cur);
+    }
     return STRATA_OK;
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -532,6 +533,44 @@ static void test_lifecycle_sigchld_ignored(void **state)
     testutil_assert_clean(&before);
 }
 
+/* More children than file descriptors left: init fails naming the limit
+ * (it polled more descriptors than it may, EINVAL, or, with a few fewer
+ * children, went on without pidfds and polled for deaths), and rolls the
+ * tree back. */
+static void test_lifecycle_fd_limit_names_ulimit(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    enum { CHIPS = 24 };
+    int ids[CHIPS];
+    strata_worker_config cfg;
+    strata_worker *w = NULL;
+    struct rlimit old, lim;
+    int lowest;
+    strata_err e;
+
+    testutil_snapshot_take(&before);
+    for (int i = 0; i < CHIPS; i++)
+        ids[i] = i;
+    cfg_with(&cfg, ids, CHIPS);
+    it_ok(it_worker_create(&cfg, &w));
+    lowest = dup(STDERR_FILENO);
+    assert_true(lowest >= 0);
+    close(lowest);
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)lowest + 12; /* room for a few children only */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+    e = strata_worker_init(w);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    print_message("init: %s: %s\n", strata_errname(e), strata_errmsg());
+    assert_int_equal(e, STRATA_ESYS);
+    assert_non_null(strstr(strata_errmsg(), "ulimit -n"));
+    assert_int_equal(testutil_new_children(&before), 0);
+    it_ok(it_worker_destroy(w));
+    testutil_assert_clean(&before);
+}
+
 static void test_lifecycle_tiny_startup_timeout_rolls_back(void **state)
 {
     (void)state;
@@ -610,6 +649,7 @@ int main(void)
         cmocka_unit_test_teardown(test_lifecycle_waits_on_own_fn_estate,
                                   it_teardown),
         cmocka_unit_test(test_lifecycle_sigchld_ignored),
+        cmocka_unit_test(test_lifecycle_fd_limit_names_ulimit),
         cmocka_unit_test_teardown(test_lifecycle_forked_copy_estate,
                                   it_teardown),
     };
