@@ -129,10 +129,16 @@ static strata_err window_span(strata_chip *chip, const struct mbx_frame *f,
         return err;
     win = ops->window_local(chip->state, f->arg[0], &size);
     if (!win)
-        return base_fail(STRATA_ENOENT, "chip %d has no window %llu",
-                         chip->cfg->id, (unsigned long long)f->arg[0]);
+        return base_fail(STRATA_ENOENT,
+                         "chip %d has not mapped this domain's windows "
+                         "(it could not, or the domain is released)",
+                         chip->cfg->id);
     if (f->arg[1] > size || f->arg[2] > size - f->arg[1])
-        return base_fail(STRATA_EPROTO, "window copy out of range");
+        return base_fail(STRATA_EINVAL,
+                         "a copy of %llu bytes at offset %llu is outside "
+                         "chip %d's %zu-byte window",
+                         (unsigned long long)f->arg[2],
+                         (unsigned long long)f->arg[1], chip->cfg->id, size);
     *out = win + f->arg[1];
     return STRATA_OK;
 }

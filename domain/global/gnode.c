@@ -782,6 +782,31 @@ static strata_err locate(struct strata_global_view *v, uint32_t rank,
                      v->name);
 }
 
+/* A copy found no window at member i of lazy view v: its ADOPT, ahead of
+ * the copy in the chip's ring, has run; if it failed, that is the cause
+ * ("the domain is gone"), not the missing window. Under gv_mu. */
+static strata_err adopt_failure(strata_worker *w,
+                                const struct strata_global_view *v, uint32_t i,
+                                strata_err err)
+{
+    const struct orch_ctl *a = &v->adopt_ctls[i];
+    char msg[STRATA_ERRMSG_MAX] = "";
+    strata_err aerr = STRATA_OK;
+
+    orch_lock(gdhost_sched(w));
+    if (a->done && !a->withdrawn && a->err) {
+        aerr = a->err;
+        snprintf(msg, sizeof(msg), "%s", a->msg);
+    }
+    orch_unlock(gdhost_sched(w));
+    if (!aerr)
+        return err;
+    return base_fail(aerr,
+                     "chip %d could not map the windows of global domain "
+                     "'%s': %.400s",
+                     v->chips[i], v->name, msg);
+}
+
 strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
                              uint32_t rank, uint64_t offset, void *data,
                              size_t n, bool write)
@@ -802,6 +827,8 @@ strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
         err = orch_control_staged_copy(gdhost_sched(w), NULL, v->eps[i], arg,
                                        data, n, write);
     }
+    if (err == STRATA_ENOENT && v && v->lazy && v->adopts_posted)
+        err = adopt_failure(w, v, i, err);
     pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
     return err;
 }

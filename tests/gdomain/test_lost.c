@@ -318,6 +318,17 @@ static strata_err keep_orch(strata_orch *o, const strata_args *args, void *user)
     return strata_orch_allocate_global_domain(o, &l->s.spec, &l->g);
 }
 
+/* A copy into rank 0 (a chip of forked node 0) from the L4. */
+static strata_err copy_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct lost *l = user;
+    uint32_t word = 7;
+
+    (void)args;
+    return strata_orch_copy_to_global_domain(o, l->g, 0, NULL, 0, &word,
+                                             sizeof(word));
+}
+
 /* Node 0's members wait on the domain with no timeout. */
 static strata_err wait_orch(strata_orch *o, const strata_args *args, void *user)
 {
@@ -398,6 +409,13 @@ static void test_gdomain_lost_page_unlinked_before_mapping_epeer(void **state)
         fail_msg("the L4 did not mark the domain's page for node 1");
     assert_int_equal(kill(session, SIGCONT), 0);
     assert_true(gd_daemon_idle(&held, LOST_BOUND_S));
+    /* A copy is the member's first use too: it names why there is no
+     * window (the map failed: the domain is gone), not an internal id. */
+    e = strata_worker_run(w, copy_orch, NULL, &l);
+    print_message("copy: %s: %s\n", strata_errname(e), strata_errmsg());
+    gd_expect(STRATA_EPEER, e);
+    gd_assert_contains(strata_errmsg(), "could not map the windows");
+    gd_assert_contains(strata_errmsg(), "the domain is gone");
     gd_ok(strata_worker_submit(w, wait_orch, NULL, &l, &run));
     e = strata_run_wait(run, LOST_BOUND_S);
     print_message("run: %s: %s\n", strata_errname(e), strata_errmsg());
