@@ -180,8 +180,16 @@ static void on_read(struct bufferevent *bev, void *arg)
         }
         evbuffer_copyout(in, head, sizeof(head));
         if (wire_frame_header_unpack(head, sizeof(head), &h) != STRATA_OK) {
-            snprintf(why, sizeof(why), "bad frame from %s: %s", c->peer,
-                     strata_errmsg());
+            /* A TLS record (handshake, version 3.x) on a plaintext
+             * connection: a client with a key, a node without. */
+            bool tls_hello = !c->tls && head[0] == 0x16 && head[1] == 0x03;
+
+            snprintf(why, sizeof(why), "bad frame from %s: %s%s", c->peer,
+                     strata_errmsg(),
+                     tls_hello ? " (a TLS handshake: the client uses a key "
+                                 "or certificate, and this connection has "
+                                 "none: --insecure)"
+                               : "");
             fail(c, STRATA_EPROTO, why);
             return;
         }

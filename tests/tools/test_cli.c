@@ -387,9 +387,22 @@ static void test_cli_node_ping_insecure_loopback_ok(void **state)
     snprintf(ep, sizeof(ep), "127.0.0.1:%d", port);
     assert_int_equal(RUN("node", "ping", ep, "--insecure"), 0);
     assert_non_null(strstr(out, "sessions:  0 of 64"));
+    /* A key against a plaintext node: not an authentication failure. */
+    {
+        char key[128];
+
+        path_in(key, sizeof(key), "tls.key");
+        assert_int_equal(RUN("node", "keygen", key), 0);
+        assert_int_equal(RUN("node", "ping", ep, "--secret-file", key), 1);
+        assert_non_null(strstr(err, "it is no TLS strata-node"));
+        unlink(key);
+    }
+    assert_int_equal(RUN("node", "ping", ep, "--insecure"), 0);
     kill(pid, SIGTERM);
     assert_true(testutil_wait_child(pid, 30, &status));
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    slurp(log, out);
+    assert_non_null(strstr(out, "a TLS handshake: the client uses a key"));
     unlink(pf);
     unlink(log);
 }

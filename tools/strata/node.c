@@ -331,15 +331,26 @@ static void print_health(const char *endpoint,
 }
 
 /* The TLS handshake failed: a node that hung up before answering is
- * busy (its limits), anything else is an authentication failure. */
-static int handshake_failed(const char *endpoint, int e)
+ * busy (its limits) or speaks no TLS (--insecure), anything else is an
+ * authentication failure. */
+static int handshake_failed(const char *endpoint, int e, SSL *ssl)
 {
     char tls[256];
+    /* OpenSSL 3 reports an EOF as an error of its own ("unexpected eof
+     * while reading"): what tells is whether the node sent anything. */
+    bool answered = BIO_number_read(SSL_get_rbio(ssl)) > 0;
 
     wire_tls_error(tls, sizeof(tls));
     if (e == -1)
         return cli_fail(CLI_FAIL, CMD_PING,
                         "%s: no TLS handshake within the timeout", endpoint);
+    if (!answered && e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+        return cli_fail(CLI_FAIL, CMD_PING,
+                        "%s closed the connection before answering the TLS "
+                        "handshake: it is no TLS strata-node (one started "
+                        "with --insecure? ping it with --insecure), or it "
+                        "is busy",
+                        endpoint);
     if (!tls[0] && (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN))
         return cli_fail(CLI_FAIL, CMD_PING,
                         "%s closed the connection before authenticating "
@@ -453,7 +464,7 @@ static int ping(int argc, char **argv)
             goto out;
         }
         if (ssl_io(ssl, fd, deadline, OP_CONNECT, NULL, 0, &e) <= 0) {
-            rc = handshake_failed(o.endpoint, e);
+            rc = handshake_failed(o.endpoint, e, ssl);
             goto out;
         }
     }
