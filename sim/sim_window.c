@@ -316,11 +316,15 @@ strata_err sim_host_window_create(const struct chip_window_req *req,
         strata_err err;
         char what[96];
 
-        snprintf(what, sizeof(what), "%u domain windows (%llu bytes each)", n,
-                 (unsigned long long)map);
-        if (map > SIZE_MAX / n)
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+        snprintf(what, sizeof(what),
+                 "%u domain windows (%llu bytes each) and their control page",
+                 n, (unsigned long long)map);
+        if (map > (SIZE_MAX - page) / n)
             return base_fail(STRATA_ENOMEM, "%s: more than memory holds", what);
-        err = base_shm_check((size_t)(map * n), what);
+        /* The control page too: the first member to map makes it. */
+        err = base_shm_check((size_t)(map * n) + page, what);
         if (err)
             return err;
     }
