@@ -741,17 +741,20 @@ static void on_sigterm(evutil_socket_t fd, short what, void *arg)
     static const struct timeval grace = {1, 0};
     struct session *s = arg;
     struct signalfd_siginfo si;
+    const char *why;
 
     (void)what;
     if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
         return;
     /* GOODBYE first; the loop ends once it is flushed (on_state), or after
      * a short grace if the peer does not read. */
+    why = session_end_reason(&s->status);
     s->abandon = true;
     s->ended = true;
+    LOG_INFO("session ends: %s", why);
     /* Queued before the chips die, so that no completion of a task they
      * fail can reach the parent ahead of it (sends after it are refused). */
-    wire_conn_close(s->conn, STRATA_EPEER, session_end_reason(&s->status));
+    wire_conn_close(s->conn, STRATA_EPEER, why);
     session_abandon_work(s);
     spool_loop_end(&s->loop, &grace);
 }
