@@ -108,6 +108,10 @@ static pid_t dead_pid(void)
  * the folder's path from the dead pid; the path goes to path. */
 static void plant_dead_l4_dir(char *path, size_t cap, const char *file,
                               const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void plant_dead_l4_dir(char *path, size_t cap, const char *file,
+                              const char *fmt, ...)
 {
     char full[400];
     va_list ap;
