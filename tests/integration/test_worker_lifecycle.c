@@ -527,7 +527,7 @@ static void test_lifecycle_sigchld_ignored(void **state)
     assert_int_equal(e, STRATA_EPEER);
     assert_non_null(strstr(strata_errmsg(), "how is unknown"));
     it_ok(strata_buffer_release(b));
-    e = strata_worker_destroy(w);
+    e = it_worker_destroy(w);
     assert_true(e == STRATA_OK || e == STRATA_EPEER);
     assert_int_equal(sigaction(SIGCHLD, &old, NULL), 0);
     testutil_assert_clean(&before);
