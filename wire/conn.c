@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 struct wire_conn {
     struct bufferevent *bev;
@@ -442,11 +443,11 @@ static void no_delay(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* ssl: a TLS connection, being made (fd < 0: ours, connecting) or
- * established already (an accepted fd); NULL: plaintext. */
+/* ssl: a TLS connection, being made (connecting: ours) or established
+ * already (an accepted fd); NULL: plaintext. */
 static strata_err wrap(struct event_base *base, SSL *ssl, int fd,
-                       const char *peer, const struct wire_conn_cbs *cbs,
-                       struct wire_conn **out)
+                       bool connecting, const char *peer,
+                       const struct wire_conn_cbs *cbs, struct wire_conn **out)
 {
     int opts =
         BEV_OPT_CLOSE_ON_FREE | BEV_OPT_THREADSAFE | BEV_OPT_DEFER_CALLBACKS;
@@ -460,7 +461,8 @@ static strata_err wrap(struct event_base *base, SSL *ssl, int fd,
     if (ssl)
         c->bev = bufferevent_openssl_socket_new(
             base, fd, ssl,
-            fd < 0 ? BUFFEREVENT_SSL_CONNECTING : BUFFEREVENT_SSL_OPEN, opts);
+            connecting ? BUFFEREVENT_SSL_CONNECTING : BUFFEREVENT_SSL_OPEN,
+            opts);
     else
         c->bev = bufferevent_socket_new(base, fd, opts);
     if (!c->bev) {
@@ -497,12 +499,23 @@ strata_err wire_conn_connect(struct event_base *base, SSL_CTX *ctx,
     struct wire_conn *c = NULL;
     SSL *ssl = NULL;
     strata_err err;
+    /* Made here, close-on-exec from the start: libevent's own socket is
+     * not, and a program's child (system(), a daemon it starts) would
+     * keep the connection open after the L4 died, so the node would see
+     * no EOF. */
+    int fd =
+        socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
-    if (ctx && !(ssl = SSL_new(ctx)))
+    if (fd < 0)
+        return base_fail_errno(errno, "socket for %s", peer_name);
+    if (ctx && !(ssl = SSL_new(ctx))) {
+        close(fd);
         return base_fail(STRATA_ENOMEM, "SSL_new failed");
-    err = wrap(base, ssl, -1, peer_name, cbs, &c);
+    }
+    err = wrap(base, ssl, fd, true, peer_name, cbs, &c);
     if (err || !c) {
         SSL_free(ssl);
+        close(fd);
         return err ? err : STRATA_ENOMEM;
     }
     c->connecting = true;
@@ -522,7 +535,7 @@ strata_err wire_conn_open(struct event_base *base, SSL *ssl, int fd,
                           struct wire_conn **out)
 {
     struct wire_conn *c = NULL;
-    strata_err err = wrap(base, ssl, fd, peer_name, cbs, &c);
+    strata_err err = wrap(base, ssl, fd, false, peer_name, cbs, &c);
 
     if (err || !c)
         return err ? err : STRATA_ENOMEM;
