@@ -10,7 +10,10 @@
 #include "remote_kit.h"
 #include "worker/mpidomain_stats.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static struct rk_node node;
@@ -172,6 +175,50 @@ static size_t max_overlap(const struct rt_span *s, size_t n)
         best = k > best ? k : best;
     }
     return best;
+}
+
+/* Every socket the L4 holds is close-on-exec: a program's child (a
+ * system() call, a daemon it starts) must not keep a node's connection
+ * open once the L4 is gone, or the node would see no EOF. */
+static void test_remote_runs_sockets_close_on_exec(void **state)
+{
+    (void)state;
+    testutil_snapshot before;
+    strata_remote_spec s;
+    strata_worker *w = NULL;
+    static const int remote_only[1] = {1};
+    DIR *d;
+    struct dirent *e;
+    int sockets = 0;
+
+    testutil_snapshot_take(&before);
+    rk_spec(&s, &node, 2);
+    it_ok(rk_l4_start(1, &s, 1, &w));
+    it_ok(rk_add_run(w, remote_only, 1, 1, 5));
+    d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        char path[64], target[64];
+        int fd = atoi(e->d_name);
+        ssize_t n;
+
+        if (e->d_name[0] == '.' || fd == dirfd(d))
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        n = readlink(path, target, sizeof(target) - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        if (strncmp(target, "socket:", 7) != 0)
+            continue;
+        sockets++;
+        if (!(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+            fail_msg("fd %d (%s) is not close-on-exec", fd, target);
+    }
+    closedir(d);
+    assert_true(sockets > 0);
+    rk_destroy(w, STRATA_OK);
+    finish(&before);
 }
 
 static void test_remote_runs_eight_in_flight_overlap(void **state)
@@ -511,6 +558,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_remote_runs_mixed_local_and_remote_ok),
         cmocka_unit_test(test_remote_runs_eight_in_flight_overlap),
+        cmocka_unit_test(test_remote_runs_sockets_close_on_exec),
         cmocka_unit_test(test_remote_runs_short_task_not_behind_long_one),
         cmocka_unit_test(test_remote_runs_two_parents_concurrently_ok),
         cmocka_unit_test(test_remote_runs_unknown_callable_enoent_names_digest),
