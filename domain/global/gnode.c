@@ -442,7 +442,11 @@ static strata_err prepare(strata_worker *w, const struct wire_domain_cmd *c,
     } else {
         err = exchange_prepare(w, v, descs, handles);
     }
-    /* Kept even when a member failed: ABORT releases what was made. */
+    /* Kept even when a member failed: ABORT releases what was made. Its
+     * room is given back now: a refused domain does not hold the cap
+     * until an ABORT that a hostile parent need not send. */
+    if (err)
+        uncharge(w, v);
     v->state = VIEW_PREPARED;
     v->next = gdhost_state(w)->gviews;
     gdhost_state(w)->gviews = v;

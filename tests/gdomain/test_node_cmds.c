@@ -10,6 +10,7 @@
  */
 #include "gd_kit.h"
 
+#include "base/fault.h"
 #include "domain/global.h"
 #include "wire/msg.h"
 
@@ -215,6 +216,21 @@ static void test_gd_node_cmds_window_cap_enomem(void **state)
     assert_int_equal(command(&n, WIRE_PHASE_PREPARE_EXPORT, 1, NULL),
                      STRATA_OK);
     assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_OK);
+    /* A PREPARE that passes the cap and then fails holds no room, ABORT
+     * or not: twice in a row, and a whole one still fits after. */
+    base_fault_arm("window.prepare", 1, BASE_FAULT_FAIL);
+    cmd_id = 82;
+    assert_int_equal(command(&n, WIRE_PHASE_PREPARE_EXPORT, 1, NULL),
+                     STRATA_EIO);
+    base_fault_arm("window.prepare", 1, BASE_FAULT_FAIL);
+    cmd_id = 83;
+    assert_int_equal(command(&n, WIRE_PHASE_PREPARE_EXPORT, 1, NULL),
+                     STRATA_EIO);
+    cmd_id = 84;
+    assert_int_equal(command(&n, WIRE_PHASE_PREPARE_EXPORT, 1, NULL),
+                     STRATA_OK);
+    for (cmd_id = 82; cmd_id <= 84; cmd_id++)
+        assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_OK);
     cmd_id = DOMAIN_ID;
 
     wire_msg_free(&n.m);
