@@ -193,7 +193,7 @@ static strata_err fan_out(strata_worker *w, struct strata_global_view *v,
 
 static strata_err comm_init(strata_worker *w, const struct wire_comm_init *c)
 {
-    size_t n = orch_num_chips(gdhost_sched(w)), live = 0;
+    size_t n = orch_num_chips(gdhost_sched(w)), live = 0, held;
     int *eps;
     strata_err err;
 
@@ -201,6 +201,11 @@ static strata_err comm_init(strata_worker *w, const struct wire_comm_init *c)
         return base_fail(STRATA_ENOTSUP,
                          "comm profile '%s' is not supported by this node",
                          c->profile);
+    if (c->num_ranks != n)
+        return base_fail(STRATA_EINVAL,
+                         "COMM_INIT names %zu global device ranks for a node "
+                         "of %zu chips (one per chip)",
+                         (size_t)c->num_ranks, n);
     eps = base_calloc(n ? n : 1, sizeof(*eps));
     if (!eps)
         return base_fail(STRATA_ENOMEM, "out of memory for COMM_INIT");
@@ -210,14 +215,27 @@ static strata_err comm_init(strata_worker *w, const struct wire_comm_init *c)
         if (orch_chip_check(gdhost_sched(w), (int)i) == STRATA_OK)
             eps[live++] = (int)i;
     base_errmsg_clear();
+    /* Domains are named after the cluster id: it cannot change under
+     * them (the same COMM_INIT again is harmless). */
+    pthread_mutex_lock(&gdhost_state(w)->gv_mu);
+    held = live_views(w);
+    if (held > 0 && (c->cluster_id != gdhost_state(w)->cluster_id ||
+                     (int)c->node_rank != gdhost_state(w)->node_id)) {
+        pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
+        base_free(eps);
+        return base_fail(STRATA_ESTATE,
+                         "COMM_INIT with another cluster id or node rank "
+                         "while this node holds %zu global domains",
+                         held);
+    }
     gdhost_state(w)->node_id = (int)c->node_rank;
     gdhost_state(w)->cluster_id = c->cluster_id;
+    pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
     err = orch_comm_init_chips(gdhost_sched(w), NULL, eps, live);
     base_free(eps);
     return err;
 }
 
-/* A new view for cmd's members on this node (PREPARE_EXPORT). */
 /* FNV-1a over what makes a domain what it is: its name, profile, window
  * size, member table and buffers. Every phase carries them; a later
  * phase that names another domain under a prepared id is refused. */
@@ -254,6 +272,7 @@ static uint64_t identity_of(const struct wire_domain_cmd *c)
     return h;
 }
 
+/* A new view for cmd's members on this node (PREPARE_EXPORT). */
 static strata_err view_create(strata_worker *w, const struct wire_domain_cmd *c,
                               struct strata_global_view **out)
 {
