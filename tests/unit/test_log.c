@@ -49,6 +49,31 @@ static void test_log_control_characters_escaped(void **state)
     assert_true(strncmp(got, "strata test[", 12) == 0);
 }
 
+/* Bytes of 0x80 and above: printable UTF-8 stays as it is; C1 controls
+ * (raw or encoded), line and paragraph separators, overlong forms and
+ * bytes that are no UTF-8 are escaped. */
+static void test_log_high_bytes_escaped_unless_printable(void **state)
+{
+    /* Each piece apart: a hex escape would take the digits after it. */
+    static const char in[] = "caf\xc3\xa9 "
+                             "\x9b"
+                             "31m "
+                             "\xc2\x9b \xe2\x80\xa8 \xff\xfe "
+                             "\xc0\x8a \xed\xa0\x80 \xf0\x9f\x98\x80 "
+                             "\xe2\x82";
+    static const char want[] = "'caf\xc3\xa9 \\x9b31m \\xc2\\x9b "
+                               "\\xe2\\x80\\xa8 \\xff\\xfe \\xc0\\x8a "
+                               "\\xed\\xa0\\x80 \xf0\x9f\x98\x80 "
+                               "\\xe2\\x82'";
+    char got[2048];
+
+    (void)state;
+    capture(got, sizeof(got), in);
+    if (!strstr(got, want))
+        fail_msg("got %s", got);
+    assert_int_equal(strchr(got, '\n') - got, (long)strlen(got) - 1);
+}
+
 static void test_log_long_line_cut_whole(void **state)
 {
     char big[3000], got[2048];
@@ -68,6 +93,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_log_control_characters_escaped),
+        cmocka_unit_test(test_log_high_bytes_escaped_unless_printable),
         cmocka_unit_test(test_log_long_line_cut_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
