@@ -262,6 +262,10 @@ static void fail_request(struct session *s, uint64_t id, strata_err err,
     m.u.completion.request_id = id;
     m.u.completion.error = err;
     m.u.completion.message = msg;
+    /* Refused before anything of the parent's ran (its shadow buffers
+     * past --max-buffer-bytes, say): the parent keeps the code, as for an
+     * unknown callable, rather than call it a failed task. */
+    m.u.completion.not_run = s->proto >= 2;
     session_send_msg(s, &m);
 }
 

@@ -101,6 +101,38 @@ static void test_limits_procs_total_refused_ebusy(void **state)
     testutil_assert_clean(&before);
 }
 
+/* With --max-buffer-bytes 64KiB: a task whose tensors' shadow buffers
+ * need more fails with STRATA_ENOMEM naming the option, as the limits
+ * table says: nothing of the parent's ran, so it is no STRATA_ETASK.
+ * The session goes on: a task that fits runs after it. */
+static void test_limits_buffer_cap_task_enomem(void **state)
+{
+    static const char *const extra[] = {"--max-buffer-bytes", "64KiB", NULL};
+    static const int node0[1] = {0};
+    testutil_snapshot before;
+    struct rk_node n;
+    strata_remote_spec s;
+    strata_worker *w = NULL;
+    strata_err err;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_int_equal(lk_node_start(&n, RK_PSK, extra), 0);
+    rk_spec(&s, &n, 2);
+    it_ok(rk_l4_start(0, &s, 1, &w));
+    /* x, y and z of 32768 words each: 384 KiB of shadows. */
+    err = rk_add_run(w, node0, 1, 32768, 3);
+    print_message("  %s: %s\n", strata_errname(err), strata_errmsg());
+    assert_int_equal(err, STRATA_ENOMEM);
+    rk_assert_contains(strata_errmsg(), "--max-buffer-bytes");
+    rk_assert_contains(strata_errmsg(), "could not start");
+    it_ok(rk_add_run(w, node0, 1, 100, 3));
+    rk_destroy(w, STRATA_OK);
+    assert_true(rk_node_wait_sessions(&n, 0, RK_WAIT_S));
+    assert_int_equal(rk_node_stop(&n), 0);
+    testutil_assert_clean(&before);
+}
+
 static void test_limits_full_node_psk_ebusy(void **state)
 {
     (void)state;
@@ -291,6 +323,7 @@ int main(void)
         cmocka_unit_test(test_limits_full_node_psk_ebusy),
         cmocka_unit_test(test_limits_full_node_plaintext_ebusy),
         cmocka_unit_test(test_limits_procs_total_refused_ebusy),
+        cmocka_unit_test(test_limits_buffer_cap_task_enomem),
         cmocka_unit_test(test_limits_unauth_full_dropped_not_eauth),
         cmocka_unit_test(test_limits_handshake_timeout_drops_silent),
         cmocka_unit_test(test_limits_bad_options_refused),
