@@ -92,6 +92,23 @@ static void stop(struct session *s, int status, const char *why)
     spool_loop_end(&s->loop, NULL);
 }
 
+/* Ends the session for a limit the parent passed, telling it why: the
+ * GOODBYE goes out before the chips die, so that no completion of a task
+ * they fail reaches the parent ahead of it, and the loop ends once it is
+ * flushed or after a short grace (a flooding parent may read nothing). */
+static void stop_telling(struct session *s, const char *why)
+{
+    static const struct timeval grace = {1, 0};
+
+    LOG_WARN("session ends: %s", why);
+    s->status = 1;
+    s->ended = true;
+    s->abandon = true;
+    wire_conn_close(s->conn, STRATA_EPEER, why);
+    session_abandon_work(s);
+    spool_loop_end(&s->loop, &grace);
+}
+
 /* ---- tasks ---------------------------------------------------------- */
 
 static bool tag_returns(uint8_t tag)
@@ -292,7 +309,7 @@ static void on_task(struct session *s, struct wire_msg *m)
                  "(strata-node --max-tasks)",
                  s->lim.max_tasks);
         wire_msg_free(m);
-        stop(s, 1, why);
+        stop_telling(s, why);
         return;
     }
     if (request_open(s, m->u.task.request_id)) {

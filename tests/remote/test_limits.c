@@ -133,6 +133,63 @@ static void test_limits_buffer_cap_task_enomem(void **state)
     testutil_assert_clean(&before);
 }
 
+/* Four 2 s node tasks at once on 2 chips' worth of spans. */
+static strata_err four_spans_orch(strata_orch *o, const strata_args *args,
+                                  void *user)
+{
+    strata_buffer *spans = user;
+    size_t shape[1] = {sizeof(struct rt_span)};
+
+    (void)args;
+    for (size_t i = 0; i < 4; i++) {
+        strata_args *a = NULL;
+        strata_err err;
+
+        it_try(strata_args_create(&a));
+        err = strata_args_add_tensor(a, spans, i * sizeof(struct rt_span),
+                                     STRATA_U8, 1, shape, STRATA_NO_DEP);
+        if (!err)
+            err = strata_args_add_scalar(a, 2000);
+        if (!err)
+            err = strata_args_add_scalar(a, i % 2);
+        if (!err)
+            err = strata_orch_submit_next_level(o, rk_o_span, a, 0);
+        strata_args_destroy(a);
+        it_try(err);
+    }
+    return STRATA_OK;
+}
+
+/* With --max-tasks 2: a parent that sends more ends its session, and the
+ * parent is told why (a GOODBYE naming the option), not that a chip
+ * died; it learns it at once, not when the running tasks end. */
+static void test_limits_max_tasks_parent_told(void **state)
+{
+    static const char *const extra[] = {"--max-tasks", "2", NULL};
+    testutil_snapshot before;
+    struct rk_node n;
+    strata_remote_spec s;
+    strata_worker *w = NULL;
+    strata_buffer *spans = NULL;
+    strata_err err;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_int_equal(lk_node_start(&n, RK_PSK, extra), 0);
+    rk_spec(&s, &n, 2);
+    it_ok(rk_l4_start(0, &s, 1, &w));
+    it_ok(strata_worker_create_buffer(w, 4 * sizeof(struct rt_span), &spans));
+    err = strata_worker_run(w, four_spans_orch, NULL, spans);
+    print_message("  %s: %s\n", strata_errname(err), strata_errmsg());
+    assert_int_equal(err, STRATA_EPEER);
+    rk_assert_contains(strata_errmsg(), "--max-tasks");
+    it_ok(strata_buffer_release(spans));
+    rk_destroy(w, STRATA_EPEER);
+    assert_true(rk_node_wait_sessions(&n, 0, RK_WAIT_S));
+    assert_int_equal(rk_node_stop(&n), 0);
+    testutil_assert_clean(&before);
+}
+
 static void test_limits_full_node_psk_ebusy(void **state)
 {
     (void)state;
@@ -324,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_limits_full_node_plaintext_ebusy),
         cmocka_unit_test(test_limits_procs_total_refused_ebusy),
         cmocka_unit_test(test_limits_buffer_cap_task_enomem),
+        cmocka_unit_test(test_limits_max_tasks_parent_told),
         cmocka_unit_test(test_limits_unauth_full_dropped_not_eauth),
         cmocka_unit_test(test_limits_handshake_timeout_drops_silent),
         cmocka_unit_test(test_limits_bad_options_refused),
