@@ -85,15 +85,34 @@ void session_trace_answer(struct wire_conn *conn, uint64_t request_id)
     send_trace(&a, &last);
 }
 
-void session_trace_task(uint64_t t0, const char *name,
+/* Lanes held by running tasks; past 64 at once, the last is shared. */
+static uint64_t lanes_held;
+
+uint16_t session_trace_lane_take(void)
+{
+    uint64_t held = __atomic_load_n(&lanes_held, __ATOMIC_RELAXED);
+
+    for (;;) {
+        uint16_t lane =
+            held == UINT64_MAX ? 63 : (uint16_t)__builtin_ctzll(~held);
+
+        if (held == UINT64_MAX || __atomic_compare_exchange_n(
+                                      &lanes_held, &held, held | (1ull << lane),
+                                      true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return lane;
+    }
+}
+
+void session_trace_task(uint64_t t0, uint16_t lane, const char *name,
                         const struct wire_task *task, const strata_args *args)
 {
     uint64_t bytes = 0;
 
     for (uint32_t i = 0; args && i < args->num_tensors; i++)
         bytes += args->tensors[i].nbytes;
-    trace_record(TRACE_K_RUN, 0, 0, t0, trace_now(), task->run_id, bytes, 0,
+    trace_record(TRACE_K_RUN, 0, lane, t0, trace_now(), task->run_id, bytes, 0,
                  TRACE_SLOT_KEY(0, task->request_id), name);
+    __atomic_and_fetch(&lanes_held, ~(1ull << lane), __ATOMIC_RELEASE);
 }
 
 void session_trace_finish(void)

@@ -17,10 +17,15 @@ bool session_trace_start(uint64_t capabilities);
  * records, in TRACE frames, the last one flagged. On the loop thread. */
 void session_trace_answer(struct wire_conn *conn, uint64_t request_id);
 
+/* A lane for a TASK starting now: the lowest no task running holds, so
+ * that the slices of tasks that run at once nest (one per lane). */
+uint16_t session_trace_lane_take(void);
+
 /* The task slice of a TASK this session ran from t0 (trace_now) until
- * now: name its callable (NULL: unknown), args its tensors (NULL: none).
- * Its frame key is the request id (slot 0). */
-void session_trace_task(uint64_t t0, const char *name,
+ * now on lane (from session_trace_lane_take, given back here): name its
+ * callable (NULL: unknown), args its tensors (NULL: none). Its frame key
+ * is the request id (slot 0). */
+void session_trace_task(uint64_t t0, uint16_t lane, const char *name,
                         const struct wire_task *task, const strata_args *args);
 
 /* After the worker is gone: the session's buffers leave /dev/shm. */

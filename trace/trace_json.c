@@ -9,17 +9,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Thread ids of a process in the JSON: its lanes (enum trace_lane). */
+/* Thread ids of a process in the JSON: its lanes (enum trace_lane).
+ * Tasks a process runs at once (a node session's orch tasks) take a lane
+ * each so that their slices nest: lane k > 0 is thread TID_MORE_TASKS + k. */
 enum {
     TID_TASKS = TRACE_LANE_TASKS,
     TID_MAILBOX = TRACE_LANE_MAILBOX,
     TID_WIRE = TRACE_LANE_WIRE,
+    TID_MORE_TASKS = 100,
 };
+
+/* The thread a task that ran here (TRACE_K_RUN) is drawn on. */
+static int run_tid(const struct trace_rec *r)
+{
+    return r->lane ? TID_MORE_TASKS + r->lane : TID_TASKS;
+}
 
 /* Where a task ran, found by its orchestrator's pid and its slot key. */
 struct run_key {
     int32_t orch; /* the orchestrator's pid */
     int32_t pid;  /* who ran it */
+    int32_t tid;  /* on which of its threads (run_tid) */
     uint64_t slot_key;
     uint64_t t0, t1;
 };
@@ -27,6 +37,9 @@ struct run_key {
 struct writer {
     FILE *f;
     bool first; /* no event written yet */
+    /* The extra task lanes named so far, of process named_pid. */
+    int named_pid;
+    uint64_t named_lanes;
     struct run_key *keys;
     size_t num_keys;
     uint64_t flows;    /* flow ids handed out */
@@ -187,7 +200,20 @@ static void slice(struct writer *w, int pid, int tid, const char *cat,
 
 static void write_run(struct writer *w, int pid, const struct trace_rec *r)
 {
-    slice(w, pid, TID_TASKS, "task", r, "task");
+    if (r->lane) { /* named where it first shows */
+        char name[32];
+
+        if (w->named_pid != pid) {
+            w->named_pid = pid;
+            w->named_lanes = 0;
+        }
+        if (r->lane < 64 && !(w->named_lanes & (1ull << r->lane))) {
+            w->named_lanes |= 1ull << r->lane;
+            snprintf(name, sizeof(name), "tasks %u", r->lane + 1u);
+            meta(w, pid, run_tid(r), "thread_name", "name", name, 0);
+        }
+    }
+    slice(w, pid, run_tid(r), "task", r, "task");
     fprintf(w->f,
             ",\"args\":{\"run\":%" PRIu64 ",\"slot\":%" PRIu64
             ",\"gen\":%" PRIu64 ",\"arg_bytes\":%" PRIu64 "%s}}",
@@ -262,11 +288,11 @@ static void write_edge(struct writer *w, int pid, const struct trace_rec *r)
     /* Inside the producer's slice, at its end; the arrow ends at the
      * consumer's start ("bp":"e": bound to the slice around it). */
     at = from->t1 > from->t0 ? from->t1 - 1 : from->t0;
-    begin(w, "s", from->pid, TID_TASKS);
+    begin(w, "s", from->pid, from->tid);
     fprintf(w->f, ",\"cat\":\"dep\",\"name\":\"dep\",\"id\":%" PRIu64, id);
     put_us(w->f, "ts", at);
     fputc('}', w->f);
-    begin(w, "f", to->pid, TID_TASKS);
+    begin(w, "f", to->pid, to->tid);
     fprintf(w->f,
             ",\"cat\":\"dep\",\"name\":\"dep\",\"bp\":\"e\",\"id\":%" PRIu64,
             id);
@@ -375,11 +401,13 @@ static strata_err index_runs(struct writer *w, const struct trace_buf *bufs,
 
             if (kind != TRACE_K_RUN && kind != TRACE_K_RUNTASK)
                 continue;
-            w->keys[w->num_keys++] = (struct run_key){.orch = bufs[i].h->ppid,
-                                                      .pid = bufs[i].h->pid,
-                                                      .slot_key = r->d,
-                                                      .t0 = r->t0,
-                                                      .t1 = r->t1};
+            w->keys[w->num_keys++] = (struct run_key){
+                .orch = bufs[i].h->ppid,
+                .pid = bufs[i].h->pid,
+                .tid = kind == TRACE_K_RUN ? run_tid(r) : TID_TASKS,
+                .slot_key = r->d,
+                .t0 = r->t0,
+                .t1 = r->t1};
         }
     qsort(w->keys, w->num_keys, sizeof(*w->keys), key_cmp);
     return STRATA_OK;

@@ -207,11 +207,88 @@ static void test_remote_trace_node_lane_aligned(void **state)
     assert_int_equal(unlink(run_trace), 0);
 }
 
+/* Two 300 ms node tasks at once on the remote node. */
+static strata_err two_spans_orch(strata_orch *o, const strata_args *args,
+                                 void *user)
+{
+    strata_buffer *spans = user;
+    size_t shape[1] = {sizeof(struct rt_span)};
+
+    (void)args;
+    for (size_t i = 0; i < 2; i++) {
+        strata_args *a = NULL;
+        strata_err err;
+
+        it_try(strata_args_create(&a));
+        err = strata_args_add_tensor(a, spans, i * sizeof(struct rt_span),
+                                     STRATA_U8, 1, shape, STRATA_NO_DEP);
+        if (!err)
+            err = strata_args_add_scalar(a, 300);
+        if (!err)
+            err = strata_args_add_scalar(a, i);
+        if (!err)
+            err = strata_orch_submit_next_level(o, rk_o_span, a, 1);
+        strata_args_destroy(a);
+        it_try(err);
+    }
+    return STRATA_OK;
+}
+
+/* Node tasks that run at once on a remote node are drawn on lanes of
+ * their own, so that the slices nest and the file validates (they shared
+ * one, and `strata trace validate` and `summary` refused it). */
+static void test_remote_trace_concurrent_tasks_nest(void **state)
+{
+    strata_remote_spec spec;
+    testutil_snapshot before;
+    strata_worker *w = NULL;
+    strata_buffer *spans = NULL;
+    json_t *root, *ev, *e;
+    json_error_t jerr;
+    json_int_t rnode, tids[2] = {-1, -1};
+    size_t i, n = 0;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    rk_spec(&spec, &node, 2);
+    setenv("STRATA_TRACE", run_trace, 1);
+    it_ok(rk_l4_create(1, &spec, 1, &w));
+    unsetenv("STRATA_TRACE");
+    it_ok(strata_worker_init(w));
+    it_ok(strata_worker_create_buffer(w, 2 * sizeof(struct rt_span), &spans));
+    it_ok(strata_worker_run(w, two_spans_orch, NULL, spans));
+    it_ok(strata_buffer_release(spans));
+    rk_destroy(w, STRATA_OK);
+    rk_assert_idle(&node, &before);
+
+    root = json_load_file(run_trace, 0, &jerr);
+    if (!root)
+        fail_msg("%s does not parse: line %d: %s", run_trace, jerr.line,
+                 jerr.text);
+    ev = json_object_get(root, "traceEvents");
+    rnode = process(ev, "node 1 (L3)");
+    json_array_foreach(ev, i, e)
+    {
+        if (pid_of(e) != rnode || strcmp(str(e, "ph"), "X") != 0 ||
+            strcmp(str(e, "cat"), "task") != 0 ||
+            strcmp(str(e, "name"), RT_O_SPAN) != 0)
+            continue;
+        assert_true(n < 2);
+        tids[n++] = json_integer_value(json_object_get(e, "tid"));
+    }
+    assert_int_equal(n, 2);
+    assert_true(tids[0] != tids[1]);
+    json_decref(root);
+    assert_validates(run_trace);
+    assert_int_equal(unlink(run_trace), 0);
+}
+
 int main(void)
 {
     rk_filter_from_env();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_remote_trace_node_lane_aligned),
+        cmocka_unit_test(test_remote_trace_concurrent_tasks_nest),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
