@@ -150,7 +150,20 @@ static bool jobs_full(void *arg)
 {
     struct session *s = arg;
 
-    return __atomic_load_n(&s->work, __ATOMIC_ACQUIRE) >= s->lim.max_threads;
+    /* Commands waiting on a busy chip are kept whole (up to ~5 MB each):
+     * their bytes count against the same mark as queued replies. */
+    return __atomic_load_n(&s->work, __ATOMIC_ACQUIRE) >= s->lim.max_threads ||
+           __atomic_load_n(&s->held_bytes, __ATOMIC_ACQUIRE) >
+               s->lim.reply_high_water;
+}
+
+/* A domain command of len bytes is done or dropped. */
+static void cmd_bytes_done(struct session *s, size_t len)
+{
+    size_t was = __atomic_fetch_sub(&s->held_bytes, len, __ATOMIC_ACQ_REL);
+
+    if (was > s->lim.reply_high_water && was - len <= s->lim.reply_high_water)
+        wire_conn_recheck(s->conn);
 }
 
 static void job_done(struct session *s)
@@ -551,6 +564,7 @@ static void copy_job(struct spool_job *job)
     cmd_run(c, &out);
     send_replies(s, &out);
     wire_buf_fini(&out);
+    cmd_bytes_done(s, c->len);
     base_free(c);
     job_done(s);
 }
@@ -587,6 +601,7 @@ static void cmd_job(struct spool_job *job)
     wire_buf_init(&out);
     while (c) {
         cmd_run(c, &out);
+        cmd_bytes_done(s, c->len);
         base_free(c);
         job_done(s); /* each queued command counts as work too */
         c = cmd_next(s, false);
@@ -613,6 +628,7 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
     c->s = s;
     c->next = NULL;
     c->len = WIRE_FRAME_HEADER_SIZE + len;
+    __atomic_add_fetch(&s->held_bytes, c->len, __ATOMIC_ACQ_REL);
     wire_frame_header_pack(&h, c->frame);
     memcpy(c->frame + WIRE_FRAME_HEADER_SIZE, body, len);
     c->job.fn = ordered ? cmd_job : copy_job;
@@ -636,12 +652,13 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
         pthread_mutex_unlock(&s->mu);
     }
     if (queued) {
-        if (full)
+        if (full || jobs_full(s))
             wire_conn_recheck(s->conn);
         return;
     }
     if (start_job(s, &c->job))
         return;
+    cmd_bytes_done(s, c->len);
     base_free(c);
     if (!ordered)
         return;
@@ -654,6 +671,7 @@ static void on_domain(struct session *s, unsigned type, const uint8_t *body,
     while (c) {
         struct scmd *next = c->next;
 
+        cmd_bytes_done(s, c->len);
         base_free(c);
         job_done(s); /* counted when it was queued */
         c = next;

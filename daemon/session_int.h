@@ -65,8 +65,9 @@ struct session {
     pthread_mutex_t mu; /* shadows */
     struct spool pool;  /* tasks and domain commands, off the loop */
     struct spool_loop loop;
-    uint32_t work;  /* tasks and commands started, not finished (atomic) */
-    uint32_t tasks; /* tasks received, not yet completed (atomic) */
+    uint32_t work;     /* tasks and commands started, not finished (atomic) */
+    size_t held_bytes; /* of domain commands started or queued (atomic) */
+    uint32_t tasks;    /* tasks received, not yet completed (atomic) */
     uint64_t shadow_bytes; /* under mu */
     struct shadow *shadows;
     size_t num_shadows;
