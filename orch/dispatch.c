@@ -22,7 +22,7 @@ static void fail_dead(struct orch_sched *s, struct orch_endpoint *ep,
     char why[STRATA_ERRMSG_MAX];
 
     if (lost)
-        snprintf(why, sizeof(why), "%s %d was lost: %s",
+        snprintf(why, sizeof(why), "%s %d lost: %s",
                  orch_ep_kind_name(ep->kind), ep->id, lost);
     else
         snprintf(why, sizeof(why), "%s %d is dead", orch_ep_kind_name(ep->kind),
