@@ -195,6 +195,8 @@ static void task_job(struct spool_job *job)
     strata_err err;
     uint64_t t0 = s->traced ? trace_now() : 0;
     uint16_t lane = t0 ? session_trace_lane_take() : 0;
+    /* Taken now: past a deadline the run keeps the args. */
+    uint64_t arg_bytes = t0 ? session_trace_arg_bytes(t->args) : 0;
 
     if (!c || c->kind != STRATA_CALLABLE_ORCH) {
         char hex[65];
@@ -213,7 +215,8 @@ static void task_job(struct spool_job *job)
         err = worker_run_bounded(s->w, fn, &t->args, t->task.deadline_ms);
     }
     if (t0)
-        session_trace_task(t0, lane, c ? c->name : NULL, &t->task, t->args);
+        session_trace_task(t0, lane, c ? c->name : NULL, &t->task, arg_bytes,
+                           err);
     if (!err) {
         send_outputs(s, t);
         for (uint32_t i = 0; i < t->args->num_tensors; i++)

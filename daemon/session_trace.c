@@ -103,14 +103,21 @@ uint16_t session_trace_lane_take(void)
     }
 }
 
-void session_trace_task(uint64_t t0, uint16_t lane, const char *name,
-                        const struct wire_task *task, const strata_args *args)
+uint64_t session_trace_arg_bytes(const strata_args *args)
 {
     uint64_t bytes = 0;
 
     for (uint32_t i = 0; args && i < args->num_tensors; i++)
         bytes += args->tensors[i].nbytes;
-    trace_record(TRACE_K_RUN, 0, lane, t0, trace_now(), task->run_id, bytes, 0,
+    return bytes;
+}
+
+void session_trace_task(uint64_t t0, uint16_t lane, const char *name,
+                        const struct wire_task *task, uint64_t arg_bytes,
+                        strata_err err)
+{
+    trace_record(TRACE_K_RUN, err ? TRACE_TASK_FAILED : 0, lane, t0,
+                 trace_now(), task->run_id, arg_bytes, 0,
                  TRACE_SLOT_KEY(0, task->request_id), name);
     __atomic_and_fetch(&lanes_held, ~(1ull << lane), __ATOMIC_RELEASE);
 }

@@ -21,12 +21,17 @@ void session_trace_answer(struct wire_conn *conn, uint64_t request_id);
  * that the slices of tasks that run at once nest (one per lane). */
 uint16_t session_trace_lane_take(void);
 
+/* The bytes of args' tensors (NULL: none), for session_trace_task. */
+uint64_t session_trace_arg_bytes(const strata_args *args);
+
 /* The task slice of a TASK this session ran from t0 (trace_now) until
  * now on lane (from session_trace_lane_take, given back here): name its
- * callable (NULL: unknown), args its tensors (NULL: none). Its frame key
- * is the request id (slot 0). */
+ * callable (NULL: unknown), arg_bytes its tensors' bytes, err how it
+ * ended (a deadline's STRATA_ETIMEDOUT included: the slice ends there,
+ * marked failed). Its frame key is the request id (slot 0). */
 void session_trace_task(uint64_t t0, uint16_t lane, const char *name,
-                        const struct wire_task *task, const strata_args *args);
+                        const struct wire_task *task, uint64_t arg_bytes,
+                        strata_err err);
 
 /* After the worker is gone: the session's buffers leave /dev/shm. */
 void session_trace_finish(void);
