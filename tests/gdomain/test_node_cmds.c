@@ -27,6 +27,32 @@ struct node {
     uint64_t next_req;
 };
 
+/* An L3 worker of two chips, as a node (no COMM_INIT yet). */
+static void node_start(struct node *n)
+{
+    static const int chips[2] = {0, 1};
+    strata_worker_config cfg;
+
+    memset(n, 0, sizeof(*n));
+    wire_buf_init(&n->frame);
+    wire_buf_init(&n->reply);
+    strata_worker_config_init(&cfg, 3);
+    cfg.chip_ids = chips;
+    cfg.num_chips = 2;
+    gd_ok(strata_worker_create(&cfg, &n->w));
+    gd_ok(strata_worker_init(n->w));
+}
+
+/* Ends it, and checks that nothing is left since before. */
+static void node_end(struct node *n, const testutil_snapshot *before)
+{
+    wire_msg_free(&n->m);
+    wire_buf_fini(&n->frame);
+    wire_buf_fini(&n->reply);
+    gd_ok(strata_worker_destroy(n->w));
+    testutil_assert_clean_within(before, 5.0);
+}
+
 /* Hands the packed frame to the node and decodes its reply into n->m. */
 static void handle(struct node *n)
 {
@@ -119,23 +145,14 @@ static strata_err command(struct node *n, uint8_t phase, uint64_t gen,
 
 static void test_gd_node_cmds_wrong_generation_eproto(void **state)
 {
-    static const int chips[2] = {0, 1};
     struct wire_descriptor table[2];
     char handles[2][WIRE_NAME_MAX + 1];
     testutil_snapshot before;
-    strata_worker_config cfg;
     struct node n;
 
     (void)state;
     testutil_snapshot_take(&before);
-    memset(&n, 0, sizeof(n));
-    wire_buf_init(&n.frame);
-    wire_buf_init(&n.reply);
-    strata_worker_config_init(&cfg, 3);
-    cfg.chip_ids = chips;
-    cfg.num_chips = 2;
-    gd_ok(strata_worker_create(&cfg, &n.w));
-    gd_ok(strata_worker_init(n.w));
+    node_start(&n);
     comm_init(&n);
 
     assert_int_equal(command(&n, WIRE_PHASE_PREPARE_EXPORT, 1, NULL),
@@ -188,11 +205,7 @@ static void test_gd_node_cmds_wrong_generation_eproto(void **state)
     /* Gone: a second ABORT finds nothing to release. */
     assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_OK);
 
-    wire_msg_free(&n.m);
-    wire_buf_fini(&n.frame);
-    wire_buf_fini(&n.reply);
-    gd_ok(strata_worker_destroy(n.w));
-    testutil_assert_clean_within(&before, 5.0);
+    node_end(&n, &before);
 }
 
 /* A session's --max-window-bytes: a domain past the cap is refused with
@@ -200,21 +213,12 @@ static void test_gd_node_cmds_wrong_generation_eproto(void **state)
  * back. Two ranks of 4096 bytes each: 8192 a domain. */
 static void test_gd_node_cmds_window_cap_enomem(void **state)
 {
-    static const int chips[2] = {0, 1};
     testutil_snapshot before;
-    strata_worker_config cfg;
     struct node n;
 
     (void)state;
     testutil_snapshot_take(&before);
-    memset(&n, 0, sizeof(n));
-    wire_buf_init(&n.frame);
-    wire_buf_init(&n.reply);
-    strata_worker_config_init(&cfg, 3);
-    cfg.chip_ids = chips;
-    cfg.num_chips = 2;
-    gd_ok(strata_worker_create(&cfg, &n.w));
-    gd_ok(strata_worker_init(n.w));
+    node_start(&n);
     gnode_set_window_cap(n.w, 12288);
     comm_init(&n);
 
@@ -253,11 +257,7 @@ static void test_gd_node_cmds_window_cap_enomem(void **state)
 out:
     cmd_id = DOMAIN_ID;
 
-    wire_msg_free(&n.m);
-    wire_buf_fini(&n.frame);
-    wire_buf_fini(&n.reply);
-    gd_ok(strata_worker_destroy(n.w));
-    testutil_assert_clean_within(&before, 5.0);
+    node_end(&n, &before);
 }
 
 int main(void)

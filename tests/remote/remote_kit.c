@@ -602,6 +602,30 @@ strata_err rk_block_orch(strata_orch *o, const strata_args *args, void *user)
     return err;
 }
 
+strata_err rk_submit_spans(strata_orch *o, strata_buffer *spans, size_t n,
+                           uint64_t ms, int node)
+{
+    size_t shape[1] = {sizeof(struct rt_span)};
+
+    for (size_t i = 0; i < n; i++) {
+        strata_args *a = NULL;
+        strata_err err;
+
+        it_try(strata_args_create(&a));
+        err = strata_args_add_tensor(a, spans, i * sizeof(struct rt_span),
+                                     STRATA_U8, 1, shape, STRATA_NO_DEP);
+        if (!err)
+            err = strata_args_add_scalar(a, ms);
+        if (!err)
+            err = strata_args_add_scalar(a, i % 2);
+        if (!err)
+            err = strata_orch_submit_next_level(o, rk_o_span, a, node);
+        strata_args_destroy(a);
+        it_try(err);
+    }
+    return STRATA_OK;
+}
+
 bool rk_file_exists(void *arg)
 {
     struct stat st;

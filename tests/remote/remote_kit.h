@@ -150,6 +150,10 @@ struct rk_block {
     uint64_t ms;
 };
 strata_err rk_block_orch(strata_orch *o, const strata_args *args, void *user);
+/* Submits n rt.span tasks of ms each to node, at once: task i fills
+ * spans[i] (a buffer of n struct rt_span) on chip i % 2. */
+strata_err rk_submit_spans(strata_orch *o, strata_buffer *spans, size_t n,
+                           uint64_t ms, int node);
 /* True when the file arg (a path) exists; for testutil_wait_until. */
 bool rk_file_exists(void *arg);
 /* Fails the current test unless hay contains needle. */

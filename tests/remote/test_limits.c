@@ -137,27 +137,8 @@ static void test_limits_buffer_cap_task_enomem(void **state)
 static strata_err four_spans_orch(strata_orch *o, const strata_args *args,
                                   void *user)
 {
-    strata_buffer *spans = user;
-    size_t shape[1] = {sizeof(struct rt_span)};
-
     (void)args;
-    for (size_t i = 0; i < 4; i++) {
-        strata_args *a = NULL;
-        strata_err err;
-
-        it_try(strata_args_create(&a));
-        err = strata_args_add_tensor(a, spans, i * sizeof(struct rt_span),
-                                     STRATA_U8, 1, shape, STRATA_NO_DEP);
-        if (!err)
-            err = strata_args_add_scalar(a, 2000);
-        if (!err)
-            err = strata_args_add_scalar(a, i % 2);
-        if (!err)
-            err = strata_orch_submit_next_level(o, rk_o_span, a, 0);
-        strata_args_destroy(a);
-        it_try(err);
-    }
-    return STRATA_OK;
+    return rk_submit_spans(o, user, 4, 2000, 0);
 }
 
 /* With --max-tasks 2: a parent that sends more ends its session, and the

@@ -211,27 +211,8 @@ static void test_remote_trace_node_lane_aligned(void **state)
 static strata_err two_spans_orch(strata_orch *o, const strata_args *args,
                                  void *user)
 {
-    strata_buffer *spans = user;
-    size_t shape[1] = {sizeof(struct rt_span)};
-
     (void)args;
-    for (size_t i = 0; i < 2; i++) {
-        strata_args *a = NULL;
-        strata_err err;
-
-        it_try(strata_args_create(&a));
-        err = strata_args_add_tensor(a, spans, i * sizeof(struct rt_span),
-                                     STRATA_U8, 1, shape, STRATA_NO_DEP);
-        if (!err)
-            err = strata_args_add_scalar(a, 300);
-        if (!err)
-            err = strata_args_add_scalar(a, i);
-        if (!err)
-            err = strata_orch_submit_next_level(o, rk_o_span, a, 1);
-        strata_args_destroy(a);
-        it_try(err);
-    }
-    return STRATA_OK;
+    return rk_submit_spans(o, user, 2, 300, 1);
 }
 
 /* Node tasks that run at once on a remote node are drawn on lanes of
