@@ -600,6 +600,22 @@ static void test_session_tasks_bounded(void **state)
     idle_after(&plain, &before);
 }
 
+/* A session of the plain node with buffer 7 of WIRE_INLINE_MAX bytes. */
+static void peer_buffer(struct peer *p)
+{
+    peer_connect(p, &plain);
+    assert_int_equal(peer_hello(p, 1, 0, NULL, 0), STRATA_OK);
+    send_control(p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, WIRE_INLINE_MAX);
+    assert_int_equal(expect_reply(p, 1, NULL, 0), STRATA_OK);
+}
+
+/* n reads of all of buffer 7, requests 10 on, their replies not read. */
+static void peer_reads(struct peer *p, uint64_t n)
+{
+    for (uint64_t r = 0; r < n; r++)
+        send_control(p, 10 + r, WIRE_CTRL_BUFFER_READ, 7, 0, WIRE_INLINE_MAX);
+}
+
 /* 300 reads of 1 MiB that the peer does not read: the session stops
  * reading requests once 64 MiB of replies are queued, so its memory stays
  * near that mark; then every reply arrives. */
@@ -612,13 +628,9 @@ static void test_session_replies_bounded(void **state)
 
     (void)state;
     testutil_snapshot_take(&before);
-    peer_connect(&p, &plain);
-    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
-    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, WIRE_INLINE_MAX);
-    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    peer_buffer(&p);
     rss0 = proc_status(only_session(&plain), "VmRSS");
-    for (uint64_t r = 0; r < N; r++)
-        send_control(&p, 10 + r, WIRE_CTRL_BUFFER_READ, 7, 0, WIRE_INLINE_MAX);
+    peer_reads(&p, N);
     /* Give it time to read all it will: until its memory stops growing. */
     for (long last = -1, i = 0; i < 50; i++) {
         struct timespec ts = {0, 100 * 1000 * 1000};
@@ -674,12 +686,8 @@ static void test_session_slow_reader_not_silent(void **state)
 
     (void)state;
     testutil_snapshot_take(&before);
-    peer_connect(&p, &plain);
-    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
-    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, WIRE_INLINE_MAX);
-    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
-    for (uint64_t r = 0; r < N; r++)
-        send_control(&p, 10 + r, WIRE_CTRL_BUFFER_READ, 7, 0, WIRE_INLINE_MAX);
+    peer_buffer(&p);
+    peer_reads(&p, N);
     for (uint64_t r = 0; r < N; r++) {
         /* The slow reader is what the test is about: a sleep by design. */
         struct timespec ts = {0, 250 * 1000 * 1000};
@@ -707,12 +715,8 @@ static void test_session_non_reader_ends(void **state)
 
     (void)state;
     testutil_snapshot_take(&before);
-    peer_connect(&p, &plain);
-    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
-    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, WIRE_INLINE_MAX);
-    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
-    for (uint64_t r = 0; r < N; r++)
-        send_control(&p, 10 + r, WIRE_CTRL_BUFFER_READ, 7, 0, WIRE_INLINE_MAX);
+    peer_buffer(&p);
+    peer_reads(&p, N);
     t0 = testutil_now();
     /* 10 s of silence, and a loaded machine's margin. */
     if (!rk_node_wait_sessions(&plain, 0, 60.0)) {
