@@ -634,7 +634,9 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
         pthread_mutex_unlock(&gdhost_state(w)->gv_mu);
         return err;
     }
-    if (v && v->identity != identity_of(c)) {
+    /* ABORT only ever releases what the id names: it needs no more than
+     * the id and generation, and a mismatch must not keep a domain. */
+    if (v && c->phase != WIRE_PHASE_ABORT && v->identity != identity_of(c)) {
         err = base_fail(STRATA_EPROTO,
                         "%s of domain %llu names another domain (name, "
                         "window size, members or buffers) than '%s' as "

@@ -187,7 +187,7 @@ static void test_gd_node_cmds_wrong_generation_eproto(void **state)
     cmd_name = "frames";
     cmd_members = swapped;
     assert_int_equal(command(&n, WIRE_PHASE_IMPORT, 1, table), STRATA_EPROTO);
-    assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_EPROTO);
+    assert_int_equal(command(&n, WIRE_PHASE_COMMIT, 1, table), STRATA_EPROTO);
     cmd_members = members;
     /* Nor does COMMIT come before IMPORT. */
     assert_int_equal(command(&n, WIRE_PHASE_COMMIT, 1, table), STRATA_ESTATE);
