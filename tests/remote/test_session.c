@@ -14,6 +14,7 @@
  *   session are bounded;
  * - domain commands sent back to back run, and are answered, in order.
  */
+#include "limits_kit.h"
 #include "remote_kit.h"
 
 #include "wire/args.h"
@@ -23,6 +24,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -1010,6 +1012,30 @@ static void send_comm_init(struct peer *p, uint64_t req, uint64_t cid)
     wire_buf_fini(&b);
 }
 
+/* PREPARE_EXPORT of domain id over chip 0 of node 0, asking for the
+ * exchange (the chip makes its window: the command waits for it). */
+static void pack_domain_cmd_exchange(struct wire_buf *b, uint64_t req,
+                                     uint64_t id, uint64_t cid)
+{
+    static const struct wire_domain_member mem[1] = {{0, 0, 0, 0}};
+    struct wire_msg m = {.type = WIRE_MSG_DOMAIN_CMD};
+    struct wire_domain_cmd *c = &m.u.domain_cmd;
+
+    (void)cid;
+    c->request_id = req;
+    c->version = WIRE_DOMAIN_CMD_VERSION;
+    c->phase = WIRE_PHASE_PREPARE_EXPORT;
+    c->domain_id = id;
+    c->generation = 1;
+    c->window_size = 4096;
+    c->name = "stuck";
+    c->profile = "sim";
+    c->members = mem;
+    c->num_members = 1;
+    c->exchange = true;
+    assert_int_equal(wire_msg_pack(&m, b), STRATA_OK);
+}
+
 /* A transaction's phases in order. */
 static const uint8_t txn_phases[4] = {WIRE_PHASE_PREPARE_EXPORT,
                                       WIRE_PHASE_IMPORT, WIRE_PHASE_COMMIT,
@@ -1143,6 +1169,144 @@ static void test_session_comm_init_again_names_dropped(void **state)
     idle_after(&plain, &before);
 }
 
+/* A child of process parent (its chip: the only one), or 0. */
+static pid_t child_of(pid_t parent)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t found = 0;
+
+    while (d && !found && (e = readdir(d)) != NULL) {
+        char path[300], buf[512], *close_paren;
+        FILE *f;
+        int ppid = 0;
+
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(buf, sizeof(buf), f) &&
+            (close_paren = strrchr(buf, ')')) != NULL &&
+            sscanf(close_paren + 2, "%*c %d", &ppid) == 1 && ppid == parent)
+            found = (pid_t)atoi(e->d_name);
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* A command of about 170 KiB: an ABORT of domain id over 8192 members
+ * of another node, with 256 buffers of 200-byte names. */
+static void pack_big_abort(struct wire_buf *b, uint64_t req, uint64_t id)
+{
+    static struct wire_domain_member mem[WIRE_MAX_RANKS];
+    static struct wire_domain_buffer bufs[WIRE_MAX_DOMAIN_BUFFERS];
+    static char names[WIRE_MAX_DOMAIN_BUFFERS][201];
+    struct wire_msg m = {.type = WIRE_MSG_DOMAIN_CMD};
+    struct wire_domain_cmd *c = &m.u.domain_cmd;
+
+    for (uint32_t i = 0; i < WIRE_MAX_RANKS; i++)
+        mem[i] = (struct wire_domain_member){5, i, i, i};
+    for (uint32_t i = 0; i < WIRE_MAX_DOMAIN_BUFFERS; i++) {
+        char head[8];
+
+        memset(names[i], 'a', 200);
+        names[i][200] = '\0';
+        snprintf(head, sizeof(head), "b%03u", i);
+        memcpy(names[i], head, 4);
+        bufs[i] = (struct wire_domain_buffer){names[i], STRATA_U8, 1, 1};
+    }
+    c->request_id = req;
+    c->version = WIRE_DOMAIN_CMD_VERSION;
+    c->phase = WIRE_PHASE_ABORT;
+    c->domain_id = id;
+    c->generation = 1;
+    c->window_size = 4096;
+    c->name = "big";
+    c->profile = "sim";
+    c->members = mem;
+    c->num_members = WIRE_MAX_RANKS;
+    c->buffers = bufs;
+    c->num_buffers = WIRE_MAX_DOMAIN_BUFFERS;
+    assert_int_equal(wire_msg_pack(&m, b), STRATA_OK);
+}
+
+/* Domain commands wait, kept whole, behind one that drives a stopped
+ * chip: past --reply-high-water of them the session stops reading, as it
+ * does for replies. Without that, --max-threads was the only bound (64
+ * commands of up to ~5 MB each). Here the threads are not what stops it:
+ * 200 commands of ~170 KiB (34 MiB) cannot all go out while the chip is
+ * stopped, only about what the kernel's buffers hold. */
+static void test_session_queued_commands_bounded(void **state)
+{
+    static const char *const extra[] = {"--reply-high-water", "64KiB",
+                                        "--max-threads", "4096", NULL};
+    enum { N = 200 };
+    uint64_t cid = (uint64_t)(uint32_t)getpid() << 32 | 0x5eed0003u;
+    struct rk_node q;
+    testutil_snapshot before;
+    struct wire_buf b;
+    struct peer p;
+    size_t sent = 0, total = 0;
+    pid_t chip;
+    int flags;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_int_equal(lk_node_start(&q, RK_INSECURE, extra), 0);
+    peer_connect(&p, &q);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    send_comm_init(&p, 1, cid);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    chip = child_of(only_session(&q));
+    assert_true(chip > 0);
+    assert_int_equal(kill(chip, SIGSTOP), 0);
+    /* An exchanging PREPARE waits for the stopped chip. */
+    wire_buf_init(&b);
+    pack_domain_cmd_exchange(&b, 2, 9, cid);
+    assert_true(testutil_write_full(p.fd, b.data, b.len));
+    flags = fcntl(p.fd, F_GETFL);
+    assert_int_equal(fcntl(p.fd, F_SETFL, flags | O_NONBLOCK), 0);
+    for (uint64_t r = 0; r < N; r++) {
+        size_t at = 0;
+
+        wire_buf_reset(&b);
+        pack_big_abort(&b, 10 + r, 100 + r);
+        if (r == 0)
+            total = b.len * N; /* every command is the same size */
+        /* The last command may go part way: the rest is sent after. */
+        while (at < b.len) {
+            struct pollfd pf = {p.fd, POLLOUT, 0};
+            ssize_t n = write(p.fd, b.data + at, b.len - at);
+
+            if (n > 0) {
+                at += (size_t)n;
+                sent += (size_t)n;
+                continue;
+            }
+            assert_true(n < 0 && errno == EAGAIN);
+            /* Nothing leaves for a second: the session stopped reading. */
+            if (poll(&pf, 1, 1000) == 0)
+                goto held;
+        }
+    }
+held:
+    print_message("  %zu of %zu bytes went out while the chip was stopped\n",
+                  sent, total);
+    assert_true(sent < total / 2);
+    assert_int_equal(kill(chip, SIGCONT), 0);
+    assert_int_equal(fcntl(p.fd, F_SETFL, flags), 0);
+    wire_buf_fini(&b);
+    close(p.fd);
+    free(p.buf);
+    assert_true(rk_node_wait_sessions(&q, 0, RK_WAIT_S));
+    assert_int_equal(rk_node_stop(&q), 0);
+    testutil_assert_clean(&before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1161,6 +1325,7 @@ int main(void)
         cmocka_unit_test(test_session_nothing_after_its_end),
         cmocka_unit_test(test_session_domain_cmds_in_order),
         cmocka_unit_test(test_session_comm_init_again_names_dropped),
+        cmocka_unit_test(test_session_queued_commands_bounded),
     };
 
     rk_filter_from_env();
