@@ -318,7 +318,7 @@ static strata_err check_ready(const strata_worker *w, bool have_fn,
 
     if (!w || !have_fn)
         return base_fail_null(fn_name, !w ? "w" : "fn");
-    err = worker_check_process(w, "run");
+    err = worker_check_process(w, fn_name);
     if (err)
         return err;
     if (w->state != WORKER_READY)
