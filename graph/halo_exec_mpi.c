@@ -64,10 +64,31 @@ bool halo_mpi_abandoned(void)
 }
 
 static uint64_t deaths;
+/* Dead chips by id, for ids below DEAD_BITS; an id past them counts as
+ * dead once any chip past them died (the rare large id: no false
+ * "alive"). */
+#define DEAD_BITS 1024
+static uint64_t dead_bits[DEAD_BITS / 64];
+static bool dead_past;
 
-void halo_mpi_child_died(void)
+void halo_mpi_child_died(int chip)
 {
+    if (chip >= DEAD_BITS)
+        __atomic_store_n(&dead_past, true, __ATOMIC_RELEASE);
+    else if (chip >= 0)
+        __atomic_fetch_or(&dead_bits[chip / 64], 1ull << (chip % 64),
+                          __ATOMIC_RELEASE);
     __atomic_fetch_add(&deaths, 1, __ATOMIC_RELEASE);
+}
+
+bool halo_mpi_chip_dead(int chip)
+{
+    if (chip < 0)
+        return false;
+    if (chip >= DEAD_BITS)
+        return __atomic_load_n(&dead_past, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&dead_bits[chip / 64], __ATOMIC_ACQUIRE) &
+           (1ull << (chip % 64));
 }
 
 uint64_t halo_mpi_deaths(void)

@@ -296,6 +296,14 @@ static strata_err node_run(strata_orch *o, const strata_args *args,
     }
     if (!err && ti != strata_args_num_tensors(args))
         err = base_fail(STRATA_EINVAL, "halo mpi node task: tensors left over");
+    /* A member that died before the call: its group would fail at once,
+     * and no flag of its would move; stand in for the node from the
+     * start, so that the peers finish and the call fails now. */
+    for (size_t k = 0; k < n && !err; k++)
+        if (halo_mpi_chip_dead(chips[k]))
+            err = base_fail(STRATA_EPEER,
+                            "chip %d is dead (it died before this halo call)",
+                            chips[k]);
     if (!err && BASE_FAULT("halo.mpinode"))
         err = base_fail(STRATA_EIO, "halo mpi node task: injected failure");
     if (!err)

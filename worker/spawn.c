@@ -290,7 +290,7 @@ static void child_died(struct orch_sched *s, int ep, const char *why, void *arg)
     (void)s;
     (void)why;
     /* An MPI rank's halo exchange waits on its chips' flags. */
-    halo_mpi_child_died();
+    halo_mpi_child_died(e->kind == ORCH_EP_CHIP ? e->id : -1);
     if (pid <= 0 || !__atomic_load_n(&e->reaped, __ATOMIC_ACQUIRE) ||
         (e->kind == ORCH_EP_NODE && w->nodes && w->nodes[ep].remote))
         return;

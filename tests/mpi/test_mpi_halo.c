@@ -606,6 +606,16 @@ static void test_mpi_halo_chip_dies_mid_exchange_fails_fast(void **state)
     assert_true(err == STRATA_ETASK || err == STRATA_EPEER);
     rk_assert_contains(strata_errmsg(), "died");
     assert_true(testutil_now() - t0 < 30.0);
+    /* The next call finds the chip dead before it starts: rank 1's node
+     * stands in from the start (before, nothing of its moved, and both
+     * ranks waited out timeout_s and ended the MPI job). */
+    t0 = testutil_now();
+    err = run_both(&e, h);
+    print_message("again after %.1f s: %s\n", testutil_now() - t0,
+                  strata_errmsg());
+    assert_true(err == STRATA_ETASK || err == STRATA_EPEER);
+    rk_assert_contains(strata_errmsg(), "chip 0 is dead");
+    assert_true(testutil_now() - t0 < 30.0);
     /* The group is still there: rank 1's node answers (its chip is gone). */
     assert_true(strata_worker_node_pid(e.w, e.ids[1]) > 0);
     it_ok(strata_halo_destroy(h));

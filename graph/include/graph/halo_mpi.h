@@ -39,9 +39,13 @@ typedef strata_err (*halo_exchange_fn)(struct halo_p2p *ops, size_t n,
                                        double timeout_s, uint64_t since,
                                        void *user);
 
-/* Children of this process that died so far (the worker counts them). */
-void halo_mpi_child_died(void);
+/* Children of this process that died so far (the worker counts them);
+ * chip is the dead child's chip id, or -1 for another kind of child. */
+void halo_mpi_child_died(int chip);
 uint64_t halo_mpi_deaths(void);
+/* Whether chip (its id) of this process died: a call that names it
+ * cannot run its kernels, and must stand in for it from the start. */
+bool halo_mpi_chip_dead(int chip);
 
 /* This process's chips are being killed (its session is abandoned, or
  * its runs passed their deadline): no flag will move again, so an
