@@ -978,8 +978,9 @@ static strata_err copy(strata_orch *o, strata_global_domain *g, uint32_t rank,
             return STRATA_OK;
         /* Name the node, as a remote node's error does. */
         snprintf(why, sizeof(why), "%s", strata_errmsg());
-        return base_fail(err, "global domain '%s': node %d: %s", g->name,
-                         m->node_worker_id, why);
+        return base_fail(err,
+                         "global domain '%s': copy to rank %u on node %d: %s",
+                         g->name, rank, m->node_worker_id, why);
     }
 }
 
