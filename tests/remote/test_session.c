@@ -15,6 +15,7 @@
  * - domain commands sent back to back run, and are answered, in order.
  */
 #include "limits_kit.h"
+#include "node_launch.h"
 #include "remote_kit.h"
 
 #include "wire/args.h"
@@ -1015,13 +1016,12 @@ static void send_comm_init(struct peer *p, uint64_t req, uint64_t cid)
 /* PREPARE_EXPORT of domain id over chip 0 of node 0, asking for the
  * exchange (the chip makes its window: the command waits for it). */
 static void pack_domain_cmd_exchange(struct wire_buf *b, uint64_t req,
-                                     uint64_t id, uint64_t cid)
+                                     uint64_t id)
 {
     static const struct wire_domain_member mem[1] = {{0, 0, 0, 0}};
     struct wire_msg m = {.type = WIRE_MSG_DOMAIN_CMD};
     struct wire_domain_cmd *c = &m.u.domain_cmd;
 
-    (void)cid;
     c->request_id = req;
     c->version = WIRE_DOMAIN_CMD_VERSION;
     c->phase = WIRE_PHASE_PREPARE_EXPORT;
@@ -1169,35 +1169,6 @@ static void test_session_comm_init_again_names_dropped(void **state)
     idle_after(&plain, &before);
 }
 
-/* A child of process parent (its chip: the only one), or 0. */
-static pid_t child_of(pid_t parent)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    pid_t found = 0;
-
-    while (d && !found && (e = readdir(d)) != NULL) {
-        char path[300], buf[512], *close_paren;
-        FILE *f;
-        int ppid = 0;
-
-        if (e->d_name[0] < '1' || e->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-        f = fopen(path, "r");
-        if (!f)
-            continue;
-        if (fgets(buf, sizeof(buf), f) &&
-            (close_paren = strrchr(buf, ')')) != NULL &&
-            sscanf(close_paren + 2, "%*c %d", &ppid) == 1 && ppid == parent)
-            found = (pid_t)atoi(e->d_name);
-        fclose(f);
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
-
 /* A command of about 170 KiB: an ABORT of domain id over 8192 members
  * of another node, with 256 buffers of 200-byte names. */
 static void pack_big_abort(struct wire_buf *b, uint64_t req, uint64_t id)
@@ -1251,7 +1222,8 @@ static void test_session_queued_commands_bounded(void **state)
     struct wire_buf b;
     struct peer p;
     size_t sent = 0, total = 0;
-    pid_t chip;
+    pid_t chip = 0;
+    size_t nchild = 0;
     int flags;
 
     (void)state;
@@ -1261,12 +1233,12 @@ static void test_session_queued_commands_bounded(void **state)
     assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
     send_comm_init(&p, 1, cid);
     assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
-    chip = child_of(only_session(&q));
-    assert_true(chip > 0);
+    testutil_children_of(only_session(&q), &chip, &nchild, 1);
+    assert_int_equal(nchild, 1);
     assert_int_equal(kill(chip, SIGSTOP), 0);
     /* An exchanging PREPARE waits for the stopped chip. */
     wire_buf_init(&b);
-    pack_domain_cmd_exchange(&b, 2, 9, cid);
+    pack_domain_cmd_exchange(&b, 2, 9);
     assert_true(testutil_write_full(p.fd, b.data, b.len));
     flags = fcntl(p.fd, F_GETFL);
     assert_int_equal(fcntl(p.fd, F_SETFL, flags | O_NONBLOCK), 0);
