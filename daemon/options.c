@@ -53,7 +53,8 @@ static void usage(FILE *f)
         "  --reply-high-water SIZE     per session: replies queued before it "
         "stops\n"
         "                              reading its parent [64MiB]\n"
-        "SIZE: bytes, or with KiB, MiB, GiB, TiB (K, M, G, T: the same).\n"
+        "SIZE: bytes, or with KiB, MiB, GiB, TiB, PiB (K, M, G, T, P: the "
+        "same).\n"
         "Logs go to stderr (STRATA_LOG=error|warn|info|debug). SIGTERM stops "
         "it.\n");
 }
@@ -99,8 +100,8 @@ static const struct {
     const char *name;
     unsigned shift;
 } suffixes[] = {
-    {"", 0},   {"K", 10},   {"KiB", 10}, {"M", 20},   {"MiB", 20},
-    {"G", 30}, {"GiB", 30}, {"T", 40},   {"TiB", 40},
+    {"", 0},     {"K", 10}, {"KiB", 10}, {"M", 20}, {"MiB", 20}, {"G", 30},
+    {"GiB", 30}, {"T", 40}, {"TiB", 40}, {"P", 50}, {"PiB", 50},
 };
 
 /* Bytes, with an IEC suffix or none, in [min, max]. */
@@ -113,8 +114,8 @@ static int parse_size(const char *opt, const char *text, uint64_t min,
 
     snprintf(rule, sizeof(rule),
              "must be a size from %" PRIu64 " to %" PRIu64
-             " bytes, as a whole number with an optional KiB, MiB, GiB or "
-             "TiB",
+             " bytes, as a whole number with an optional KiB, MiB, GiB, "
+             "TiB or PiB",
              min, max);
     errno = 0;
     if (!text[0] || text[0] < '0' || text[0] > '9')

@@ -92,21 +92,28 @@ static void stop(struct session *s, int status, const char *why)
     spool_loop_end(&s->loop, NULL);
 }
 
-/* Ends the session for a limit the parent passed, telling it why: the
- * GOODBYE goes out before the chips die, so that no completion of a task
- * they fail reaches the parent ahead of it, and the loop ends once it is
- * flushed or after a short grace (a flooding parent may read nothing). */
-static void stop_telling(struct session *s, const char *why)
+/* Ends the session telling the parent why: the GOODBYE goes out before
+ * the chips die, so that no completion of a task they fail reaches the
+ * parent ahead of it (sends after it are refused), and the loop ends once
+ * it is flushed (on_state) or after a short grace (a flooding parent may
+ * read nothing). */
+static void end_telling(struct session *s, int status, const char *why)
 {
     static const struct timeval grace = {1, 0};
 
-    LOG_WARN("session ends: %s", why);
-    s->status = 1;
+    s->status = status;
     s->ended = true;
     s->abandon = true;
     wire_conn_close(s->conn, STRATA_EPEER, why);
     session_abandon_work(s);
     spool_loop_end(&s->loop, &grace);
+}
+
+/* A limit the parent passed. */
+static void stop_telling(struct session *s, const char *why)
+{
+    LOG_WARN("session ends: %s", why);
+    end_telling(s, 1, why);
 }
 
 /* ---- tasks ---------------------------------------------------------- */
@@ -781,25 +788,17 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
  * and no thread is interrupted (tasks run on the loop's thread too). */
 static void on_sigterm(evutil_socket_t fd, short what, void *arg)
 {
-    static const struct timeval grace = {1, 0};
     struct session *s = arg;
     struct signalfd_siginfo si;
     const char *why;
+    int status;
 
     (void)what;
     if (read(fd, &si, sizeof(si)) != (ssize_t)sizeof(si))
         return;
-    /* GOODBYE first; the loop ends once it is flushed (on_state), or after
-     * a short grace if the peer does not read. */
-    why = session_end_reason(&s->status);
-    s->abandon = true;
-    s->ended = true;
+    why = session_end_reason(&status);
     LOG_INFO("session ends: %s", why);
-    /* Queued before the chips die, so that no completion of a task they
-     * fail can reach the parent ahead of it (sends after it are refused). */
-    wire_conn_close(s->conn, STRATA_EPEER, why);
-    session_abandon_work(s);
-    spool_loop_end(&s->loop, &grace);
+    end_telling(s, status, why);
 }
 
 static void finish(struct session *s)
