@@ -32,6 +32,20 @@ if "$tool" "$dir/bad.json" -o "$dir/bad.html" 2>"$dir/err"; then
     fail "a truncated trace was accepted"
 fi
 grep -q "bad.json" "$dir/err" || fail "the error does not name the file"
+# Nesting past Python's recursion limit: one line, no traceback.
+python3 -c 'print("{\"traceEvents\": [" + "[" * 5000 + "]" * 5000 + "]}")' \
+    >"$dir/deep.json"
+if "$tool" "$dir/deep.json" -o "$dir/deep.html" 2>"$dir/err"; then
+    fail "a trace nested 5000 deep was accepted"
+fi
+grep -q "deep.json: nested too deeply" "$dir/err" ||
+    fail "deep nesting: $(cat "$dir/err")"
+if grep -q Traceback "$dir/err"; then fail "a traceback: $(cat "$dir/err")"; fi
+# It speaks under the name it was installed as.
+ln -s "$(cd "$(dirname "$tool")" && pwd)/trace-page" "$dir/strata-trace-page"
+"$dir/strata-trace-page" --help >"$dir/out"
+grep -q "^usage: strata-trace-page" "$dir/out" ||
+    fail "--help names another program: $(cat "$dir/out")"
 if "$tool" "$dir/missing.json" 2>/dev/null; then
     fail "a missing trace was accepted"
 fi
