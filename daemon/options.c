@@ -55,8 +55,8 @@ static void usage(FILE *f)
         "                              reading its parent [64MiB]\n"
         "SIZE: bytes, or with KiB, MiB, GiB, TiB, PiB (K, M, G, T, P: the "
         "same).\n"
-        "Logs go to stderr (STRATA_LOG=error|warn|info|debug). SIGTERM stops "
-        "it.\n");
+        "Logs go to stderr (STRATA_LOG=error|warn|info|debug). SIGTERM, "
+        "SIGINT or\nSIGHUP stops it.\n");
 }
 
 static int bad(const char *opt, const char *text, const char *rule)

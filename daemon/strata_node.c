@@ -313,17 +313,27 @@ static void shut_down(struct daemon *d)
     reap(d);
 }
 
-/* True to go on, false on SIGTERM or SIGINT. */
+/* True to go on, false on SIGTERM, SIGINT or SIGHUP (a closing terminal
+ * too ends the daemon in order: sessions told, the port file removed).
+ * SIGUSR1, SIGUSR2 and SIGALRM mean nothing to it: logged, not fatal. */
 static bool on_signal(struct daemon *d)
 {
     struct signalfd_siginfo si;
 
     while (read(d->sfd, &si, sizeof(si)) == sizeof(si)) {
-        if (si.ssi_signo == SIGCHLD) {
+        int sig = (int)si.ssi_signo;
+
+        if (sig == SIGCHLD) {
             reap(d);
             continue;
         }
-        LOG_INFO("signal %u: shutting down", si.ssi_signo);
+        if (sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGALRM) {
+            LOG_WARN("signal %d (%s) from pid %u: ignored (SIGTERM stops "
+                     "the daemon)",
+                     sig, sigabbrev_np(sig), si.ssi_pid);
+            continue;
+        }
+        LOG_INFO("signal %d (%s): shutting down", sig, sigabbrev_np(sig));
         return false;
     }
     return true;
@@ -338,7 +348,11 @@ static int serve(struct daemon *d)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
+    sigaddset(&set, SIGALRM);
     sigprocmask(SIG_BLOCK, &set, NULL);
     d->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     if (d->sfd < 0 || !pfd) {

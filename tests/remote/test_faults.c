@@ -577,6 +577,36 @@ static void test_remote_faults_daemon_sigterm_mid_task_goodbye(void **state)
     assert_true(took < 2.0);
 }
 
+/* SIGUSR1, SIGUSR2 and SIGALRM are logged and change nothing; SIGHUP (a
+ * closing terminal) stops the daemon in order, as SIGTERM does. */
+static void test_remote_faults_daemon_signals_logged_hup_stops(void **state)
+{
+    (void)state;
+    static const int ignored[] = {SIGUSR1, SIGUSR2, SIGALRM};
+    testutil_snapshot before;
+    struct rk_node own;
+    int status = 0;
+
+    testutil_snapshot_take(&before);
+    assert_int_equal(rk_node_start(&own, RK_PSK, NULL), 0);
+    for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+        assert_int_equal(kill(own.pid, ignored[i]), 0);
+    assert_true(rk_node_log_has(&own, "(ALRM) from pid", RK_WAIT_S));
+    assert_true(rk_node_log_has(&own, "(USR1) from pid", 0));
+    assert_true(rk_node_log_has(&own, "(USR2) from pid", 0));
+    rk_assert_serves(&own);
+    own.term_sent = true;
+    assert_int_equal(kill(own.pid, SIGHUP), 0);
+    assert_true(testutil_wait_child(own.pid, RK_WAIT_S, &status));
+    own.exited = true;
+    own.status = status;
+    print_message("after SIGHUP: exit status %d\n",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    assert_true(rk_node_log_has(&own, "(HUP): shutting down", 0));
+    assert_int_equal(rk_node_stop(&own), 0);
+    testutil_assert_clean(&before);
+}
+
 int main(void)
 {
     rk_filter_from_env();
@@ -589,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_remote_faults_parent_killed_session_ends),
         cmocka_unit_test(test_remote_faults_daemon_sigterm_idle_node_lost),
         cmocka_unit_test(test_remote_faults_daemon_sigterm_mid_task_goodbye),
+        cmocka_unit_test(test_remote_faults_daemon_signals_logged_hup_stops),
         cmocka_unit_test(test_remote_faults_session_dies_before_hello_epeer),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
