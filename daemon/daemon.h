@@ -71,8 +71,12 @@ int gate_poll_fill(struct gate *g, struct pollfd *pfd, int n);
 size_t gate_max_fds(const struct gate *g);
 /* Milliseconds until the gate's next deadline or summary (-1: none). */
 int gate_timeout_ms(const struct gate *g);
-/* Accepts every connection waiting on lfd, dropping those past a limit. */
+/* Accepts every connection waiting on lfd, dropping those past a limit.
+ * Out of fds, it stops, and the listener rests a while (gate_listening). */
 void gate_accept(struct gate *g, int lfd);
+/* False while the listener rests: leave it out of the poll (the gate's
+ * timeout covers the rest's end). */
+bool gate_listening(const struct gate *g);
 /* Moves the connections whose fds are ready (pfd from gate_poll_fill's n
  * on), expires those past their deadline and writes a due summary. */
 void gate_run(struct gate *g, const struct pollfd *pfd, int n);

@@ -31,6 +31,7 @@
 #define REFUSE_LINGER_S 2.0 /* a refusal's reply, then waiting for EOF */
 #define ADDR_SET 64         /* distinct addresses counted per interval */
 #define ADDR_MAX 64         /* numeric IPv4 or IPv6 text */
+#define LISTEN_REST_MS 100  /* out of fds: the listener is not polled */
 
 enum pstate {
     P_HANDSHAKE, /* TLS handshake under way */
@@ -61,6 +62,7 @@ struct stats {
     uint32_t failed;     /* handshake refused (wrong key, garbage) */
     uint32_t closed;     /* closed by the client during the handshake */
     uint32_t full;       /* authenticated, refused: node full */
+    uint32_t no_fd;      /* accepts that failed: no fd free (EMFILE) */
     uint32_t quiet;      /* detail lines not written */
     uint32_t details;
     uint32_t naddrs;
@@ -82,6 +84,7 @@ struct gate {
     struct stats st;
     uint64_t interval_ns;
     uint64_t rng;
+    uint64_t listen_after_ns; /* out of fds: the listener rests till then */
 };
 
 struct gate *gate_create(SSL_CTX *ctx, const struct daemon_limits *lim,
@@ -171,7 +174,12 @@ int gate_poll_fill(struct gate *g, struct pollfd *pfd, int n)
 static bool stats_any(const struct stats *s)
 {
     return s->per_source || s->unauth || s->timed_out || s->failed ||
-           s->closed || s->full;
+           s->closed || s->full || s->no_fd;
+}
+
+bool gate_listening(const struct gate *g)
+{
+    return base_now_ns() >= g->listen_after_ns;
 }
 
 int gate_timeout_ms(const struct gate *g)
@@ -187,6 +195,8 @@ int gate_timeout_ms(const struct gate *g)
         if (t < next)
             next = t;
     }
+    if (g->listen_after_ns && g->listen_after_ns < next && !gate_listening(g))
+        next = g->listen_after_ns;
     return next == UINT64_MAX ? -1 : base_deadline_poll_ms(next);
 }
 
@@ -227,6 +237,14 @@ static void summarize(struct gate *g)
     struct stats *s = &g->st;
     uint32_t total = s->per_source + s->unauth + s->timed_out + s->failed +
                      s->closed + s->full;
+
+    if (s->no_fd)
+        LOG_WARN("%u accepts failed in the last %.0f s: no fd free (the "
+                 "daemon's fd limit, ulimit -n, is below what its pending "
+                 "connections and sessions need)",
+                 s->no_fd, g->lim.log_interval_s);
+    if (!total)
+        return;
 
     LOG_WARN("dropped %u connections from %s%u addresses in the last %.0f s "
              "(%u past --max-unauth-per-source %u, %u past --max-unauth "
@@ -670,10 +688,19 @@ void gate_accept(struct gate *g, int lfd)
                          SOCK_CLOEXEC | SOCK_NONBLOCK);
 
         if (fd < 0) {
-            /* Out of fds: the pending ones are bounded, so sessions
-             * hold them; the next accept retries. */
-            if (errno == EMFILE || errno == ENFILE)
-                LOG_ERROR("accept: %s", strerror(errno));
+            /* Out of fds (or kernel memory): the connection stays queued
+             * and the listener stays readable, so it rests a while rather
+             * than spin; one line now, the count in the summary. */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                errno == ENOMEM) {
+                if (!g->st.no_fd)
+                    LOG_ERROR("accept: %s: not accepting for %d ms at a "
+                              "time until fds are free",
+                              strerror(errno), LISTEN_REST_MS);
+                g->st.no_fd++;
+                g->listen_after_ns =
+                    base_now_ns() + (uint64_t)LISTEN_REST_MS * 1000000u;
+            }
             return;
         }
         describe(&ss, len, addr, peer);

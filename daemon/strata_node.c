@@ -361,7 +361,9 @@ static int serve(struct daemon *d)
         return 1;
     }
     for (;;) {
-        pfd[0] = (struct pollfd){.fd = d->lfd, .events = POLLIN};
+        /* A negative fd is skipped by poll: a resting listener. */
+        pfd[0] = (struct pollfd){.fd = gate_listening(d->gate) ? d->lfd : -1,
+                                 .events = POLLIN};
         pfd[1] = (struct pollfd){.fd = d->sfd, .events = POLLIN};
         n = gate_poll_fill(d->gate, pfd, 2);
         if (poll(pfd, (nfds_t)n, gate_timeout_ms(d->gate)) < 0) {

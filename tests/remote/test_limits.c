@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -259,6 +260,76 @@ static void test_limits_handshake_timeout_drops_silent(void **state)
     testutil_assert_clean(&before);
 }
 
+/* The daemon's CPU time (user + system) in seconds, from /proc. */
+static double cpu_s(pid_t pid)
+{
+    char path[64], buf[1024];
+    unsigned long long ut = 0, st = 0;
+    const char *p;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "re");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* Past the command's closing parenthesis: field 3 on. */
+    p = strrchr(buf, ')');
+    assert_non_null(p);
+    assert_int_equal(sscanf(p + 2,
+                            "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                            "%llu %llu",
+                            &ut, &st),
+                     2);
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+#define IDLE_CLIENTS 48
+
+/* Out of fds with connections still queued, the daemon neither spins on
+ * its readable listener nor writes a line per failed accept: one line,
+ * then it rests; once the idle clients are gone it serves again. */
+static void test_limits_out_of_fds_rests(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"--max-unauth", "200",
+                                        "--max-unauth-per-source", "200", NULL};
+    struct rlimit old, low;
+    testutil_snapshot before;
+    struct rk_node n;
+    int idle[IDLE_CLIENTS];
+    double t0, c0, used;
+
+    testutil_snapshot_take(&before);
+    assert_int_equal(lk_node_start(&n, RK_PSK, extra), 0);
+    /* Lowering another process's soft limit needs only the same user. */
+    assert_int_equal(prlimit(n.pid, RLIMIT_NOFILE, NULL, &old), 0);
+    low = (struct rlimit){24, old.rlim_max};
+    assert_int_equal(prlimit(n.pid, RLIMIT_NOFILE, &low, NULL), 0);
+    for (int i = 0; i < IDLE_CLIENTS; i++)
+        idle[i] = raw_connect(n.port);
+    assert_true(rk_node_log_has(&n, "until fds are free", RK_WAIT_S));
+    c0 = cpu_s(n.pid);
+    t0 = testutil_now();
+    testutil_sleep(1.0);
+    used = cpu_s(n.pid) - c0;
+    print_message("out of fds: %.2f s of CPU in %.2f s; %zu accept lines\n",
+                  used, testutil_now() - t0,
+                  lk_log_count(&n, "accept:", false));
+    /* Spinning takes a whole CPU; resting, next to nothing. */
+    assert_true(used < 0.3);
+    assert_int_equal(lk_log_count(&n, "accept:", false), 1);
+    for (int i = 0; i < IDLE_CLIENTS; i++)
+        close(idle[i]);
+    /* The sessions it forks from here on need their usual fds. */
+    assert_int_equal(prlimit(n.pid, RLIMIT_NOFILE, &old, NULL), 0);
+    rk_assert_serves(&n);
+    assert_int_equal(rk_node_stop(&n), 0);
+    testutil_assert_clean(&before);
+}
+
 /* Runs strata-node with args; returns its exit status, output in out. */
 static int daemon_exits(const char *const *args, char *out, size_t cap)
 {
@@ -366,6 +437,7 @@ int main(void)
         cmocka_unit_test(test_limits_max_tasks_parent_told),
         cmocka_unit_test(test_limits_unauth_full_dropped_not_eauth),
         cmocka_unit_test(test_limits_handshake_timeout_drops_silent),
+        cmocka_unit_test(test_limits_out_of_fds_rests),
         cmocka_unit_test(test_limits_bad_options_refused),
         cmocka_unit_test(test_limits_good_options_accepted),
     };
