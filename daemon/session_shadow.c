@@ -7,7 +7,26 @@
 #include "base/err.h"
 #include "worker_int.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+/* The most buffers one session holds: each is a /dev/shm file and a
+ * mapping (the kernel allows about 65530 mappings a process). */
+#define MAX_SHADOWS 32768u
+
+/* What a buffer of size bytes costs: whole pages of /dev/shm, at least
+ * one, so that a flood of 1-byte buffers is counted as what it takes. */
+static uint64_t charge_of(size_t size)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+
+    if (size == 0)
+        return page;
+    if (size > UINT64_MAX - page)
+        return UINT64_MAX;
+    return ((uint64_t)size + page - 1) / page * page;
+}
 
 /* The shadow of buffer id, made on first use; create: only make it
  * (BUFFER_CREATE, resident), STRATA_EEXIST if it is there. */
@@ -31,14 +50,25 @@ strata_buffer *session_shadow_get(struct session *s, uint64_t id, size_t size,
         *err = base_fail(STRATA_EPROTO, "buffer %llu changed size",
                          (unsigned long long)id);
         b = NULL;
-    } else if (!b && size > s->lim.max_buffer_bytes - s->shadow_bytes) {
+    } else if (!b &&
+               charge_of(size) > s->lim.max_buffer_bytes - s->shadow_bytes) {
+        char pages[64] = "";
+
+        if (charge_of(size) != size)
+            snprintf(pages, sizeof(pages), " (%llu in whole pages)",
+                     (unsigned long long)charge_of(size));
         *err = base_fail(STRATA_ENOMEM,
-                         "buffer %llu of %zu bytes: this session holds %llu "
-                         "bytes of buffers, and strata-node allows %llu "
+                         "buffer %llu of %zu bytes%s: this session holds "
+                         "%llu bytes of buffers, and strata-node allows %llu "
                          "(--max-buffer-bytes)",
-                         (unsigned long long)id, size,
+                         (unsigned long long)id, size, pages,
                          (unsigned long long)s->shadow_bytes,
                          (unsigned long long)s->lim.max_buffer_bytes);
+    } else if (!b && s->num_shadows >= MAX_SHADOWS) {
+        *err = base_fail(STRATA_ENOMEM,
+                         "buffer %llu: this session holds %zu buffers, the "
+                         "most one session may hold (release some first)",
+                         (unsigned long long)id, s->num_shadows);
     } else if (!b) {
         if (s->num_shadows == s->cap_shadows) {
             size_t cap = s->cap_shadows ? 2 * s->cap_shadows : 8;
@@ -58,7 +88,7 @@ strata_buffer *session_shadow_get(struct session *s, uint64_t id, size_t size,
             s->shadows[s->num_shadows].resident = create;
             s->shadows[s->num_shadows].pins = 0;
             s->num_shadows++;
-            s->shadow_bytes += size;
+            s->shadow_bytes += charge_of(size);
             *resident = create;
         }
     }
@@ -124,7 +154,7 @@ strata_err session_shadow_release(struct session *s, uint64_t id)
 
         err = strata_buffer_release(sh->buf);
         if (!err) {
-            s->shadow_bytes -= size;
+            s->shadow_bytes -= charge_of(size);
             *sh = s->shadows[--s->num_shadows];
         }
     }

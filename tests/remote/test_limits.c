@@ -134,6 +134,43 @@ static void test_limits_buffer_cap_task_enomem(void **state)
     testutil_assert_clean(&before);
 }
 
+/* Buffers are counted in whole pages: with --max-buffer-bytes 64KiB,
+ * 1-byte buffers stop at as many as there are pages in it, and a
+ * released one makes room for one more. */
+static void test_limits_buffer_cap_counts_pages(void **state)
+{
+    static const char *const extra[] = {"--max-buffer-bytes", "64KiB", NULL};
+    size_t pages = (64u << 10) / (size_t)sysconf(_SC_PAGESIZE);
+    strata_buffer *b[64 + 1] = {0};
+    testutil_snapshot before;
+    struct rk_node n;
+    strata_remote_spec s;
+    strata_worker *w = NULL;
+    strata_buffer *extra_b = NULL;
+
+    (void)state;
+    assert_true(pages <= 64);
+    testutil_snapshot_take(&before);
+    assert_int_equal(lk_node_start(&n, RK_PSK, extra), 0);
+    rk_spec(&s, &n, 1);
+    it_ok(rk_l4_start(0, &s, 1, &w));
+    for (size_t i = 0; i < pages; i++)
+        it_ok(strata_worker_create_remote_buffer(w, 0, 1, &b[i]));
+    assert_int_equal(strata_worker_create_remote_buffer(w, 0, 1, &extra_b),
+                     STRATA_ENOMEM);
+    print_message("  past the pages: %s\n", strata_errmsg());
+    rk_assert_contains(strata_errmsg(), "--max-buffer-bytes");
+    rk_assert_contains(strata_errmsg(), "in whole pages");
+    it_ok(strata_buffer_release(b[0]));
+    it_ok(strata_worker_create_remote_buffer(w, 0, 1, &b[0]));
+    for (size_t i = 0; i < pages; i++)
+        it_ok(strata_buffer_release(b[i]));
+    rk_destroy(w, STRATA_OK);
+    assert_true(rk_node_wait_sessions(&n, 0, RK_WAIT_S));
+    assert_int_equal(rk_node_stop(&n), 0);
+    testutil_assert_clean(&before);
+}
+
 /* Four 2 s node tasks at once on 2 chips' worth of spans. */
 static strata_err four_spans_orch(strata_orch *o, const strata_args *args,
                                   void *user)
@@ -434,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_limits_full_node_plaintext_ebusy),
         cmocka_unit_test(test_limits_procs_total_refused_ebusy),
         cmocka_unit_test(test_limits_buffer_cap_task_enomem),
+        cmocka_unit_test(test_limits_buffer_cap_counts_pages),
         cmocka_unit_test(test_limits_max_tasks_parent_told),
         cmocka_unit_test(test_limits_unauth_full_dropped_not_eauth),
         cmocka_unit_test(test_limits_handshake_timeout_drops_silent),
