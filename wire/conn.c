@@ -413,8 +413,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
     /* A server that took our pre-shared key checked it before it
      * answered: a close without an alert after that is a lost peer, not
-     * a refusal. */
-    if (!tls_error && c->tls && !c->got_frame && psk_accepted(c)) {
+     * a refusal. (On the server's side the same close is a parent that
+     * left before its first frame: described below.) */
+    if (!tls_error && c->tls && c->connecting && !c->got_frame &&
+        psk_accepted(c)) {
         snprintf(why, sizeof(why),
                  "%s closed the connection after it accepted our key, "
                  "before its first frame: the node went away",

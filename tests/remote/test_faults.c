@@ -244,6 +244,49 @@ static void test_remote_faults_bad_frames_after_tls_dropped(void **state)
     still_serves(&psk, &before);
 }
 
+struct log_count {
+    const struct rk_node *n;
+    const char *needle;
+    size_t above;
+};
+
+static bool log_count_above(void *arg)
+{
+    const struct log_count *l = arg;
+
+    return rk_node_log_count(l->n, l->needle) > l->above;
+}
+
+/* A parent that completes the PSK handshake and hangs up before HELLO:
+ * the session says its parent closed, not that "the node went away" (the
+ * client's wording, about a node). */
+static void test_remote_faults_psk_close_before_hello_logged(void **state)
+{
+    (void)state;
+    struct wire_tls_cfg cfg = {.secret_file = psk.secret};
+    struct log_count l = {&psk, "without GOODBYE", 0};
+    testutil_snapshot before;
+    SSL_CTX *ctx = NULL;
+    SSL *ssl;
+    int fd;
+
+    testutil_snapshot_take(&before);
+    l.above = rk_node_log_count(&psk, l.needle);
+    it_ok(wire_tls_ctx_create(&cfg, false, &ctx));
+    fd = raw_connect(&psk);
+    ssl = SSL_new(ctx);
+    assert_non_null(ssl);
+    assert_int_equal(SSL_set_fd(ssl, fd), 1);
+    if (SSL_connect(ssl) != 1)
+        fail_msg("the TLS handshake with the right PSK failed");
+    SSL_free(ssl);
+    close(fd);
+    wire_tls_ctx_free(ctx);
+    assert_true(testutil_wait_until(log_count_above, &l, RK_WAIT_S));
+    assert_int_equal(rk_node_log_count(&psk, "accepted our key"), 0);
+    still_serves(&psk, &before);
+}
+
 static void test_remote_faults_silent_and_burst_clients_harmless(void **state)
 {
     (void)state;
@@ -614,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_remote_faults_garbage_before_tls_dropped),
         cmocka_unit_test(test_remote_faults_bad_frames_dropped),
         cmocka_unit_test(test_remote_faults_bad_frames_after_tls_dropped),
+        cmocka_unit_test(test_remote_faults_psk_close_before_hello_logged),
         cmocka_unit_test(test_remote_faults_silent_and_burst_clients_harmless),
         cmocka_unit_test(test_remote_faults_kill9_session_mid_task_epeer),
         cmocka_unit_test(test_remote_faults_parent_killed_session_ends),
