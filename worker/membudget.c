@@ -124,9 +124,12 @@ static struct worker_mem_buf *lru_victim(struct worker_mem *m, uint64_t max)
 }
 
 /* Whether some resident buffer will become idle without this thread's
- * help: named by tasks, or by a submission about to pin it. */
+ * help: named by tasks, by a submission about to pin it or a copy under
+ * way (sub_holds), or being made by another thread. */
 static bool something_will_idle(struct worker_mem *m)
 {
+    if (m->creating)
+        return true;
     for (size_t i = 0; i < m->num; i++) {
         const struct worker_mem_buf *e = m->tab[i];
 
@@ -267,6 +270,8 @@ strata_err worker_mem_reserve(struct worker_mem *m, uint64_t nbytes)
         m->buffers++;
         if (m->live > m->peak)
             m->peak = m->live;
+        if (m->eviction == STRATA_EVICT_LRU)
+            m->creating++;
     }
     pthread_mutex_unlock(&m->mu);
     return err;
@@ -277,6 +282,8 @@ void worker_mem_unreserve(struct worker_mem *m, uint64_t nbytes)
     pthread_mutex_lock(&m->mu);
     m->live -= nbytes;
     m->buffers--;
+    if (m->eviction == STRATA_EVICT_LRU)
+        m->creating--;
     wake(m);
     pthread_mutex_unlock(&m->mu);
 }
@@ -306,6 +313,9 @@ strata_err worker_mem_add(struct worker_mem *m, strata_buffer *b)
         e->b = b;
         e->last_use = ++m->clock;
         m->tab[m->num++] = e;
+        /* Made: it can be spilled now, by a thread that waits for it. */
+        m->creating--;
+        wake(m);
     }
     pthread_mutex_unlock(&m->mu);
     return err;
@@ -379,7 +389,7 @@ static strata_err restore(struct worker_mem *m, struct worker_mem_buf *e)
     return STRATA_OK;
 }
 
-strata_err worker_mem_access(struct worker_mem *m, strata_buffer *b)
+static strata_err access_buf(struct worker_mem *m, strata_buffer *b, bool hold)
 {
     struct worker_mem_buf *e;
     strata_err err = STRATA_OK;
@@ -395,10 +405,38 @@ strata_err worker_mem_access(struct worker_mem *m, strata_buffer *b)
             err = restore(m, e);
         e->claims--;
         e->last_use = ++m->clock;
+        /* Held as a submission holds its buffers: not a victim, and a
+         * thread that needs room waits for it (it will let go). */
+        if (!err && hold)
+            e->sub_holds++;
     }
     give_token(m);
     pthread_mutex_unlock(&m->mu);
     return err;
+}
+
+strata_err worker_mem_access(struct worker_mem *m, strata_buffer *b)
+{
+    return access_buf(m, b, false);
+}
+
+strata_err worker_mem_access_held(struct worker_mem *m, strata_buffer *b)
+{
+    return access_buf(m, b, true);
+}
+
+void worker_mem_let_go(struct worker_mem *m, strata_buffer *b)
+{
+    struct worker_mem_buf *e;
+
+    if (m->eviction != STRATA_EVICT_LRU || b->foreign || b->remote || b->device)
+        return;
+    pthread_mutex_lock(&m->mu);
+    e = entry_of(m, b);
+    if (e && e->sub_holds > 0)
+        e->sub_holds--;
+    wake(m);
+    pthread_mutex_unlock(&m->mu);
 }
 
 /* Adds claims to the claims of every owned buffer the n lists name, and

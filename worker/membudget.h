@@ -24,8 +24,10 @@ struct worker_mem {
     /* Broadcast when a buffer may have become spillable (idle, unheld,
      * released) or the restore token was given back. */
     pthread_cond_t changed;
-    uint32_t waiters; /* threads in changed (read without mu: atomic) */
-    bool restoring;   /* a thread holds the restore token */
+    uint32_t waiters;  /* threads in changed (read without mu: atomic) */
+    bool restoring;    /* a thread holds the restore token */
+    uint32_t creating; /* LRU: buffers reserved, not yet added (they will
+                          be idle once made) */
     uint64_t budget[STRATA_TIER_COUNT]; /* TIER_NO_BUDGET: none */
     uint64_t live, peak;                /* ram bytes of resident buffers */
     uint64_t buffers;                   /* resident owned buffers */
@@ -61,6 +63,10 @@ void worker_mem_forget(struct worker_mem *m, strata_buffer *b);
 /* The host is about to touch b (strata_buffer_data, _read, _write):
  * restored if spilled, and the most recently used. */
 strata_err worker_mem_access(struct worker_mem *m, strata_buffer *b);
+/* As worker_mem_access, and b stays resident (not spilled by another
+ * thread) until worker_mem_let_go: for a copy in or out of its bytes. */
+strata_err worker_mem_access_held(struct worker_mem *m, strata_buffer *b);
+void worker_mem_let_go(struct worker_mem *m, strata_buffer *b);
 
 /* The scheduler's hooks (struct orch_mem_hooks); ctx is the worker. */
 strata_err worker_mem_hold(void *ctx, const strata_args *const *a, size_t n,

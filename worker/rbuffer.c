@@ -231,20 +231,25 @@ static strata_err copy(strata_buffer *b, size_t offset, void *data, size_t n,
         return base_fail(STRATA_ESTATE,
                          "%s: buffer %llu is named by %u unfinished task(s)",
                          what, (unsigned long long)b->id, pins);
-    if (!b->foreign) {
-        strata_err err = worker_mem_access(&w->mem, b);
-
-        if (err)
-            return err;
-    }
     if (b->remote)
         return remote_copy(b, offset, data, n, write);
     if (b->device)
         return worker_device_buffer_copy(b, offset, data, n, write);
+    /* Resident, and kept so until the copy is done: another thread's
+     * spill must not take the bytes out from under it (a write to pages
+     * already spilled would be lost). */
+    if (!b->foreign) {
+        strata_err err = worker_mem_access_held(&w->mem, b);
+
+        if (err)
+            return err;
+    }
     if (write)
         memcpy((uint8_t *)b->data + offset, data, n);
     else
         memcpy(data, (const uint8_t *)b->data + offset, n);
+    if (!b->foreign)
+        worker_mem_let_go(&w->mem, b);
     return STRATA_OK;
 }
 

@@ -585,6 +585,172 @@ static void test_spill_killed_then_swept(void **state)
     testutil_assert_clean(&before);
 }
 
+/* ---- host copies while other threads spill ----------------------------- */
+
+#define RACE_BYTES ((size_t)2 << 20)
+#define RACE_ROUNDS 300
+
+struct race {
+    strata_worker *w;
+    strata_buffer *mine;
+    size_t nbytes;
+    int rounds;
+    int stop; /* atomic */
+    int errors;
+    int *done; /* creators: counts those finished */
+    char msg[STRATA_ERRMSG_MAX];
+};
+
+static void race_error(struct race *r, const char *what)
+{
+    if (r->errors++ == 0)
+        snprintf(r->msg, sizeof(r->msg), "%s: %s", what, strata_errmsg());
+}
+
+/* Makes two buffers the size of the victim and releases them, over and
+ * over: each needs room that only spilling the victim gives. */
+static void *spiller_main(void *arg)
+{
+    struct race *r = arg;
+
+    for (int it = 0;
+         it < r->rounds && !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE); it++) {
+        strata_buffer *t[2] = {NULL, NULL};
+
+        for (int j = 0; j < 2; j++)
+            if (strata_worker_create_buffer(r->w, r->nbytes, &t[j]))
+                race_error(r, "create");
+        for (int j = 0; j < 2; j++)
+            if (t[j] && strata_buffer_release(t[j]))
+                race_error(r, "release");
+    }
+    return NULL;
+}
+
+/* strata_buffer_write and _read while another thread spills the buffer:
+ * every write that returned OK is read back whole (a spill during the
+ * copy used to take pages the write was filling: its bytes were lost). */
+static void test_spill_copies_survive_concurrent_spills(void **state)
+{
+    struct race r = {.nbytes = RACE_BYTES, .rounds = 1 << 30};
+    unsigned char *src = malloc(RACE_BYTES), *got = malloc(RACE_BYTES);
+    testutil_snapshot before;
+    pthread_t th;
+    char dir[64];
+    int lost = 0;
+
+    (void)state;
+    assert_non_null(src);
+    assert_non_null(got);
+    make_dir(dir, sizeof(dir));
+    testutil_snapshot_take(&before);
+    /* Room for two of them and a page: a third spills the oldest. */
+    r.w = lru_worker(dir, "ram=4100KiB", NULL, 0);
+    assert_int_equal(strata_worker_create_buffer(r.w, RACE_BYTES, &r.mine),
+                     STRATA_OK);
+    assert_int_equal(pthread_create(&th, NULL, spiller_main, &r), 0);
+    for (int k = 1; k <= RACE_ROUNDS && !lost; k++) {
+        memset(src, k, RACE_BYTES);
+        assert_int_equal(strata_buffer_write(r.mine, 0, src, RACE_BYTES),
+                         STRATA_OK);
+        assert_int_equal(strata_buffer_read(r.mine, 0, got, RACE_BYTES),
+                         STRATA_OK);
+        if (memcmp(got, src, RACE_BYTES) != 0) {
+            size_t wrong = 0;
+
+            for (size_t i = 0; i < RACE_BYTES; i++)
+                wrong += got[i] != (unsigned char)k;
+            print_message("round %d: %zu bytes of the write lost\n", k, wrong);
+            lost = k;
+        }
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    print_message("%llu spills, %llu restores\n",
+                  (unsigned long long)report(r.w).spills,
+                  (unsigned long long)report(r.w).restores);
+    if (r.errors)
+        fail_msg("spiller: %d errors, the first %s", r.errors, r.msg);
+    assert_int_equal(lost, 0);
+    assert_true(report(r.w).spills > 0);
+    assert_int_equal(strata_worker_destroy(r.w), STRATA_OK);
+    assert_int_equal(count_files(dir), 0);
+    rmdir(dir);
+    free(src);
+    free(got);
+    testutil_assert_clean(&before);
+}
+
+#define CREATORS 3
+#define SMALL ((size_t)300 << 10)
+
+static void *creator_main(void *arg)
+{
+    struct race *r = arg;
+
+    for (int it = 0; it < r->rounds; it++) {
+        strata_buffer *b = NULL;
+
+        if (strata_worker_create_buffer(r->w, SMALL, &b)) {
+            race_error(r, "create");
+            continue;
+        }
+        if (strata_buffer_release(b))
+            race_error(r, "release");
+    }
+    __atomic_add_fetch(r->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Under a ram budget of three and a bit buffers, threads that make and
+ * release buffers while another reads its own: a buffer being made is
+ * waited for (it will be idle once made), not taken for one that no one
+ * will let go (STRATA_EBUDGET "nothing can be spilled"). */
+static void test_spill_no_ebudget_while_others_create(void **state)
+{
+    struct race c[CREATORS], reader = {0};
+    int done = 0, reads = 0;
+    unsigned char *got = malloc(SMALL);
+    testutil_snapshot before;
+    pthread_t th[CREATORS];
+    strata_worker *w;
+    char dir[64];
+
+    (void)state;
+    assert_non_null(got);
+    make_dir(dir, sizeof(dir));
+    testutil_snapshot_take(&before);
+    w = lru_worker(dir, "ram=1MiB", NULL, 0);
+    assert_int_equal(strata_worker_create_buffer(w, SMALL, &reader.mine),
+                     STRATA_OK);
+    for (int t = 0; t < CREATORS; t++) {
+        c[t] = (struct race){.w = w, .rounds = 300, .done = &done};
+        assert_int_equal(pthread_create(&th[t], NULL, creator_main, &c[t]), 0);
+    }
+    /* Reads for as long as they make buffers. */
+    while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) < CREATORS) {
+        if (strata_buffer_read(reader.mine, 0, got, SMALL))
+            race_error(&reader, "read");
+        reads++;
+    }
+    print_message("%d reads, %llu spills\n", reads,
+                  (unsigned long long)report(w).spills);
+    for (int t = 0; t < CREATORS; t++) {
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+        if (c[t].errors)
+            fail_msg("creator %d: %d errors, the first %s", t, c[t].errors,
+                     c[t].msg);
+    }
+    if (reader.errors)
+        fail_msg("reader: %d errors, the first %s", reader.errors, reader.msg);
+    assert_true(report(w).tiers[STRATA_TIER_RAM].peak <= 1024 * KiB);
+    assert_int_equal(strata_worker_destroy(w), STRATA_OK);
+    assert_int_equal(count_files(dir), 0);
+    rmdir(dir);
+    free(got);
+    testutil_assert_clean(&before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -596,6 +762,8 @@ int main(void)
         cmocka_unit_test(test_spill_killed_then_swept),
         cmocka_unit_test(test_spill_restore_under_concurrent_runs),
         cmocka_unit_test(test_spill_task_larger_than_budget),
+        cmocka_unit_test(test_spill_copies_survive_concurrent_spills),
+        cmocka_unit_test(test_spill_no_ebudget_while_others_create),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
