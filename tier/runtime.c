@@ -2,6 +2,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/fault.h"
+#include "base/proc.h"
 #include "tier/device.h"
 #include "tier/sweep.h"
 #include "tier_int.h"
@@ -57,6 +58,19 @@ static void fini_sync(strata_tier_runtime *rt)
     pthread_mutex_destroy(&rt->lock);
 }
 
+strata_err tier_check_process(pid_t pid, const char *fn)
+{
+    /* No system call (base_pid). */
+    if (pid != base_pid())
+        return base_fail(STRATA_ESTATE,
+                         "%s: the tier runtime belongs to process %d; a "
+                         "process forked from it has only a copy, which it "
+                         "cannot use or destroy (its I/O threads did not "
+                         "follow the fork)",
+                         fn, (int)pid);
+    return STRATA_OK;
+}
+
 strata_err strata_tier_runtime_create(const strata_tier_config *cfg,
                                       strata_tier_runtime **out)
 {
@@ -74,6 +88,7 @@ strata_err strata_tier_runtime_create(const strata_tier_config *cfg,
     rt = base_calloc(1, sizeof(*rt));
     if (!rt)
         return base_fail(STRATA_ENOMEM, "tier runtime: out of memory");
+    rt->pid = base_pid();
     if (cfg->nvme_dir && !(rt->nvme_dir = base_strdup(cfg->nvme_dir))) {
         base_free(rt);
         return base_fail(STRATA_ENOMEM, "tier runtime: out of memory");
@@ -129,6 +144,9 @@ strata_err strata_tier_runtime_destroy(strata_tier_runtime *rt)
 
     if (!rt)
         return STRATA_OK;
+    /* A fork's copy: the files and mappings are the parent's. */
+    if (tier_check_process(rt->pid, "strata_tier_runtime_destroy"))
+        return STRATA_ESTATE;
     pthread_mutex_lock(&rt->lock);
     tier_wait_all(rt);
     tier_detach_handles(rt);
@@ -158,6 +176,8 @@ strata_err strata_tier_set_budget(strata_tier_runtime *rt, const char *tier,
 
     if (!rt)
         return base_fail_null("strata_tier_set_budget", "rt");
+    if (tier_check_process(rt->pid, "strata_tier_set_budget"))
+        return STRATA_ESTATE;
     if (!tier)
         return base_fail_null("strata_tier_set_budget", "tier");
     err = strata_tier_parse(tier, &t);
@@ -263,6 +283,8 @@ strata_err strata_instance_allocate(strata_tier_runtime *rt, const char *name,
     strata_tier t;
     strata_err err = check_allocate(rt, name, tier, capacity, out, &t);
 
+    if (!err)
+        err = tier_check_process(rt->pid, "strata_instance_allocate");
     if (err)
         return err;
     inst = base_calloc(1, sizeof(*inst));
@@ -312,6 +334,8 @@ strata_err strata_instance_close(strata_instance *inst)
     if (!inst)
         return STRATA_OK;
     rt = inst->rt;
+    if (tier_check_process(rt->pid, "strata_instance_close"))
+        return STRATA_ESTATE;
     pthread_mutex_lock(&rt->lock);
     if (inst->closed) {
         pthread_mutex_unlock(&rt->lock);
@@ -336,6 +360,8 @@ strata_err strata_tier_latest(strata_tier_runtime *rt, const char *name,
 
     if (!rt)
         return base_fail_null("strata_tier_latest", "rt");
+    if (tier_check_process(rt->pid, "strata_tier_latest"))
+        return STRATA_ESTATE;
     if (!name)
         return base_fail_null("strata_tier_latest", "name");
     if (!out)
@@ -395,7 +421,7 @@ void *strata_instance_data(strata_instance *inst)
 {
     void *p;
 
-    if (!inst)
+    if (!inst || tier_check_process(inst->rt->pid, "strata_instance_data") != 0)
         return NULL;
     pthread_mutex_lock(&inst->rt->lock);
     p = inst->closed ? NULL : inst->data;
@@ -413,6 +439,8 @@ static strata_err host_rw(strata_instance *inst, uint64_t off, void *buf,
         return base_fail_null(fn, "inst");
     if (!buf && n)
         return base_fail_null(fn, write ? "src" : "dst");
+    if (tier_check_process(inst->rt->pid, fn))
+        return STRATA_ESTATE;
     if (off > inst->capacity || n > inst->capacity - off)
         return base_fail(STRATA_EINVAL,
                          "%s: bytes [%llu, +%zu) are outside the %llu-byte "
@@ -473,6 +501,8 @@ strata_err strata_tier_report_get(strata_tier_runtime *rt,
 
     if (!rt)
         return base_fail_null("strata_tier_report_get", "rt");
+    if (tier_check_process(rt->pid, "strata_tier_report_get"))
+        return STRATA_ESTATE;
     if (!out)
         return base_fail_null("strata_tier_report_get", "out");
     memset(&r, 0, sizeof(r));

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <strata/tier.h>
+#include <sys/types.h>
 
 /* Bytes one pool job moves at most. */
 #define TIER_CHUNK (1u << 20)
@@ -52,6 +53,7 @@ enum tier_xfer_state {
 
 struct strata_transfer_handle {
     strata_tier_runtime *rt; /* NULL once rt is destroyed */
+    pid_t pid;               /* the process that made it */
     strata_instance *src, *dst;
     uint64_t nbytes;
     enum tier_xfer_state state;
@@ -75,6 +77,7 @@ struct tier_account {
 };
 
 struct strata_tier_runtime {
+    pid_t pid; /* the creating process: a fork's copy is refused */
     pthread_mutex_t lock;
     pthread_cond_t idle; /* signalled whenever a transfer finishes */
     char *nvme_dir;
@@ -92,6 +95,10 @@ struct strata_tier_runtime {
     struct strata_transfer_handle *qhead, *qtail;
     bool stopping;
 };
+
+/* runtime.c: STRATA_ESTATE naming fn unless this is process pid (the
+ * one that made the runtime or handle, not a fork of it). */
+strata_err tier_check_process(pid_t pid, const char *fn);
 
 /* transfer.c */
 strata_err tier_pool_start(strata_tier_runtime *rt, unsigned threads);

@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "base/err.h"
 #include "base/fault.h"
+#include "base/proc.h"
 #include "tier_int.h"
 
 #include <errno.h>
@@ -340,6 +341,8 @@ strata_err strata_transfer(strata_tier_runtime *rt, strata_instance *src,
 
     if (!rt)
         return base_fail_null("strata_transfer", "rt");
+    if (tier_check_process(rt->pid, "strata_transfer"))
+        return STRATA_ESTATE;
     if (!src)
         return base_fail_null("strata_transfer", "src");
     if (!dst)
@@ -354,6 +357,7 @@ strata_err strata_transfer(strata_tier_runtime *rt, strata_instance *src,
     t = base_calloc(1, sizeof(*t));
     if (!t)
         return base_fail(STRATA_ENOMEM, "strata_transfer: out of memory");
+    t->pid = rt->pid;
     init_cond(&t->cond);
     pthread_mutex_lock(&rt->lock);
     err = check_pair(src, dst);
@@ -455,6 +459,8 @@ strata_err strata_transfer_wait(strata_transfer_handle *t, double timeout_s)
 
     if (!t)
         return base_fail_null("strata_transfer_wait", "t");
+    if (tier_check_process(t->pid, "strata_transfer_wait"))
+        return STRATA_ESTATE;
     if (isnan(timeout_s))
         return base_fail(STRATA_EINVAL, "strata_transfer_wait: timeout_s is "
                                         "NaN");
@@ -484,6 +490,9 @@ void strata_transfer_free(strata_transfer_handle *t)
     strata_tier_runtime *rt;
 
     if (!t)
+        return;
+    /* A fork's copy is left alone: its memory is the parent's too. */
+    if (t->pid != base_pid())
         return;
     rt = t->rt;
     if (rt) {

@@ -72,7 +72,9 @@ STRATA_API void strata_tier_config_init(strata_tier_config *cfg);
 
 /* Creates a runtime from cfg (copied). STRATA_EINVAL for a bad budget
  * string or io_threads, or an nvme_dir that is not a writable directory;
- * STRATA_ESYS when a pool thread cannot start. */
+ * STRATA_ESYS when a pool thread cannot start. The runtime belongs to this
+ * process: in a process forked from it, every call on it, its instances
+ * and its transfer handles fails with STRATA_ESTATE and touches nothing. */
 STRATA_API STRATA_MUST_CHECK strata_err strata_tier_runtime_create(
     const strata_tier_config *cfg, strata_tier_runtime **out);
 

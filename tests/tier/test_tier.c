@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <strata/tier.h>
@@ -662,6 +663,67 @@ static void test_tier_handle_outlives_runtime(void **state)
     strata_transfer_free(t);
 }
 
+struct forked {
+    strata_tier_runtime *rt;
+    strata_instance *ram, *nvme;
+    strata_transfer_handle *t;
+};
+
+/* In a forked child: every call on the parent's runtime is refused
+ * (STRATA_ESTATE, saying so) and touches nothing. Returns the number of
+ * calls that were not. */
+static int use_parents_runtime(void *arg)
+{
+    struct forked *k = arg;
+    strata_transfer_handle *t = NULL;
+    strata_instance *inst = NULL;
+    strata_tier_report r;
+    char byte = 1;
+    strata_err e[10];
+    int bad = 0;
+
+    e[0] = strata_transfer(k->rt, k->ram, k->nvme, &t);
+    e[1] = strata_transfer_wait(k->t, -1);
+    e[2] = strata_instance_write(k->ram, 0, &byte, 1);
+    e[3] = strata_instance_read(k->nvme, 0, &byte, 1);
+    e[4] = strata_instance_allocate(k->rt, "c", 1, "ram", 64, &inst);
+    e[5] = strata_tier_set_budget(k->rt, "ram", "1MiB");
+    e[6] = strata_tier_latest(k->rt, "k", "nvme", &inst);
+    e[7] = strata_tier_report_get(k->rt, &r);
+    e[8] = strata_instance_close(k->nvme);
+    e[9] = strata_tier_runtime_destroy(k->rt);
+    for (int i = 0; i < 10; i++)
+        bad += e[i] != STRATA_ESTATE;
+    bad += strstr(strata_errmsg(), "forked from it") == NULL;
+    bad += strata_instance_data(k->ram) != NULL;
+    strata_transfer_free(k->t); /* the parent's: left alone */
+    return bad;
+}
+
+/* A forked child cannot use or destroy its parent's runtime: nothing
+ * hangs on the I/O threads that did not follow the fork, and the
+ * parent's nvme file and instances are still its own afterwards. */
+static void test_tier_forked_child_refused(void **state)
+{
+    struct fixture *f = *state;
+    struct forked k = {.rt = f->rt};
+    int status;
+
+    k.ram = alloc_ok(f->rt, "k", 1, "ram", MiB);
+    k.nvme = alloc_ok(f->rt, "k", 1, "nvme", MiB);
+    fill(k.ram, MiB, 3);
+    assert_int_equal(strata_transfer(f->rt, k.ram, k.nvme, &k.t), STRATA_OK);
+    assert_int_equal(strata_transfer_wait(k.t, -1), STRATA_OK);
+    status = testutil_run_in_child(use_parents_runtime, &k);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(count_files(f->dir), 1);
+    expect(k.nvme, MiB, 3);
+    strata_transfer_free(k.t);
+    assert_int_equal(strata_instance_close(k.ram), STRATA_OK);
+    assert_int_equal(strata_instance_close(k.nvme), STRATA_OK);
+}
+
 static void test_tier_arguments_refused_by_name(void **state)
 {
     struct fixture *f = *state;
@@ -752,6 +814,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tier_close_waits_for_readers,
                                         setup, teardown),
         cmocka_unit_test(test_tier_handle_outlives_runtime),
+        cmocka_unit_test_setup_teardown(test_tier_forked_child_refused, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_tier_arguments_refused_by_name,
                                         setup, teardown),
     };
