@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +23,97 @@
 
 static uint64_t next_alloc_id;
 
+/* Freed domains whose control frames and tables the next allocation on
+ * their scheduler gives back: a handle is valid until the worker is
+ * destroyed, and one allocated every step would otherwise keep ~4 KiB a
+ * step. Lock order: the scheduler's lock, then shrink_mu. */
+static pthread_mutex_t shrink_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct strata_domain *shrink_head;
+
+static void shrink_push(struct strata_domain *d)
+{
+    pthread_mutex_lock(&shrink_mu);
+    if (!d->on_shrink) {
+        d->shrink_next = shrink_head;
+        shrink_head = d;
+        d->on_shrink = true;
+    }
+    pthread_mutex_unlock(&shrink_mu);
+}
+
+static void shrink_unlink(struct strata_domain *d)
+{
+    pthread_mutex_lock(&shrink_mu);
+    for (struct strata_domain **pp = &shrink_head; d->on_shrink && *pp;
+         pp = &(*pp)->shrink_next) {
+        if (*pp == d) {
+            *pp = d->shrink_next;
+            d->on_shrink = false;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&shrink_mu);
+}
+
+/* Whether every ADOPT frame of d has left its chip's ring: a withdrawn
+ * one is still there until the chip passes it, and its completion reads
+ * the frame's control (scheduler lock held). */
+static bool adopts_passed(const struct strata_domain *d)
+{
+    for (uint32_t r = 0; d->adopt_ctls && r < d->n; r++)
+        if (!d->adopt_ctls[r].done)
+            return false;
+    return true;
+}
+
+/* Gives back the working memory of the freed domains of scheduler s; one
+ * whose ADOPTs are still in a ring waits for a later allocation. */
+static void shrink_freed(struct orch_sched *s)
+{
+    struct strata_domain *mine = NULL;
+
+    pthread_mutex_lock(&shrink_mu);
+    for (struct strata_domain **pp = &shrink_head; *pp;) {
+        struct strata_domain *d = *pp;
+
+        if (d->sched != s) {
+            pp = &d->shrink_next;
+            continue;
+        }
+        *pp = d->shrink_next;
+        d->on_shrink = false;
+        d->shrink_next = mine;
+        mine = d;
+    }
+    pthread_mutex_unlock(&shrink_mu);
+    while (mine) {
+        struct strata_domain *d = mine;
+
+        mine = d->shrink_next;
+        orch_lock(s);
+        base_free(d->ctls);
+        base_free(d->ctl_ptrs);
+        base_free(d->device_ctx);
+        base_free(d->local_base);
+        d->ctls = NULL;
+        d->ctl_ptrs = NULL;
+        d->device_ctx = NULL;
+        d->local_base = NULL;
+        if (adopts_passed(d)) {
+            base_free(d->adopt_ctls);
+            d->adopt_ctls = NULL;
+        } else {
+            shrink_push(d);
+        }
+        orch_unlock(s);
+    }
+}
+
 static void domain_free(void *obj)
 {
     struct strata_domain *d = obj;
 
+    shrink_unlink(d);
     domain_live_remove(d);
     domain_ctl_drop(d);
     base_free(d->chips);
@@ -254,6 +342,7 @@ static void release_done(struct orch_ctl *c, void *arg)
         domain_ctl_drop(d);
         __atomic_store_n(&d->freed, true, __ATOMIC_RELEASE);
         domain_live_remove(d);
+        shrink_push(d);
     }
 }
 
@@ -332,6 +421,8 @@ strata_err strata_orch_allocate_domain(strata_orch *o,
                                                                      : "out");
     s = orch_sched_of(o);
     err = orch_usable(o, "strata_orch_allocate_domain");
+    if (!err)
+        shrink_freed(s);
     if (!err)
         err = domain_validate(s, orch_run_of(o), spec);
     if (!err)

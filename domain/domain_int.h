@@ -43,6 +43,9 @@ struct strata_domain {
      * until the domain is freed; under the scheduler lock once live. */
     struct chip_domain_ctl *ctl;
     struct strata_domain *next_live;
+    /* Freed, its working memory not yet given back (domain.c). */
+    struct strata_domain *shrink_next;
+    bool on_shrink;
 };
 
 /* validate.c: the whole spec, before any side effect. */

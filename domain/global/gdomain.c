@@ -25,32 +25,84 @@ static void page_drop(struct strata_global_domain *g);
 
 /* ---- the domain object ---------------------------------------------- */
 
-static void gd_free(struct strata_global_domain *g)
+/* What only the transaction and the release use: once g is freed, the
+ * handle needs none of it (its copies are refused, its release is a
+ * no-op), and a worker that allocates a domain a step would otherwise
+ * keep ~20 KB per step until it is destroyed. */
+static void gd_shrink(struct strata_global_domain *g)
 {
-    if (!g)
-        return;
     for (uint32_t i = 0; g->cmds && i < g->num_nodes; i++)
         wire_buf_fini(&g->cmds[i]);
-    base_free(g->members);
-    base_free(g->buffers);
-    base_free(g->names);
-    base_free(g->rows);
-    base_free(g->entries);
-    base_free(g->nodes);
-    base_free(g->prepared);
-    base_free(g->ctls);
-    base_free(g->ptrs);
     base_free(g->cmds);
     base_free(g->replies);
     base_free(g->table);
     base_free(g->handles);
+    base_free(g->rows);
+    base_free(g->entries);
+    base_free(g->prepared);
+    base_free(g->ctls);
+    base_free(g->ptrs);
     base_free(g->release_req);
+    g->cmds = NULL;
+    g->replies = NULL;
+    g->table = NULL;
+    g->handles = NULL;
+    g->rows = NULL;
+    g->entries = NULL;
+    g->prepared = NULL;
+    g->ctls = NULL;
+    g->ptrs = NULL;
+    g->release_req = NULL;
+}
+
+/* g was just freed (its last ABORT answered; scheduler lock held): its
+ * working memory goes at the next allocation, on a thread that is in
+ * none of the calls that used it. */
+static void shrink_later_locked(struct strata_global_domain *g)
+{
+    g->shrink_next = gdhost_state(g->w)->shrink;
+    gdhost_state(g->w)->shrink = g;
+}
+
+static void shrink_later(struct strata_global_domain *g)
+{
+    orch_lock(gdhost_sched(g->w));
+    shrink_later_locked(g);
+    orch_unlock(gdhost_sched(g->w));
+}
+
+static void shrink_freed(strata_worker *w)
+{
+    struct strata_global_domain *g;
+
+    orch_lock(gdhost_sched(w));
+    g = gdhost_state(w)->shrink;
+    gdhost_state(w)->shrink = NULL;
+    orch_unlock(gdhost_sched(w));
+    while (g) {
+        struct strata_global_domain *next = g->shrink_next;
+
+        gd_shrink(g);
+        g = next;
+    }
+}
+
+static void gd_free(struct strata_global_domain *g)
+{
+    if (!g)
+        return;
+    gd_shrink(g);
+    base_free(g->members);
+    base_free(g->buffers);
+    base_free(g->names);
+    base_free(g->nodes);
     chip_domain_ctl_unmap(g->page);
     base_free(g);
 }
 
 void gdomain_free_all(strata_worker *w)
 {
+    gdhost_state(w)->shrink = NULL; /* every one is freed below */
     while (gdhost_state(w)->gdomains) {
         struct strata_global_domain *g = gdhost_state(w)->gdomains;
 
@@ -627,6 +679,7 @@ static void release_done(struct orch_ctl *c, void *arg)
         unlink_after_death(g);
     page_drop(g);
     __atomic_store_n(&g->freed, true, __ATOMIC_RELEASE);
+    shrink_later_locked(g);
 }
 
 /* Under the scheduler lock: post the pre-packed ABORTs; no waiting. */
@@ -778,6 +831,7 @@ strata_orch_allocate_global_domain(strata_orch *o,
         return base_fail(STRATA_EINVAL,
                          "global domains span nodes: allocate them from a "
                          "level-4 worker's orch fn");
+    shrink_freed(w);
     err = gdomain_validate(w, spec);
     if (!err)
         err = create(w, spec, &g);
@@ -811,6 +865,7 @@ strata_orch_allocate_global_domain(strata_orch *o,
         orch_mark_forget(gdhost_sched(w), GLOBAL_ALLOC_TAG | g->id);
         (void)abort_all(g, o); /* a failure poisons the worker */
         g->released = true;
+        shrink_later(g);
         return base_fail(err, "global domain '%s': %s", g->name, msg);
     }
     orch_lock(gdhost_sched(w));
@@ -839,6 +894,7 @@ static strata_err release_now(struct strata_global_domain *g)
         strata_err werr = orch_control_wait(s, g->ptrs, posted);
         strata_err serr = aborts_settled(g, posted);
 
+        shrink_later(g); /* freed for good: nothing of this call uses it */
         if (!err && werr != STRATA_EPEER)
             err = werr;
         return err ? err : serr;

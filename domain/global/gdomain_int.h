@@ -65,6 +65,7 @@ struct strata_global_domain {
     struct chip_domain_ctl *page;
     uint32_t pending;
     struct strata_global_domain *next;
+    struct strata_global_domain *shrink_next; /* gdomain_state.shrink */
 };
 
 /* Frames of a transaction sent at once: PREPARE_EXPORT, IMPORT, COMMIT. */

@@ -48,6 +48,9 @@ struct gdomain_state {
     uint64_t window_cap;
     /* L4 side */
     struct strata_global_domain *gdomains;
+    /* Freed domains whose working memory (command buffers, replies, the
+     * table) the next allocation gives back; under the scheduler lock. */
+    struct strata_global_domain *shrink;
     uint32_t cluster_token; /* random, nonzero once drawn (gdomain.c) */
 };
 
