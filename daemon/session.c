@@ -138,6 +138,13 @@ static void send_outputs(struct session *s, struct stask *t)
         do {
             size_t len = n - off < WIRE_CHUNK_MAX ? n - off : WIRE_CHUNK_MAX;
 
+            /* No more than the mark waits to go out: a task whose
+             * results name one large buffer many times, or many tasks
+             * at once, must not queue gigabytes for a parent that reads
+             * slowly or not at all (that one the silence limit ends). */
+            if (wire_conn_wait_room(s->conn, s->lim.reply_high_water))
+                return; /* closed: nobody takes them */
+
             memset(&m.u.data_chunk, 0, sizeof(m.u.data_chunk));
             m.u.data_chunk.request_id = t->task.request_id;
             m.u.data_chunk.tensor = i;

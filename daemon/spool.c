@@ -81,7 +81,7 @@ static strata_err grow(struct spool *p)
     return STRATA_OK;
 }
 
-strata_err spool_submit(struct spool *p, struct spool_job *job)
+static strata_err submit(struct spool *p, struct spool_job *job, bool over)
 {
     strata_err err = STRATA_OK;
 
@@ -94,7 +94,7 @@ strata_err spool_submit(struct spool *p, struct spool_job *job)
      * parks). */
     if (p->queued < p->idle_threads)
         pthread_cond_signal(&p->work);
-    else if (!p->max_threads || p->num_tids < p->max_threads)
+    else if (over || !p->max_threads || p->num_tids < p->max_threads)
         err = grow(p);
     /* A thread that cannot be had is no failure while others will come
      * back for the job. */
@@ -103,16 +103,37 @@ strata_err spool_submit(struct spool *p, struct spool_job *job)
         err = STRATA_OK;
     }
     if (!err) {
-        if (p->tail)
-            p->tail->next = job;
-        else
+        if (over) { /* first in line: the thread just started takes it */
+            job->next = p->head;
             p->head = job;
-        p->tail = job;
+            if (!p->tail)
+                p->tail = job;
+        } else if (p->tail) {
+            p->tail->next = job;
+            p->tail = job;
+        } else {
+            p->head = p->tail = job;
+        }
         p->queued++;
         p->running++;
     }
     pthread_mutex_unlock(&p->mu);
     return err;
+}
+
+strata_err spool_submit(struct spool *p, struct spool_job *job)
+{
+    return submit(p, job, false);
+}
+
+/* The event loop, moved off a job that holds its thread: it must run even
+ * when every thread waits on something only the loop brings (a task's
+ * results waiting for the connection to drain), so it may pass the cap
+ * (by one thread for each job that held the loop's thread: the loop runs
+ * on one thread at a time). */
+static strata_err submit_loop(struct spool *p, struct spool_job *job)
+{
+    return submit(p, job, true);
 }
 
 void spool_wait_idle(struct spool *p)
@@ -255,7 +276,7 @@ static void *watch_main(void *arg)
             l->armed = true;
         } else if (l->inline_running) {
             l->runner.fn = runner_fn;
-            if (spool_submit(l->pool, &l->runner) == STRATA_OK) {
+            if (submit_loop(l->pool, &l->runner) == STRATA_OK) {
                 l->epoch++;
                 l->inline_running = false;
             } else {

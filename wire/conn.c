@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 struct wire_conn {
@@ -47,7 +48,22 @@ struct wire_conn {
     size_t high_water;
     bool paused;             /* EV_READ disabled by the flow check */
     struct event *next_turn; /* resumes a read turn that yielded */
+    /* wire_conn_wait_room: senders waiting for the output to drain. */
+    pthread_mutex_t room_mu;
+    pthread_cond_t room_cv;
+    uint32_t room_waiters; /* atomic */
 };
+
+/* Wakes the senders waiting for room (output drained, or no more to wait
+ * for). */
+static void room_wake(struct wire_conn *c)
+{
+    if (!__atomic_load_n(&c->room_waiters, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&c->room_mu);
+    pthread_cond_broadcast(&c->room_cv);
+    pthread_mutex_unlock(&c->room_mu);
+}
 
 const char *wire_conn_peer(const struct wire_conn *c)
 {
@@ -96,6 +112,8 @@ static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
     if (info->n_deleted > 0 && (info->orig_size > BACKLOG_BYTES ||
                                 __atomic_load_n(&c->paused, __ATOMIC_RELAXED)))
         alive_now(c);
+    if (info->n_deleted > 0)
+        room_wake(c);
 }
 
 static void fail(struct wire_conn *c, strata_err err, const char *why)
@@ -104,6 +122,7 @@ static void fail(struct wire_conn *c, strata_err err, const char *why)
         return;
     c->failed = true;
     bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    room_wake(c);
     if (c->cbs.on_state)
         c->cbs.on_state(c, err, why, c->cbs.arg);
 }
@@ -460,6 +479,8 @@ static strata_err wrap(struct event_base *base, SSL *ssl, int fd,
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     c->cbs = *cbs;
     c->tls = ssl != NULL;
+    pthread_mutex_init(&c->room_mu, NULL);
+    pthread_cond_init(&c->room_cv, NULL);
     if (ssl)
         c->bev = bufferevent_openssl_socket_new(
             base, fd, ssl,
@@ -468,6 +489,8 @@ static strata_err wrap(struct event_base *base, SSL *ssl, int fd,
     else
         c->bev = bufferevent_socket_new(base, fd, opts);
     if (!c->bev) {
+        pthread_cond_destroy(&c->room_cv);
+        pthread_mutex_destroy(&c->room_mu);
         base_free(c);
         return base_fail(STRATA_ENOMEM, "cannot create a bufferevent");
     }
@@ -721,6 +744,8 @@ void wire_conn_free(struct wire_conn *c)
         bufferevent_unlock(c->bev);
         bufferevent_free(c->bev);
     }
+    pthread_cond_destroy(&c->room_cv);
+    pthread_mutex_destroy(&c->room_mu);
     base_free(c);
 }
 
@@ -746,6 +771,41 @@ void wire_conn_set_flow(struct wire_conn *c, bool (*held)(void *arg),
     bufferevent_setwatermark(c->bev, EV_WRITE, high_water / 2, 0);
     flow_update(c);
     bufferevent_unlock(c->bev);
+}
+
+/* A drain seen between the look and the wait is missed for one period at
+ * most: the wait is short, and this is no dispatch path (only a peer
+ * that reads slower than we send gets here). */
+#define ROOM_WAIT_NS 50000000u
+
+strata_err wire_conn_wait_room(struct wire_conn *c, size_t limit)
+{
+    for (;;) {
+        struct timespec until;
+        bool gone;
+        size_t queued;
+
+        bufferevent_lock(c->bev);
+        gone = c->failed || c->closing;
+        queued = evbuffer_get_length(bufferevent_get_output(c->bev));
+        bufferevent_unlock(c->bev);
+        if (gone)
+            return base_fail(STRATA_EPEER, "connection to %s is closed",
+                             c->peer);
+        if (queued <= limit)
+            return STRATA_OK;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += ROOM_WAIT_NS;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_mutex_lock(&c->room_mu);
+        __atomic_add_fetch(&c->room_waiters, 1, __ATOMIC_ACQ_REL);
+        pthread_cond_timedwait(&c->room_cv, &c->room_mu, &until);
+        __atomic_sub_fetch(&c->room_waiters, 1, __ATOMIC_ACQ_REL);
+        pthread_mutex_unlock(&c->room_mu);
+    }
 }
 
 void wire_conn_recheck(struct wire_conn *c)

@@ -677,6 +677,80 @@ static void test_session_replies_bounded(void **state)
     idle_after(&plain, &before);
 }
 
+/* One task whose 128 results all name one 2 MiB buffer (OUT, not
+ * resident: every tensor's bytes go back), its replies not read: 256 MiB
+ * of results from a TASK of a few KB. The task waits to queue more while
+ * over the 64 MiB mark, so the session's memory stays near it (a hostile
+ * parent grew a session by 2 GiB this way); then every result arrives. */
+static void test_session_task_results_bounded(void **state)
+{
+    enum { PER = 128, BYTES = 2u << 20 };
+    struct wire_args_header h = {PER, 0};
+    struct wire_tensor t[PER];
+    testutil_snapshot before;
+    struct targs a;
+    struct peer p;
+    long rss0, rss = 0;
+    unsigned chunks = 0;
+    bool done = false;
+
+    (void)state;
+    memset(t, 0, sizeof(t));
+    for (size_t k = 0; k < PER; k++) {
+        t[k].buffer_id = 9;
+        t[k].buffer_size = BYTES;
+        t[k].nbytes = BYTES;
+        t[k].shape[0] = BYTES;
+        t[k].dtype = STRATA_U8;
+        t[k].ndims = 1;
+        t[k].tag = STRATA_OUT;
+        t[k].creator = 1;
+    }
+    assert_true(sizeof(h) + sizeof(t) <= sizeof(a.blob));
+    memcpy(a.blob, &h, sizeof(h));
+    memcpy(a.blob + sizeof(h), t, sizeof(t));
+    a.len = sizeof(h) + sizeof(t);
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    rss0 = proc_status(only_session(&plain), "VmRSS");
+    send_task(&p, 100, &rk_o_noop, &a, NULL, 0);
+    /* Until its memory stops growing. */
+    for (long last = -1, i = 0; i < 50; i++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+
+        rss = proc_status(only_session(&plain), "VmRSS");
+        if (rss == last)
+            break;
+        last = rss;
+        nanosleep(&ts, NULL);
+    }
+    print_message("  session RSS %ld KiB, %ld KiB before\n", rss, rss0);
+    /* Unbounded, 256 MiB; bounded, the mark and the buffer (TSan counts
+     * each byte about 3 times). */
+    assert_true(rss - rss0 < 120 * 1024 * MEM_COST);
+    while (!done) {
+        struct wire_msg m;
+
+        if (!peer_recv(&p, &m)) {
+            rk_node_print_log(&plain);
+            fail_msg("no completion after %u chunks", chunks);
+        }
+        if (m.type == WIRE_MSG_DATA_CHUNK) {
+            chunks++;
+        } else {
+            assert_int_equal(m.type, WIRE_MSG_COMPLETION);
+            assert_int_equal(m.u.completion.error, STRATA_OK);
+            assert_int_equal(m.u.completion.num_data_tensors, PER);
+            done = true;
+        }
+        wire_msg_free(&m);
+    }
+    assert_int_equal(chunks, PER * (BYTES / WIRE_CHUNK_MAX));
+    peer_close(&p);
+    idle_after(&plain, &before);
+}
+
 /* A peer that reads 48 replies of 1 MiB slowly (one per 250 ms: 12 s, past
  * the session's 10 s silence limit) and sends nothing meanwhile is not
  * silent: it takes our bytes. Before, the session dropped it as "went
@@ -1288,6 +1362,7 @@ int main(void)
         cmocka_unit_test(test_session_threads_bounded),
         cmocka_unit_test(test_session_tasks_bounded),
         cmocka_unit_test(test_session_replies_bounded),
+        cmocka_unit_test(test_session_task_results_bounded),
         cmocka_unit_test(test_session_slow_reader_not_silent),
         cmocka_unit_test(test_session_non_reader_ends),
         cmocka_unit_test(test_session_procs_bounded),

@@ -79,6 +79,13 @@ const char *wire_conn_peer(const struct wire_conn *c);
 void wire_conn_set_flow(struct wire_conn *c, bool (*held)(void *arg),
                         size_t high_water);
 void wire_conn_recheck(struct wire_conn *c);
+/* Waits until at most limit bytes wait to go out (not on the loop's
+ * thread: the loop drains them), so that a sender of much (a task's
+ * results) queues no more than the mark while its peer reads slowly.
+ * STRATA_EPEER once the connection failed or is closing (what was not
+ * queued is dropped). A peer that reads nothing is the silence limit's
+ * to end (wire_conn_idle_s). */
+strata_err wire_conn_wait_room(struct wire_conn *c, size_t limit);
 /* Seconds since the last byte arrived, or since the peer last took bytes
  * of a backlog of ours. 0 while reading is paused by the flow's held():
  * the peer waits on us. Paused for the high water mark, the peer counts
