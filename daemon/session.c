@@ -365,6 +365,17 @@ static void on_task(struct session *s, struct wire_msg *m)
                         "(target 1, an orch callable); its orch fn submits "
                         "to its chips",
                         (unsigned)t->task.target);
+    /* A task past its deadline goes on, on a thread of its own, and no
+     * longer counts as in flight: without this, tasks with short
+     * deadlines would add threads without end. */
+    else if (t->task.deadline_ms && s->w &&
+             worker_bounded_count(s->w) >= s->lim.max_tasks)
+        err = base_fail(STRATA_EBUSY,
+                        "this node still runs %u tasks with deadlines (most "
+                        "of them past it), the most a session may "
+                        "(strata-node --max-tasks %u); tasks with a "
+                        "deadline are refused until one of them ends",
+                        worker_bounded_count(s->w), s->lim.max_tasks);
     else
         err = bind_args(s, t);
     if (!err) {

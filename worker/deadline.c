@@ -126,6 +126,11 @@ bool worker_bounded_settle(strata_worker *w, double grace_s)
     return __atomic_load_n(&w->bounded_running, __ATOMIC_ACQUIRE) == 0;
 }
 
+uint32_t worker_bounded_count(strata_worker *w)
+{
+    return __atomic_load_n(&w->bounded_running, __ATOMIC_ACQUIRE);
+}
+
 bool worker_bounded_late_running(strata_worker *w)
 {
     return __atomic_load_n(&w->bounded_late, __ATOMIC_ACQUIRE) &&

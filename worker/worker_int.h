@@ -104,6 +104,9 @@ bool worker_bounded_settle(strata_worker *w, double grace_s);
 /* True while a run that passed its deadline may still be going: its
  * buffers must not be freed under it. */
 bool worker_bounded_late_running(strata_worker *w);
+/* Runs with a deadline still going, in time or past it: each holds a
+ * thread of its own. */
+uint32_t worker_bounded_count(strata_worker *w);
 
 /* remote.c: remote nodes of an L4. */
 void remote_node_free(struct remote_node *r);

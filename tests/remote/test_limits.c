@@ -209,6 +209,69 @@ static void test_limits_max_tasks_parent_told(void **state)
     testutil_assert_clean(&before);
 }
 
+struct late {
+    strata_buffer *spans;
+    uint64_t ms;
+    double deadline_s;
+};
+
+/* One rt.span of ms on chip 0 under a deadline. */
+static strata_err late_orch(strata_orch *o, const strata_args *args, void *user)
+{
+    struct late *l = user;
+
+    (void)args;
+    it_try(strata_orch_set_deadline(o, l->deadline_s));
+    return rk_submit_spans(o, l->spans, 1, l->ms, 0);
+}
+
+/* With --max-tasks 2: tasks past their deadline go on in the background,
+ * no longer in flight; two of them still running make a third task with
+ * a deadline refused (STRATA_EBUSY naming the option: each holds a thread,
+ * and before, 3000 such tasks held 3000), and once they end the node
+ * takes one again. The session lives on throughout. */
+static void test_limits_late_tasks_bounded(void **state)
+{
+    static const char *const extra[] = {"--max-tasks", "2", NULL};
+    testutil_snapshot before;
+    struct rk_node n;
+    strata_remote_spec s;
+    strata_worker *w = NULL;
+    struct late l = {.ms = 1500, .deadline_s = 0.2};
+    strata_err err;
+    double t0;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    assert_int_equal(lk_node_start(&n, RK_PSK, extra), 0);
+    rk_spec(&s, &n, 1);
+    it_ok(rk_l4_start(0, &s, 1, &w));
+    it_ok(strata_worker_create_buffer(w, sizeof(struct rt_span), &l.spans));
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(strata_worker_run(w, late_orch, NULL, &l),
+                         STRATA_ETIMEDOUT);
+    err = strata_worker_run(w, late_orch, NULL, &l);
+    print_message("  a third: %s: %s\n", strata_errname(err), strata_errmsg());
+    assert_int_equal(err, STRATA_EBUSY);
+    rk_assert_contains(strata_errmsg(), "--max-tasks 2");
+    /* Taken again once one has ended (they run one after the other on
+     * chip 0: the first after 1.5 s); it runs after the second. */
+    l.ms = 10;
+    l.deadline_s = 30;
+    t0 = testutil_now();
+    do
+        err = strata_worker_run(w, late_orch, NULL, &l);
+    while (err == STRATA_EBUSY && testutil_now() - t0 < RK_WAIT_S);
+    print_message("  then after %.1f s: %s: %s\n", testutil_now() - t0,
+                  strata_errname(err), err ? strata_errmsg() : "");
+    assert_int_equal(err, STRATA_OK);
+    it_ok(strata_buffer_release(l.spans));
+    rk_destroy(w, STRATA_OK);
+    assert_true(rk_node_wait_sessions(&n, 0, RK_WAIT_S));
+    assert_int_equal(rk_node_stop(&n), 0);
+    testutil_assert_clean(&before);
+}
+
 static void test_limits_full_node_psk_ebusy(void **state)
 {
     (void)state;
@@ -473,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_limits_buffer_cap_task_enomem),
         cmocka_unit_test(test_limits_buffer_cap_counts_pages),
         cmocka_unit_test(test_limits_max_tasks_parent_told),
+        cmocka_unit_test(test_limits_late_tasks_bounded),
         cmocka_unit_test(test_limits_unauth_full_dropped_not_eauth),
         cmocka_unit_test(test_limits_handshake_timeout_drops_silent),
         cmocka_unit_test(test_limits_out_of_fds_rests),
