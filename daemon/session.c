@@ -824,6 +824,14 @@ static void finish(struct session *s)
     if (s->abandon)
         session_end_reclaim();
     session_abandon_work(s);
+    /* A task past its deadline may hold a chip for good (a kernel that
+     * never returns), and jobs queued behind it (a window copy, an ABORT)
+     * would hold the pool, and so the session, with it: its chips are
+     * killed now, not after the pool is idle (worker_bounded_settle). */
+    if (s->w && worker_bounded_late_running(s->w)) {
+        LOG_INFO("stopping tasks that passed their deadline");
+        worker_kill_children(s->w);
+    }
     spool_wait_idle(&s->pool);
     if (s->start) { /* the loop ended before it took the result */
         s->w = s->start->w;

@@ -577,6 +577,50 @@ static void test_session_threads_bounded(void **state)
     idle_after(&plain, &before);
 }
 
+/* A task past its deadline holds chip 0 (a 30 s span), and a second task
+ * waits behind it; the parent says GOODBYE. The session ends at once: it
+ * kills the late task's chips before it waits for its jobs (it waited
+ * for the 30 s kernel before, and for ever behind one that never
+ * returns, holding its slot and processes). */
+static void test_session_goodbye_ends_behind_late_task(void **state)
+{
+    static const uint64_t id[1] = {7}, size[1] = {4096};
+    static const uint64_t nb[1] = {sizeof(struct rt_span)};
+    static const uint8_t tag[1] = {STRATA_OUT};
+    static const uint64_t slow[2] = {30000, 0}, quick[2] = {10, 0};
+    testutil_snapshot before;
+    struct wire_msg m = {.type = WIRE_MSG_TASK};
+    struct targs a, b;
+    struct peer p;
+    char why[STRATA_ERRMSG_MAX];
+    double t0;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, 4096);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    targs_make(&a, 1, id, size, nb, tag, 2, slow);
+    targs_make(&b, 1, id, size, nb, tag, 2, quick);
+    m.u.task.request_id = 2;
+    memcpy(m.u.task.digest, rk_o_span.digest, sizeof(m.u.task.digest));
+    m.u.task.args = a.blob;
+    m.u.task.args_len = a.len;
+    m.u.task.target = WIRE_TARGET_WORKER;
+    m.u.task.deadline_ms = 100;
+    peer_send(&p, &m);
+    assert_int_equal(expect_reply(&p, 2, why, sizeof(why)), STRATA_ETIMEDOUT);
+    send_task(&p, 3, &rk_o_span, &b, NULL, 0); /* waits for chip 0 */
+    t0 = testutil_now();
+    peer_close(&p);
+    assert_true(rk_node_wait_sessions(&plain, 0, RK_WAIT_S));
+    print_message("  session ended %.2f s after GOODBYE\n",
+                  testutil_now() - t0);
+    assert_true(testutil_now() - t0 < 5.0);
+    idle_after(&plain, &before);
+}
+
 /* TASKs that announce bytes and never send them: past --max-tasks (256 by
  * default) the session ends and says why. */
 static void test_session_tasks_bounded(void **state)
@@ -1360,6 +1404,7 @@ int main(void)
         cmocka_unit_test(test_session_refused_task_bytes_dropped),
         cmocka_unit_test(test_session_chunk_rules),
         cmocka_unit_test(test_session_threads_bounded),
+        cmocka_unit_test(test_session_goodbye_ends_behind_late_task),
         cmocka_unit_test(test_session_tasks_bounded),
         cmocka_unit_test(test_session_replies_bounded),
         cmocka_unit_test(test_session_task_results_bounded),
