@@ -620,6 +620,13 @@ static strata_err domain_cmd(strata_worker *w, const struct wire_domain_cmd *c,
     struct strata_global_view *v;
     strata_err err = STRATA_OK;
 
+    /* Windows are named and keyed after GLOBAL_ALLOC_TAG | id: an id with
+     * those bits would name another domain's windows (an L4 counts its
+     * ids up from 1). */
+    if (c->domain_id >= GLOBAL_ALLOC_TAG)
+        return base_fail(
+            STRATA_EINVAL, "%s of domain %llu: domain ids are below 2^62",
+            wire_phase_name(c->phase), (unsigned long long)c->domain_id);
     pthread_mutex_lock(&gdhost_state(w)->gv_mu);
     sweep_gone(w);
     v = c->phase == WIRE_PHASE_PREPARE_EXPORT ? NULL : find(w, c->domain_id);
@@ -846,6 +853,13 @@ strata_err gnode_window_copy(strata_worker *w, uint64_t domain_id,
               ? locate(v, rank, &i)
               : base_fail(STRATA_ENOENT, "no committed domain %llu here",
                           (unsigned long long)domain_id);
+    /* The window, not the page-rounded mapping behind it. */
+    if (!err && (offset > v->window_size || n > v->window_size - offset))
+        err = base_fail(STRATA_EINVAL,
+                        "bytes [%llu, +%zu) are outside domain '%s''s "
+                        "%zu-byte window",
+                        (unsigned long long)offset, n, v->name,
+                        (size_t)v->window_size);
     if (!err) {
         uint64_t arg[4] = {GLOBAL_ALLOC_TAG | domain_id, offset, n, 0};
 

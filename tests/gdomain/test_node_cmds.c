@@ -198,6 +198,27 @@ static void test_gd_node_cmds_wrong_generation_eproto(void **state)
     /* A second COMMIT says what is wrong with it. */
     assert_int_equal(command(&n, WIRE_PHASE_COMMIT, 1, table), STRATA_ESTATE);
     gd_assert_contains(n.m.u.domain_reply.message, "committed already");
+    /* Copies stay inside the 4096-byte window, not its mapping's pages. */
+    {
+        uint8_t bytes[200] = {0};
+
+        gd_ok(gnode_window_copy(n.w, DOMAIN_ID, 0, 4000, bytes, 96, false));
+        assert_int_equal(
+            gnode_window_copy(n.w, DOMAIN_ID, 0, 4000, bytes, 200, true),
+            STRATA_EINVAL);
+        gd_assert_contains(strata_errmsg(), "outside domain 'frames''s");
+        assert_int_equal(
+            gnode_window_copy(n.w, DOMAIN_ID, 1, 4096, bytes, 1, false),
+            STRATA_EINVAL);
+    }
+    /* An id with the bits windows are keyed by would alias this one. */
+    cmd_id = (1ull << 62) | DOMAIN_ID;
+    assert_int_equal(command(&n, WIRE_PHASE_PREPARE_EXPORT, 1, NULL),
+                     STRATA_EINVAL);
+    gd_assert_contains(n.m.u.domain_reply.message, "below 2^62");
+    assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_EINVAL);
+    cmd_id = DOMAIN_ID;
+    gd_ok(gnode_window_copy(n.w, DOMAIN_ID, 0, 0, (uint8_t[4]){0}, 4, false));
     assert_int_equal(command(&n, WIRE_PHASE_ABORT, 1, NULL), STRATA_OK);
     /* Nor is a domain it no longer holds committed. */
     assert_int_equal(command(&n, WIRE_PHASE_COMMIT, 1, table), STRATA_ESTATE);
