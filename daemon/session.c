@@ -482,7 +482,7 @@ static strata_err buffer_copy(struct session *s, const struct wire_control *c,
 
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < s->num_shadows && !b; i++)
-        if (s->shadows[i].id == o->buffer_id)
+        if (s->shadows[i].id == o->buffer_id && !s->shadows[i].gone)
             b = s->shadows[i].buf;
     pthread_mutex_unlock(&s->mu);
     if (!b)

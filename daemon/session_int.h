@@ -24,6 +24,8 @@ struct shadow {
     strata_buffer *buf;
     bool resident; /* a remote buffer of the parent: its bytes stay here */
     uint32_t pins; /* tasks in flight that name it: release refused */
+    bool gone;     /* released while a run past its deadline may use it:
+                      no longer the parent's, freed once no such run is */
 };
 
 struct stask {

@@ -28,6 +28,25 @@ static uint64_t charge_of(size_t size)
     return ((uint64_t)size + page - 1) / page * page;
 }
 
+/* Frees the shadows released while a run past its deadline might still
+ * use them, once none runs (mu held). */
+static void reap_gone(struct session *s)
+{
+    if (s->w && worker_bounded_late_running(s->w))
+        return;
+    for (size_t i = 0; i < s->num_shadows;) {
+        struct shadow *sh = &s->shadows[i];
+        size_t size = strata_buffer_size(sh->buf);
+
+        if (!sh->gone || strata_buffer_release(sh->buf) != STRATA_OK) {
+            i++;
+            continue;
+        }
+        s->shadow_bytes -= charge_of(size);
+        *sh = s->shadows[--s->num_shadows];
+    }
+}
+
 /* The shadow of buffer id, made on first use; create: only make it
  * (BUFFER_CREATE, resident), STRATA_EEXIST if it is there. */
 strata_buffer *session_shadow_get(struct session *s, uint64_t id, size_t size,
@@ -36,8 +55,9 @@ strata_buffer *session_shadow_get(struct session *s, uint64_t id, size_t size,
     strata_buffer *b = NULL;
 
     pthread_mutex_lock(&s->mu);
+    reap_gone(s);
     for (size_t i = 0; i < s->num_shadows && !b; i++) {
-        if (s->shadows[i].id == id) {
+        if (s->shadows[i].id == id && !s->shadows[i].gone) {
             b = s->shadows[i].buf;
             *resident = s->shadows[i].resident;
         }
@@ -87,6 +107,7 @@ strata_buffer *session_shadow_get(struct session *s, uint64_t id, size_t size,
             s->shadows[s->num_shadows].buf = b;
             s->shadows[s->num_shadows].resident = create;
             s->shadows[s->num_shadows].pins = 0;
+            s->shadows[s->num_shadows].gone = false;
             s->num_shadows++;
             s->shadow_bytes += charge_of(size);
             *resident = create;
@@ -100,7 +121,7 @@ out:
 static struct shadow *shadow_find(struct session *s, uint64_t id)
 {
     for (size_t i = 0; i < s->num_shadows; i++)
-        if (s->shadows[i].id == id)
+        if (s->shadows[i].id == id && !s->shadows[i].gone)
             return &s->shadows[i];
     return NULL;
 }
@@ -138,6 +159,7 @@ strata_err session_shadow_release(struct session *s, uint64_t id)
     struct shadow *sh;
 
     pthread_mutex_lock(&s->mu);
+    reap_gone(s);
     sh = shadow_find(s, id);
     if (!sh) {
         err = base_fail(STRATA_ENOENT, "no buffer %llu on this node",
@@ -147,8 +169,10 @@ strata_err session_shadow_release(struct session *s, uint64_t id)
                         "buffer %llu is named by %u task(s) in flight",
                         (unsigned long long)id, sh->pins);
     } else if (s->w && worker_bounded_late_running(s->w)) {
-        /* A run past its deadline may still use it: it stays until the
-         * session ends. */
+        /* A run past its deadline may still use it: released for the
+         * parent now (its id is free, it reads as gone), freed once no
+         * such run is left; its bytes count until then. */
+        sh->gone = true;
     } else {
         size_t size = strata_buffer_size(sh->buf);
 

@@ -621,6 +621,51 @@ static void test_session_goodbye_ends_behind_late_task(void **state)
     idle_after(&plain, &before);
 }
 
+/* BUFFER_RELEASE while a task past its deadline may still use the
+ * buffer: released for the parent at once (it reads as gone, its id is
+ * free again), the memory kept until the late run ends. Before, the
+ * release answered OK and nothing changed: the id stayed taken
+ * ("exists") and the buffer readable. */
+static void test_session_release_during_late_task(void **state)
+{
+    static const uint64_t id[1] = {7}, size[1] = {4096};
+    static const uint64_t nb[1] = {sizeof(struct rt_span)};
+    static const uint8_t tag[1] = {STRATA_OUT};
+    static const uint64_t slow[2] = {1500, 0};
+    testutil_snapshot before;
+    struct wire_msg m = {.type = WIRE_MSG_TASK};
+    struct targs a;
+    struct peer p;
+    char why[STRATA_ERRMSG_MAX];
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, 4096);
+    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
+    targs_make(&a, 1, id, size, nb, tag, 2, slow);
+    m.u.task.request_id = 2;
+    memcpy(m.u.task.digest, rk_o_span.digest, sizeof(m.u.task.digest));
+    m.u.task.args = a.blob;
+    m.u.task.args_len = a.len;
+    m.u.task.target = WIRE_TARGET_WORKER;
+    m.u.task.deadline_ms = 50;
+    peer_send(&p, &m);
+    assert_int_equal(expect_reply(&p, 2, why, sizeof(why)), STRATA_ETIMEDOUT);
+    send_control(&p, 3, WIRE_CTRL_BUFFER_RELEASE, 7, 0, 0);
+    assert_int_equal(expect_reply(&p, 3, NULL, 0), STRATA_OK);
+    send_control(&p, 4, WIRE_CTRL_BUFFER_READ, 7, 0, 8);
+    assert_int_equal(expect_reply(&p, 4, why, sizeof(why)), STRATA_ENOENT);
+    rk_assert_contains(why, "no buffer 7");
+    send_control(&p, 5, WIRE_CTRL_BUFFER_CREATE, 7, 0, 4096);
+    assert_int_equal(expect_reply(&p, 5, NULL, 0), STRATA_OK);
+    send_control(&p, 6, WIRE_CTRL_BUFFER_RELEASE, 7, 0, 0);
+    assert_int_equal(expect_reply(&p, 6, NULL, 0), STRATA_OK);
+    peer_close(&p);
+    idle_after(&plain, &before);
+}
+
 /* TASKs that announce bytes and never send them: past --max-tasks (256 by
  * default) the session ends and says why. */
 static void test_session_tasks_bounded(void **state)
@@ -1405,6 +1450,7 @@ int main(void)
         cmocka_unit_test(test_session_chunk_rules),
         cmocka_unit_test(test_session_threads_bounded),
         cmocka_unit_test(test_session_goodbye_ends_behind_late_task),
+        cmocka_unit_test(test_session_release_during_late_task),
         cmocka_unit_test(test_session_tasks_bounded),
         cmocka_unit_test(test_session_replies_bounded),
         cmocka_unit_test(test_session_task_results_bounded),
