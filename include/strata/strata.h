@@ -341,7 +341,8 @@ STRATA_API void *strata_buffer_data(strata_buffer *b);
 /* The buffer's size in bytes, as created. */
 STRATA_API size_t strata_buffer_size(const strata_buffer *b);
 /* Unmaps and frees a buffer everywhere. STRATA_ESTATE (buffer kept) while
- * an unfinished run names it. */
+ * an unfinished task names it (in its arguments; a run's own arguments
+ * that no task of it names do not hold the buffer). */
 STRATA_API STRATA_MUST_CHECK strata_err strata_buffer_release(strata_buffer *b);
 
 /* Copies n bytes from src into b at offset (write), or from b at offset
