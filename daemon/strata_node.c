@@ -313,12 +313,39 @@ static void shut_down(struct daemon *d)
     reap(d);
 }
 
+/* Signals whose default action would end the daemon without a word, and
+ * that mean nothing to it: logged and ignored. SIGQUIT keeps its core
+ * dump; SIGSEGV and the like stay fatal. */
+static const int ignored_signals[] = {SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,
+                                      SIGPROF, SIGIO,   SIGPWR,  SIGSTKFLT};
+
+static bool ignored(int sig)
+{
+    for (size_t i = 0; i < sizeof(ignored_signals) / sizeof(*ignored_signals);
+         i++)
+        if (ignored_signals[i] == sig)
+            return true;
+    return sig >= SIGRTMIN && sig <= SIGRTMAX;
+}
+
+static void signal_name(int sig, char *out, size_t cap)
+{
+    const char *abbrev = sigabbrev_np(sig);
+
+    if (abbrev)
+        snprintf(out, cap, "%s", abbrev);
+    else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+        snprintf(out, cap, "RTMIN+%d", sig - SIGRTMIN);
+    else
+        snprintf(out, cap, "?");
+}
+
 /* True to go on, false on SIGTERM, SIGINT or SIGHUP (a closing terminal
- * too ends the daemon in order: sessions told, the port file removed).
- * SIGUSR1, SIGUSR2 and SIGALRM mean nothing to it: logged, not fatal. */
+ * too ends the daemon in order, its sessions told). */
 static bool on_signal(struct daemon *d)
 {
     struct signalfd_siginfo si;
+    char name[16];
 
     while (read(d->sfd, &si, sizeof(si)) == sizeof(si)) {
         int sig = (int)si.ssi_signo;
@@ -327,13 +354,14 @@ static bool on_signal(struct daemon *d)
             reap(d);
             continue;
         }
-        if (sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGALRM) {
+        signal_name(sig, name, sizeof(name));
+        if (ignored(sig)) {
             LOG_WARN("signal %d (%s) from pid %u: ignored (SIGTERM stops "
                      "the daemon)",
-                     sig, sigabbrev_np(sig), si.ssi_pid);
+                     sig, name, si.ssi_pid);
             continue;
         }
-        LOG_INFO("signal %d (%s): shutting down", sig, sigabbrev_np(sig));
+        LOG_INFO("signal %d (%s): shutting down", sig, name);
         return false;
     }
     return true;
@@ -350,9 +378,11 @@ static int serve(struct daemon *d)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGUSR1);
-    sigaddset(&set, SIGUSR2);
-    sigaddset(&set, SIGALRM);
+    for (size_t i = 0; i < sizeof(ignored_signals) / sizeof(*ignored_signals);
+         i++)
+        sigaddset(&set, ignored_signals[i]);
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+        sigaddset(&set, sig);
     sigprocmask(SIG_BLOCK, &set, NULL);
     d->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     if (d->sfd < 0 || !pfd) {

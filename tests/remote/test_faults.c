@@ -620,12 +620,13 @@ static void test_remote_faults_daemon_sigterm_mid_task_goodbye(void **state)
     assert_true(took < 2.0);
 }
 
-/* SIGUSR1, SIGUSR2 and SIGALRM are logged and change nothing; SIGHUP (a
- * closing terminal) stops the daemon in order, as SIGTERM does. */
+/* SIGUSR1, SIGUSR2, SIGALRM, SIGPROF, the real-time signals and the like
+ * are logged and change nothing; SIGHUP (a closing terminal) stops the
+ * daemon in order, as SIGTERM does. */
 static void test_remote_faults_daemon_signals_logged_hup_stops(void **state)
 {
     (void)state;
-    static const int ignored[] = {SIGUSR1, SIGUSR2, SIGALRM};
+    const int ignored[] = {SIGUSR1, SIGUSR2, SIGALRM, SIGPROF, SIGRTMIN};
     testutil_snapshot before;
     struct rk_node own;
     int status = 0;
@@ -637,6 +638,8 @@ static void test_remote_faults_daemon_signals_logged_hup_stops(void **state)
     assert_true(rk_node_log_has(&own, "(ALRM) from pid", RK_WAIT_S));
     assert_true(rk_node_log_has(&own, "(USR1) from pid", 0));
     assert_true(rk_node_log_has(&own, "(USR2) from pid", 0));
+    assert_true(rk_node_log_has(&own, "(PROF) from pid", 0));
+    assert_true(rk_node_log_has(&own, "(RTMIN+0) from pid", RK_WAIT_S));
     rk_assert_serves(&own);
     own.term_sent = true;
     assert_int_equal(kill(own.pid, SIGHUP), 0);
