@@ -89,6 +89,11 @@ static void stop(struct session *s, int status, const char *why)
         s->abandon = true;
         session_abandon_work(s);
     }
+    /* Nobody takes results from here on: a task waiting for room to
+     * queue them (send_outputs) drops them, whatever thread it holds
+     * (the one that would run finish(), when it ran inline). */
+    if (s->conn)
+        wire_conn_stop_waits(s->conn);
     spool_loop_end(&s->loop, NULL);
 }
 
@@ -105,6 +110,7 @@ static void end_telling(struct session *s, int status, const char *why)
     s->ended = true;
     s->abandon = true;
     wire_conn_close(s->conn, STRATA_EPEER, why);
+    wire_conn_stop_waits(s->conn);
     session_abandon_work(s);
     spool_loop_end(&s->loop, &grace);
 }

@@ -52,6 +52,7 @@ struct wire_conn {
     pthread_mutex_t room_mu;
     pthread_cond_t room_cv;
     uint32_t room_waiters; /* atomic */
+    bool no_waits;         /* wire_conn_stop_waits (bufferevent locked) */
 };
 
 /* Wakes the senders waiting for room (output drained, or no more to wait
@@ -786,7 +787,7 @@ strata_err wire_conn_wait_room(struct wire_conn *c, size_t limit)
         size_t queued;
 
         bufferevent_lock(c->bev);
-        gone = c->failed || c->closing;
+        gone = c->failed || c->closing || c->no_waits;
         queued = evbuffer_get_length(bufferevent_get_output(c->bev));
         bufferevent_unlock(c->bev);
         if (gone)
@@ -806,6 +807,16 @@ strata_err wire_conn_wait_room(struct wire_conn *c, size_t limit)
         __atomic_sub_fetch(&c->room_waiters, 1, __ATOMIC_ACQ_REL);
         pthread_mutex_unlock(&c->room_mu);
     }
+}
+
+void wire_conn_stop_waits(struct wire_conn *c)
+{
+    bufferevent_lock(c->bev);
+    c->no_waits = true;
+    bufferevent_unlock(c->bev);
+    __atomic_add_fetch(&c->room_waiters, 1, __ATOMIC_ACQ_REL);
+    room_wake(c);
+    __atomic_sub_fetch(&c->room_waiters, 1, __ATOMIC_ACQ_REL);
 }
 
 void wire_conn_recheck(struct wire_conn *c)

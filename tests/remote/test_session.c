@@ -771,19 +771,15 @@ static void test_session_replies_bounded(void **state)
  * of results from a TASK of a few KB. The task waits to queue more while
  * over the 64 MiB mark, so the session's memory stays near it (a hostile
  * parent grew a session by 2 GiB this way); then every result arrives. */
-static void test_session_task_results_bounded(void **state)
+enum { RES_PER = 200, RES_BYTES = 2u << 20 };
+
+/* Args of RES_PER OUT tensors, each all of 2 MiB buffer 9. */
+static void results_args(struct targs *a)
 {
-    enum { PER = 200, BYTES = 2u << 20 };
+    enum { PER = RES_PER, BYTES = RES_BYTES };
     struct wire_args_header h = {PER, 0};
     struct wire_tensor t[PER];
-    testutil_snapshot before;
-    struct targs a;
-    struct peer p;
-    long rss0, rss = 0;
-    unsigned chunks = 0;
-    bool done = false;
 
-    (void)state;
     memset(t, 0, sizeof(t));
     for (size_t k = 0; k < PER; k++) {
         t[k].buffer_id = 9;
@@ -795,10 +791,24 @@ static void test_session_task_results_bounded(void **state)
         t[k].tag = STRATA_OUT;
         t[k].creator = 1;
     }
-    assert_true(sizeof(h) + sizeof(t) <= sizeof(a.blob));
-    memcpy(a.blob, &h, sizeof(h));
-    memcpy(a.blob + sizeof(h), t, sizeof(t));
-    a.len = sizeof(h) + sizeof(t);
+    assert_true(sizeof(h) + sizeof(t) <= sizeof(a->blob));
+    memcpy(a->blob, &h, sizeof(h));
+    memcpy(a->blob + sizeof(h), t, sizeof(t));
+    a->len = sizeof(h) + sizeof(t);
+}
+
+static void test_session_task_results_bounded(void **state)
+{
+    enum { PER = RES_PER, BYTES = RES_BYTES };
+    testutil_snapshot before;
+    struct targs a;
+    struct peer p;
+    long rss0, rss = 0;
+    unsigned chunks = 0;
+    bool done = false;
+
+    (void)state;
+    results_args(&a);
     testutil_snapshot_take(&before);
     peer_connect(&p, &plain);
     assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
@@ -889,6 +899,34 @@ static void test_session_non_reader_ends(void **state)
     if (!rk_node_wait_sessions(&plain, 0, 60.0)) {
         rk_node_print_log(&plain);
         fail_msg("a peer that reads nothing still holds its session");
+    }
+    print_message("  session ended after %.1f s\n", testutil_now() - t0);
+    assert_true(rk_node_log_has(&plain, "went silent", RK_WAIT_S));
+    close(p.fd);
+    free(p.buf);
+    idle_after(&plain, &before);
+}
+
+/* The same with a task whose 400 MiB of results wait to go out: the
+ * session ends at the silence limit, and so does its process (its job
+ * waited for room for good before, holding its slot). */
+static void test_session_non_reader_of_results_ends(void **state)
+{
+    testutil_snapshot before;
+    struct targs a;
+    struct peer p;
+    double t0;
+
+    (void)state;
+    results_args(&a);
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    send_task(&p, 100, &rk_o_noop, &a, NULL, 0);
+    t0 = testutil_now();
+    if (!rk_node_wait_sessions(&plain, 0, 60.0)) {
+        rk_node_print_log(&plain);
+        fail_msg("a peer that reads no results still holds its session");
     }
     print_message("  session ended after %.1f s\n", testutil_now() - t0);
     assert_true(rk_node_log_has(&plain, "went silent", RK_WAIT_S));
@@ -1457,6 +1495,7 @@ int main(void)
         cmocka_unit_test(test_session_task_results_bounded),
         cmocka_unit_test(test_session_slow_reader_not_silent),
         cmocka_unit_test(test_session_non_reader_ends),
+        cmocka_unit_test(test_session_non_reader_of_results_ends),
         cmocka_unit_test(test_session_procs_bounded),
         cmocka_unit_test(test_session_parent_gone_quietly),
         cmocka_unit_test(test_session_no_frame_before_hello),

@@ -86,6 +86,10 @@ void wire_conn_recheck(struct wire_conn *c);
  * queued is dropped). A peer that reads nothing is the silence limit's
  * to end (wire_conn_idle_s). */
 strata_err wire_conn_wait_room(struct wire_conn *c, size_t limit);
+/* Ends every wire_conn_wait_room, now and later, with STRATA_EPEER: the
+ * owner gives up on the connection (a session that ends for a silent
+ * peer, whose bytes would never drain). */
+void wire_conn_stop_waits(struct wire_conn *c);
 /* Seconds since the last byte arrived, or since the peer last took bytes
  * of a backlog of ours. 0 while reading is paused by the flow's held():
  * the peer waits on us. Paused for the high water mark, the peer counts
