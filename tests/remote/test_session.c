@@ -577,6 +577,33 @@ static void test_session_threads_bounded(void **state)
     idle_after(&plain, &before);
 }
 
+/* A session of the plain node with buffer 7 and, on chip 0, an rt.span
+ * of ms under a deadline of deadline_ms that it passes: request 2
+ * answered STRATA_ETIMEDOUT, the span going on. */
+static void peer_late_span(struct peer *p, uint64_t ms, uint64_t deadline_ms)
+{
+    static const uint64_t id[1] = {7}, size[1] = {4096};
+    static const uint64_t nb[1] = {sizeof(struct rt_span)};
+    static const uint8_t tag[1] = {STRATA_OUT};
+    const uint64_t span[2] = {ms, 0};
+    struct wire_msg m = {.type = WIRE_MSG_TASK};
+    struct targs a;
+
+    peer_connect(p, &plain);
+    assert_int_equal(peer_hello(p, 1, 0, NULL, 0), STRATA_OK);
+    send_control(p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, 4096);
+    assert_int_equal(expect_reply(p, 1, NULL, 0), STRATA_OK);
+    targs_make(&a, 1, id, size, nb, tag, 2, span);
+    m.u.task.request_id = 2;
+    memcpy(m.u.task.digest, rk_o_span.digest, sizeof(m.u.task.digest));
+    m.u.task.args = a.blob;
+    m.u.task.args_len = a.len;
+    m.u.task.target = WIRE_TARGET_WORKER;
+    m.u.task.deadline_ms = deadline_ms;
+    peer_send(p, &m);
+    assert_int_equal(expect_reply(p, 2, NULL, 0), STRATA_ETIMEDOUT);
+}
+
 /* A task past its deadline holds chip 0 (a 30 s span), and a second task
  * waits behind it; the parent says GOODBYE. The session ends at once: it
  * kills the late task's chips before it waits for its jobs (it waited
@@ -587,30 +614,16 @@ static void test_session_goodbye_ends_behind_late_task(void **state)
     static const uint64_t id[1] = {7}, size[1] = {4096};
     static const uint64_t nb[1] = {sizeof(struct rt_span)};
     static const uint8_t tag[1] = {STRATA_OUT};
-    static const uint64_t slow[2] = {30000, 0}, quick[2] = {10, 0};
+    static const uint64_t quick[2] = {10, 0};
     testutil_snapshot before;
-    struct wire_msg m = {.type = WIRE_MSG_TASK};
-    struct targs a, b;
+    struct targs b;
     struct peer p;
-    char why[STRATA_ERRMSG_MAX];
     double t0;
 
     (void)state;
     testutil_snapshot_take(&before);
-    peer_connect(&p, &plain);
-    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
-    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, 4096);
-    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
-    targs_make(&a, 1, id, size, nb, tag, 2, slow);
+    peer_late_span(&p, 30000, 100);
     targs_make(&b, 1, id, size, nb, tag, 2, quick);
-    m.u.task.request_id = 2;
-    memcpy(m.u.task.digest, rk_o_span.digest, sizeof(m.u.task.digest));
-    m.u.task.args = a.blob;
-    m.u.task.args_len = a.len;
-    m.u.task.target = WIRE_TARGET_WORKER;
-    m.u.task.deadline_ms = 100;
-    peer_send(&p, &m);
-    assert_int_equal(expect_reply(&p, 2, why, sizeof(why)), STRATA_ETIMEDOUT);
     send_task(&p, 3, &rk_o_span, &b, NULL, 0); /* waits for chip 0 */
     t0 = testutil_now();
     peer_close(&p);
@@ -628,31 +641,13 @@ static void test_session_goodbye_ends_behind_late_task(void **state)
  * ("exists") and the buffer readable. */
 static void test_session_release_during_late_task(void **state)
 {
-    static const uint64_t id[1] = {7}, size[1] = {4096};
-    static const uint64_t nb[1] = {sizeof(struct rt_span)};
-    static const uint8_t tag[1] = {STRATA_OUT};
-    static const uint64_t slow[2] = {1500, 0};
     testutil_snapshot before;
-    struct wire_msg m = {.type = WIRE_MSG_TASK};
-    struct targs a;
     struct peer p;
     char why[STRATA_ERRMSG_MAX];
 
     (void)state;
     testutil_snapshot_take(&before);
-    peer_connect(&p, &plain);
-    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
-    send_control(&p, 1, WIRE_CTRL_BUFFER_CREATE, 7, 0, 4096);
-    assert_int_equal(expect_reply(&p, 1, NULL, 0), STRATA_OK);
-    targs_make(&a, 1, id, size, nb, tag, 2, slow);
-    m.u.task.request_id = 2;
-    memcpy(m.u.task.digest, rk_o_span.digest, sizeof(m.u.task.digest));
-    m.u.task.args = a.blob;
-    m.u.task.args_len = a.len;
-    m.u.task.target = WIRE_TARGET_WORKER;
-    m.u.task.deadline_ms = 50;
-    peer_send(&p, &m);
-    assert_int_equal(expect_reply(&p, 2, why, sizeof(why)), STRATA_ETIMEDOUT);
+    peer_late_span(&p, 1500, 50);
     send_control(&p, 3, WIRE_CTRL_BUFFER_RELEASE, 7, 0, 0);
     assert_int_equal(expect_reply(&p, 3, NULL, 0), STRATA_OK);
     send_control(&p, 4, WIRE_CTRL_BUFFER_READ, 7, 0, 8);
@@ -879,6 +874,24 @@ static void test_session_slow_reader_not_silent(void **state)
     idle_after(&plain, &before);
 }
 
+/* The peer, which has left replies past the mark unread, now reads and
+ * sends nothing: its session ends at the 10 s silence limit (60 s: a
+ * loaded machine's margin), and its process with it. */
+static void ended_silent(struct peer *p, const testutil_snapshot *before)
+{
+    double t0 = testutil_now();
+
+    if (!rk_node_wait_sessions(&plain, 0, 60.0)) {
+        rk_node_print_log(&plain);
+        fail_msg("a peer that reads nothing still holds its session");
+    }
+    print_message("  session ended after %.1f s\n", testutil_now() - t0);
+    assert_true(rk_node_log_has(&plain, "went silent", RK_WAIT_S));
+    close(p->fd);
+    free(p->buf);
+    idle_after(&plain, before);
+}
+
 /* A peer that queues more than the high water mark of replies and then
  * reads none and sends nothing is silent, back-pressure or not: its
  * session ends ("went silent"), where before it held its slot, its chips
@@ -888,23 +901,12 @@ static void test_session_non_reader_ends(void **state)
     enum { N = 80 }; /* 80 MiB of replies: past the 64 MiB mark */
     testutil_snapshot before;
     struct peer p;
-    double t0;
 
     (void)state;
     testutil_snapshot_take(&before);
     peer_buffer(&p);
     peer_reads(&p, N);
-    t0 = testutil_now();
-    /* 10 s of silence, and a loaded machine's margin. */
-    if (!rk_node_wait_sessions(&plain, 0, 60.0)) {
-        rk_node_print_log(&plain);
-        fail_msg("a peer that reads nothing still holds its session");
-    }
-    print_message("  session ended after %.1f s\n", testutil_now() - t0);
-    assert_true(rk_node_log_has(&plain, "went silent", RK_WAIT_S));
-    close(p.fd);
-    free(p.buf);
-    idle_after(&plain, &before);
+    ended_silent(&p, &before);
 }
 
 /* The same with a task whose 400 MiB of results wait to go out: the
@@ -915,7 +917,6 @@ static void test_session_non_reader_of_results_ends(void **state)
     testutil_snapshot before;
     struct targs a;
     struct peer p;
-    double t0;
 
     (void)state;
     results_args(&a);
@@ -923,16 +924,7 @@ static void test_session_non_reader_of_results_ends(void **state)
     peer_connect(&p, &plain);
     assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
     send_task(&p, 100, &rk_o_noop, &a, NULL, 0);
-    t0 = testutil_now();
-    if (!rk_node_wait_sessions(&plain, 0, 60.0)) {
-        rk_node_print_log(&plain);
-        fail_msg("a peer that reads no results still holds its session");
-    }
-    print_message("  session ended after %.1f s\n", testutil_now() - t0);
-    assert_true(rk_node_log_has(&plain, "went silent", RK_WAIT_S));
-    close(p.fd);
-    free(p.buf);
-    idle_after(&plain, &before);
+    ended_silent(&p, &before);
 }
 
 static void test_session_procs_bounded(void **state)
