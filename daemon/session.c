@@ -129,7 +129,9 @@ static bool tag_returns(uint8_t tag)
     return tag != STRATA_IN;
 }
 
-static void send_outputs(struct session *s, struct stask *t)
+/* False when the results could not all go: the session gave up on its
+ * parent (nobody takes them, nor the COMPLETION). */
+static bool send_outputs(struct session *s, struct stask *t)
 {
     const strata_args *a = t->args;
     struct wire_msg m = {.type = WIRE_MSG_DATA_CHUNK};
@@ -149,7 +151,7 @@ static void send_outputs(struct session *s, struct stask *t)
              * at once, must not queue gigabytes for a parent that reads
              * slowly or not at all (that one the silence limit ends). */
             if (wire_conn_wait_room(s->conn, s->lim.reply_high_water))
-                return; /* closed: nobody takes them */
+                return false;
 
             memset(&m.u.data_chunk, 0, sizeof(m.u.data_chunk));
             m.u.data_chunk.request_id = t->task.request_id;
@@ -162,6 +164,7 @@ static void send_outputs(struct session *s, struct stask *t)
             off += len;
         } while (off < n);
     }
+    return true;
 }
 
 /* The connection's flow check: no more frames while the jobs are at
@@ -237,12 +240,17 @@ static void task_job(struct spool_job *job)
     if (t0)
         session_trace_task(t0, lane, c ? c->name : NULL, &t->task, arg_bytes,
                            err);
-    if (!err) {
-        send_outputs(s, t);
+    if (!err && !send_outputs(s, t)) {
+        /* No COMPLETION saying OK for results that never went. */
+        session_shadow_unpin_all(s, t);
+        task_free(s, t);
+        job_done(s);
+        return;
+    }
+    if (!err)
         for (uint32_t i = 0; i < t->args->num_tensors; i++)
             if (tag_returns(t->args->tensors[i].tag) && !t->resident[i])
                 outs[nout++] = i;
-    }
     /* Before the COMPLETION: the parent may release the buffers as soon
      * as it has it. */
     session_shadow_unpin_all(s, t);

@@ -97,8 +97,9 @@ static strata_err submit(struct spool *p, struct spool_job *job, bool over)
     else if (over || !p->max_threads || p->num_tids < p->max_threads)
         err = grow(p);
     /* A thread that cannot be had is no failure while others will come
-     * back for the job. */
-    if (err && p->num_tids > 0) {
+     * back for the job; the loop's is (they may all wait on the loop):
+     * its caller tries again. */
+    if (err && p->num_tids > 0 && !over) {
         LOG_WARN("%s: the job waits for a busy thread", strata_errmsg());
         err = STRATA_OK;
     }

@@ -199,6 +199,8 @@ strata_err domain_adopt_build(struct strata_domain *d, bool *used)
         /* Not work of the run: nothing waits for it but the chip's next
          * task, and the RELEASE at the fence. */
         err = orch_control_post(s, NULL, d->eps[r], c, NULL);
+        if (!err)
+            d->adopt_posted = r + 1;
     }
     if (err)
         snprintf(msg, sizeof(msg), "%s", strata_errmsg());

@@ -57,10 +57,11 @@ static void shrink_unlink(struct strata_domain *d)
 
 /* Whether every ADOPT frame of d has left its chip's ring: a withdrawn
  * one is still there until the chip passes it, and its completion reads
- * the frame's control (scheduler lock held). */
+ * the frame's control (scheduler lock held). Frames never posted (the
+ * exchange was used, or posting stopped at an error) wait for nothing. */
 static bool adopts_passed(const struct strata_domain *d)
 {
-    for (uint32_t r = 0; d->adopt_ctls && r < d->n; r++)
+    for (uint32_t r = 0; d->adopt_ctls && r < d->adopt_posted; r++)
         if (!d->adopt_ctls[r].done)
             return false;
     return true;

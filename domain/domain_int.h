@@ -37,8 +37,9 @@ struct strata_domain {
     struct orch_ctl *adopt_ctls; /* ADOPT frames may outlive the run */
     uint64_t va_start, va_len;
     uint32_t adopt_pending;
-    uint32_t adopt_ran;  /* ADOPTs members ran (and created segments in) */
-    uint32_t name_token; /* in the segments' names */
+    uint32_t adopt_posted; /* ADOPT frames posted: ranks 0..adopt_posted */
+    uint32_t adopt_ran;    /* ADOPTs members ran (and created segments in) */
+    uint32_t name_token;   /* in the segments' names */
     /* The control page (lost.c), mapped here from before the names go
      * until the domain is freed; under the scheduler lock once live. */
     struct chip_domain_ctl *ctl;

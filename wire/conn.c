@@ -71,6 +71,19 @@ const char *wire_conn_peer(const struct wire_conn *c)
     return c->peer;
 }
 
+/* More than the high water mark waits to go out. */
+static bool over_mark(struct wire_conn *c)
+{
+    bool over;
+
+    if (!c->high_water)
+        return false;
+    bufferevent_lock(c->bev);
+    over = evbuffer_get_length(bufferevent_get_output(c->bev)) > c->high_water;
+    bufferevent_unlock(c->bev);
+    return over;
+}
+
 static void alive_now(struct wire_conn *c)
 {
     __atomic_store_n(&c->last_rx_ns, base_now_ns(), __ATOMIC_RELAXED);
@@ -83,9 +96,10 @@ double wire_conn_idle_s(struct wire_conn *c)
     /* Paused for our own work (held): the peer waits on us, and its
      * silence says nothing; the clock starts again when we read. Paused
      * because the peer leaves our replies unread, it is silent unless it
-     * takes some of them (on_output). */
+     * takes some of them (on_output): so too when our work is only
+     * waiting for it to take them (tasks whose results wait for room). */
     if (__atomic_load_n(&c->paused, __ATOMIC_RELAXED) && c->held &&
-        c->held(c->cbs.arg)) {
+        c->held(c->cbs.arg) && !over_mark(c)) {
         alive_now(c);
         return 0.0;
     }

@@ -927,6 +927,27 @@ static void test_session_non_reader_of_results_ends(void **state)
     ended_silent(&p, &before);
 }
 
+/* The same with more such tasks than the session has job threads (64):
+ * every job waits for room, so reading pauses for the session's own work,
+ * which must not count as the parent waiting on it (the session was kept
+ * for good: found in review). */
+static void test_session_non_reader_of_many_results_ends(void **state)
+{
+    enum { N = 70 };
+    testutil_snapshot before;
+    struct targs a;
+    struct peer p;
+
+    (void)state;
+    results_args(&a);
+    testutil_snapshot_take(&before);
+    peer_connect(&p, &plain);
+    assert_int_equal(peer_hello(&p, 1, 0, NULL, 0), STRATA_OK);
+    for (uint64_t r = 0; r < N; r++)
+        send_task(&p, 100 + r, &rk_o_noop, &a, NULL, 0);
+    ended_silent(&p, &before);
+}
+
 static void test_session_procs_bounded(void **state)
 {
     testutil_snapshot before;
@@ -1488,6 +1509,7 @@ int main(void)
         cmocka_unit_test(test_session_slow_reader_not_silent),
         cmocka_unit_test(test_session_non_reader_ends),
         cmocka_unit_test(test_session_non_reader_of_results_ends),
+        cmocka_unit_test(test_session_non_reader_of_many_results_ends),
         cmocka_unit_test(test_session_procs_bounded),
         cmocka_unit_test(test_session_parent_gone_quietly),
         cmocka_unit_test(test_session_no_frame_before_hello),
