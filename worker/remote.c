@@ -23,6 +23,7 @@
 
 #define HEARTBEAT_S 1
 #define PEER_SILENT_S 10.0
+#define RX_NONE UINT32_MAX /* remote_node.rx_tensor: no tensor under way */
 
 /* ---- on the connection thread ---------------------------------------- */
 
@@ -181,6 +182,9 @@ static void send_task(struct remote_node *r, unsigned pos,
             ins[nin++] = i;
     }
     __atomic_add_fetch(&r->tasks_sent, 1, __ATOMIC_RELAXED);
+    r->rx_tensor[pos] = RX_NONE;
+    r->rx_off[pos] = 0;
+    memset(r->rx_done[pos], 0, sizeof(r->rx_done[pos]));
     t->request_id = r->req[pos];
     t->deadline_ms = f->arg[0];
     t->run_id = f->run_id;
@@ -333,18 +337,28 @@ static void complete(struct remote_node *r, uint64_t req, strata_err err,
     }
 }
 
-static strata_args *args_of(struct remote_node *r, uint64_t req)
+/* The ring position of request req still in flight, or -1. */
+static int pos_of(const struct remote_node *r, uint64_t req)
 {
     for (uint32_t k = r->ep->mbx->h.tail; k != r->sent; k++)
         if (r->req[k % MBX_RING] == req)
-            return r->args[k % MBX_RING];
-    return NULL;
+            return (int)(k % MBX_RING);
+    return -1;
 }
 
-/* Output bytes land straight in the parent's buffer. */
+static bool rx_done(const struct remote_node *r, int pos, uint32_t i)
+{
+    return (r->rx_done[pos][i / 8] >> (i % 8)) & 1u;
+}
+
+/* Output bytes land straight in the parent's buffer, in the order
+ * docs/wire.md prescribes (the node's own check, chunk_misfit, mirrored):
+ * a tensor that returns data, from offset 0 on without a gap, the last
+ * chunk flagged at its end, one tensor after the other. */
 static void on_chunk(struct remote_node *r, const struct wire_data_chunk *c)
 {
-    const strata_args *a = args_of(r, c->request_id);
+    int pos = pos_of(r, c->request_id);
+    const strata_args *a = pos >= 0 ? r->args[pos] : NULL;
     const struct wire_tensor *t;
     strata_buffer *b;
 
@@ -359,7 +373,50 @@ static void on_chunk(struct remote_node *r, const struct wire_data_chunk *c)
         lose(r, STRATA_EPROTO, "data outside its tensor");
         return;
     }
+    if (t->tag == STRATA_IN) {
+        lose(r, STRATA_EPROTO, "data for an input tensor (tag IN)");
+        return;
+    }
+    if (r->rx_tensor[pos] == RX_NONE) {
+        if (c->offset != 0 || rx_done(r, pos, c->tensor)) {
+            lose(r, STRATA_EPROTO, "data chunk out of order");
+            return;
+        }
+        r->rx_tensor[pos] = c->tensor;
+        r->rx_off[pos] = 0;
+    } else if (c->tensor != r->rx_tensor[pos] || c->offset != r->rx_off[pos]) {
+        lose(r, STRATA_EPROTO, "data chunk out of order");
+        return;
+    }
     memcpy((uint8_t *)b->data + t->offset + c->offset, c->data, c->len);
+    r->rx_off[pos] += c->len;
+    if (c->last) {
+        if (r->rx_off[pos] != t->nbytes) {
+            lose(r, STRATA_EPROTO,
+                 "data chunk flagged last before its tensor's end");
+            return;
+        }
+        r->rx_done[pos][c->tensor / 8] |= (uint8_t)(1u << (c->tensor % 8));
+        r->rx_tensor[pos] = RX_NONE;
+    }
+}
+
+/* A COMPLETION that says OK names the tensors whose data came: each of
+ * them must have come whole (its last chunk), and none be half way. */
+static bool results_whole(const struct remote_node *r,
+                          const struct wire_completion *m)
+{
+    int pos = pos_of(r, m->request_id);
+
+    if (m->error || pos < 0 || !r->args[pos])
+        return true; /* an unknown request: complete() says nothing */
+    if (r->rx_tensor[pos] != RX_NONE)
+        return false;
+    for (size_t k = 0; k < m->num_data_tensors; k++)
+        if (m->data_tensors[k] >= STRATA_MAX_TENSORS ||
+            !rx_done(r, pos, m->data_tensors[k]))
+            return false;
+    return true;
 }
 
 static void on_reply(struct remote_node *r, const struct wire_hello_reply *h)
@@ -458,6 +515,9 @@ static void on_msg(struct wire_conn *c, unsigned type, const uint8_t *body,
         on_reply(r, &m.u.hello_reply);
     else if (type == WIRE_MSG_DATA_CHUNK)
         on_chunk(r, &m.u.data_chunk);
+    else if (type == WIRE_MSG_COMPLETION && !results_whole(r, &m.u.completion))
+        lose(r, STRATA_EPROTO,
+             "a task completed without all of the results it names");
     else if (type == WIRE_MSG_COMPLETION)
         complete(r, m.u.completion.request_id, m.u.completion.error,
                  m.u.completion.message, m.u.completion.not_run);

@@ -33,6 +33,12 @@ struct remote_node {
     bool done[MBX_RING];         /* completed, maybe not yet in order */
     uint32_t replies[MBX_RING];  /* a batch of node commands: replies in */
     strata_args *args[MBX_RING]; /* decoded args per ring position */
+    /* A task's results as they arrive, per ring position: the tensor
+     * being received (RX_NONE: none), its next offset, the tensors whose
+     * last chunk came (a COMPLETION may name only those). */
+    uint32_t rx_tensor[MBX_RING];
+    uint64_t rx_off[MBX_RING];
+    uint8_t rx_done[MBX_RING][STRATA_MAX_TENSORS / 8];
     uint64_t next_req;
     uint64_t hb_seq;
     bool hello_sent; /* nothing else goes out before it */

@@ -1,11 +1,17 @@
-/* An L4's GOODBYE to a node that does not leave. strata_worker_destroy
- * waits for each remote node to close its end after the GOODBYE, so that
- * its socket cannot reset the connection under the node's unread bytes;
- * a node that never closes (silent, or talking on and on) must not hold
- * the destroy beyond its bound, nor leave anything behind. The node here
- * is this test's own thread on plaintext loopback (--insecure): it
- * answers HELLO, then ignores everything but the GOODBYE. */
+/* An L4 against a node that misbehaves; the node is this test's own
+ * thread on plaintext loopback (--insecure), which answers HELLO.
+ * - GOODBYE to a node that does not leave: strata_worker_destroy waits
+ *   for each remote node to close its end after the GOODBYE, so that its
+ *   socket cannot reset the connection under the node's unread bytes; a
+ *   node that never closes (silent, or talking on and on) must not hold
+ *   the destroy beyond its bound, nor leave anything behind.
+ * - A task's results that do not add up (found by a tester playing a
+ *   hostile node): data for an input tensor, a COMPLETION naming results
+ *   that never came or came half. The node is lost with STRATA_EPROTO
+ *   naming why, and the input's bytes are untouched; before, the run
+ *   returned OK over stale, half-written or overwritten buffers. */
 #define _GNU_SOURCE /* accept4 */
+#include "remote_kit.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,9 +38,14 @@
 
 enum after { STAY_SILENT, TALK_ON };
 
+/* How the node answers a TASK of tensors 0 (IN) and 1 (OUT), 16 bytes
+ * each. */
+enum results { NO_TASKS, DATA_FOR_INPUT, RESULT_MISSING, RESULT_HALF };
+
 struct fake {
     int lfd;
     enum after after;
+    enum results results;
     pthread_t thread;
     int goodbye; /* atomics */
     int stop;
@@ -68,6 +79,53 @@ static bool answer_hello(int fd, const uint8_t *body, size_t len)
     return ok;
 }
 
+static bool send_frame(int fd, const struct wire_msg *m)
+{
+    struct wire_buf b;
+    bool ok;
+
+    wire_buf_init(&b);
+    ok = wire_msg_pack(m, &b) == STRATA_OK &&
+         testutil_write_full(fd, b.data, b.len);
+    wire_buf_fini(&b);
+    return ok;
+}
+
+static bool answer_task(const struct fake *f, int fd, const uint8_t *body,
+                        size_t len)
+{
+    static const uint8_t bytes[16] = {0x66, 0x66, 0x66, 0x66, 0x66, 0x66,
+                                      0x66, 0x66, 0x66, 0x66, 0x66, 0x66,
+                                      0x66, 0x66, 0x66, 0x66};
+    struct wire_msg t, d = {.type = WIRE_MSG_DATA_CHUNK},
+                       c = {.type = WIRE_MSG_COMPLETION};
+    uint32_t named;
+    bool ok = true;
+
+    if (wire_msg_unpack(WIRE_MSG_TASK, body, len, &t) != STRATA_OK)
+        return false;
+    d.u.data_chunk.request_id = c.u.completion.request_id = t.u.task.request_id;
+    wire_msg_free(&t);
+    d.u.data_chunk.data = bytes;
+    d.u.data_chunk.len = sizeof(bytes);
+    d.u.data_chunk.last = true;
+    named = 1;
+    if (f->results == DATA_FOR_INPUT) {
+        d.u.data_chunk.tensor = 0;
+        named = 0;
+    } else if (f->results == RESULT_HALF) {
+        d.u.data_chunk.tensor = 1;
+        d.u.data_chunk.len = 8;
+        d.u.data_chunk.last = false;
+    }
+    if (f->results != RESULT_MISSING)
+        ok = send_frame(fd, &d);
+    c.u.completion.message = "";
+    c.u.completion.data_tensors = &named;
+    c.u.completion.num_data_tensors = 1;
+    return ok && send_frame(fd, &c);
+}
+
 /* Handles the whole frames read so far; false on a bad one. */
 static bool frames(struct fake *f, int fd)
 {
@@ -88,6 +146,10 @@ static bool frames(struct fake *f, int fd)
             return false;
         if (h.type == WIRE_MSG_GOODBYE)
             __atomic_store_n(&f->goodbye, 1, __ATOMIC_RELEASE);
+        if (h.type == WIRE_MSG_TASK && f->results != NO_TASKS &&
+            !answer_task(f, fd, f->in + at + WIRE_FRAME_HEADER_SIZE,
+                         h.body_len))
+            return false;
         at += WIRE_FRAME_HEADER_SIZE + h.body_len;
     }
     memmove(f->in, f->in + at, f->have - at);
@@ -203,12 +265,105 @@ static void test_goodbye_talking_node_does_not_hold_destroy(void **state)
     node_does_not_leave(TALK_ON);
 }
 
+struct pair {
+    strata_buffer *in, *out;
+};
+
+static strata_err in_out_orch(strata_orch *o, const strata_args *unused,
+                              void *user)
+{
+    const struct pair *p = user;
+    size_t shape[1] = {16};
+    strata_args *a = NULL;
+    strata_err err;
+
+    (void)unused;
+    it_try(strata_args_create(&a));
+    err = strata_args_add_tensor(a, p->in, 0, STRATA_U8, 1, shape, STRATA_IN);
+    if (!err)
+        err = strata_args_add_tensor(a, p->out, 0, STRATA_U8, 1, shape,
+                                     STRATA_OUT);
+    if (!err)
+        err = strata_orch_submit_next_level(o, rk_o_noop, a, 0);
+    strata_args_destroy(a);
+    return err;
+}
+
+static void results_refused(enum results results, const char *why)
+{
+    static struct fake f;
+    static const int chips[1] = {0};
+    strata_worker_config cfg;
+    strata_remote_spec rs;
+    testutil_snapshot before;
+    strata_worker *w = NULL;
+    struct pair p;
+    char endpoint[64];
+    uint16_t port;
+    strata_err err, derr;
+    int id;
+
+    testutil_snapshot_take(&before);
+    memset(&f, 0, sizeof(f));
+    f.results = results;
+    f.lfd = listen_loopback(&port);
+    assert_int_equal(pthread_create(&f.thread, NULL, node_main, &f), 0);
+    snprintf(endpoint, sizeof(endpoint), "127.0.0.1:%u", (unsigned)port);
+    memset(&rs, 0, sizeof(rs));
+    rs.endpoint = endpoint;
+    rs.insecure = true;
+    rs.chip_ids = chips;
+    rs.num_chips = 1;
+    strata_worker_config_init(&cfg, 4);
+    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_OK);
+    assert_int_equal(strata_worker_add_remote_worker(w, &rs, &id), STRATA_OK);
+    assert_int_equal(strata_worker_init(w), STRATA_OK);
+    assert_int_equal(strata_worker_create_buffer(w, 16, &p.in), STRATA_OK);
+    assert_int_equal(strata_worker_create_buffer(w, 16, &p.out), STRATA_OK);
+    memset(strata_buffer_data(p.in), 0x11, 16);
+    err = strata_worker_run(w, in_out_orch, NULL, &p);
+    print_message("  %s: %s\n", strata_errname(err), strata_errmsg());
+    assert_int_not_equal(err, STRATA_OK);
+    rk_assert_contains(strata_errmsg(), why);
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(((uint8_t *)strata_buffer_data(p.in))[i], 0x11);
+    derr = strata_worker_destroy(w);
+    assert_true(derr == STRATA_OK || derr == STRATA_EPEER);
+    __atomic_store_n(&f.stop, 1, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_join(f.thread, NULL), 0);
+    close(f.lfd);
+    testutil_assert_clean(&before);
+}
+
+static void test_results_data_for_input_refused(void **state)
+{
+    (void)state;
+    results_refused(DATA_FOR_INPUT, "data for an input tensor");
+}
+
+static void test_results_missing_refused(void **state)
+{
+    (void)state;
+    results_refused(RESULT_MISSING, "without all of the results it names");
+}
+
+static void test_results_half_refused(void **state)
+{
+    (void)state;
+    results_refused(RESULT_HALF, "without all of the results it names");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_goodbye_silent_node_does_not_hold_destroy),
         cmocka_unit_test(test_goodbye_talking_node_does_not_hold_destroy),
+        cmocka_unit_test(test_results_data_for_input_refused),
+        cmocka_unit_test(test_results_missing_refused),
+        cmocka_unit_test(test_results_half_refused),
     };
 
+    if (rk_register() != 0)
+        return 1;
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
