@@ -40,8 +40,10 @@ struct wire_conn {
     bool closing;        /* we sent GOODBYE: close once flushed */
     bool await_eof;      /* ... and once the peer has closed its end */
     bool draining;       /* flushed: reading to the peer's end */
-    uint64_t last_rx_ns; /* (atomic) a byte arrived, or the peer took
-                            some of ours: it is alive */
+    uint64_t last_rx_ns; /* (atomic) a frame (or ALIVE_BYTES of one)
+                            arrived, or the peer took some of ours: it
+                            is alive */
+    size_t rx_mark;      /* input bytes when last marked alive */
     /* Back-pressure (wire_conn_set_flow): reads stop while held(arg) or
      * while more than high_water bytes wait to go out. */
     bool (*held)(void *arg);
@@ -179,6 +181,13 @@ static void flow_update(struct wire_conn *c)
 /* Replies one read turn may queue before it lets the loop write. */
 #define READ_TURN_BYTES (4u << 20)
 
+/* Bytes of a frame still arriving that show the peer alive: a peer that
+ * trickles a frame a byte at a time sends no heartbeat meanwhile and must
+ * not pass for alive (a node that did held a run for good); a slow link
+ * carrying a large frame moves this much in far less than the silence
+ * limit. */
+#define ALIVE_BYTES (16u << 10)
+
 /* Delivers the whole frames in the input buffer. */
 static void on_read(struct bufferevent *bev, void *arg)
 {
@@ -189,8 +198,12 @@ static void on_read(struct bufferevent *bev, void *arg)
     char why[STRATA_ERRMSG_MAX + 64];
 
     size_t out0 = evbuffer_get_length(bufferevent_get_output(bev));
+    size_t in_len = evbuffer_get_length(in);
 
-    alive_now(c);
+    if (in_len < c->rx_mark || in_len - c->rx_mark >= ALIVE_BYTES) {
+        alive_now(c);
+        c->rx_mark = in_len;
+    }
     if (c->draining) { /* nothing the peer says now matters */
         evbuffer_drain(in, evbuffer_get_length(in));
         return;
@@ -242,6 +255,8 @@ static void on_read(struct bufferevent *bev, void *arg)
                 c->cbs.on_msg(c, h.type, body, h.body_len, c->cbs.arg);
         }
         evbuffer_drain(in, h.body_len);
+        alive_now(c); /* a whole frame */
+        c->rx_mark = evbuffer_get_length(in);
     }
 }
 

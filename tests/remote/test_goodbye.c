@@ -40,12 +40,21 @@ enum after { STAY_SILENT, TALK_ON };
 
 /* How the node answers a TASK of tensors 0 (IN) and 1 (OUT), 16 bytes
  * each. */
-enum results { NO_TASKS, DATA_FOR_INPUT, RESULT_MISSING, RESULT_HALF };
+enum results {
+    NO_TASKS,
+    DATA_FOR_INPUT,
+    RESULT_MISSING,
+    RESULT_HALF,
+    RESULT_TRICKLED /* a COMPLETION a byte a second, never whole */
+};
 
 struct fake {
     int lfd;
     enum after after;
     enum results results;
+    uint8_t trickle[512]; /* RESULT_TRICKLED: the frame, and how far */
+    size_t trickle_len, trickled;
+    double trickle_at;
     pthread_t thread;
     int goodbye; /* atomics */
     int stop;
@@ -91,8 +100,7 @@ static bool send_frame(int fd, const struct wire_msg *m)
     return ok;
 }
 
-static bool answer_task(const struct fake *f, int fd, const uint8_t *body,
-                        size_t len)
+static bool answer_task(struct fake *f, int fd, const uint8_t *body, size_t len)
 {
     static const uint8_t bytes[16] = {0x66, 0x66, 0x66, 0x66, 0x66, 0x66,
                                       0x66, 0x66, 0x66, 0x66, 0x66, 0x66,
@@ -118,11 +126,26 @@ static bool answer_task(const struct fake *f, int fd, const uint8_t *body,
         d.u.data_chunk.len = 8;
         d.u.data_chunk.last = false;
     }
-    if (f->results != RESULT_MISSING)
-        ok = send_frame(fd, &d);
     c.u.completion.message = "";
     c.u.completion.data_tensors = &named;
     c.u.completion.num_data_tensors = 1;
+    if (f->results == RESULT_TRICKLED) {
+        static char msg[300];
+        struct wire_buf b;
+
+        /* A long frame: its trickle outlasts the test. */
+        memset(msg, 'x', sizeof(msg) - 1);
+        c.u.completion.message = msg;
+        wire_buf_init(&b);
+        ok = wire_msg_pack(&c, &b) == STRATA_OK && b.len <= sizeof(f->trickle);
+        if (ok)
+            memcpy(f->trickle, b.data, b.len);
+        f->trickle_len = ok ? b.len : 0;
+        wire_buf_fini(&b);
+        return ok;
+    }
+    if (f->results != RESULT_MISSING)
+        ok = send_frame(fd, &d);
     return ok && send_frame(fd, &c);
 }
 
@@ -180,6 +203,16 @@ static void *node_main(void *arg)
          * them. */
         if (said && f->after == TALK_ON)
             (void)!send(fd, hb.data, hb.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        /* The header at once, then the body a byte a second. */
+        if (f->trickled + 1 < f->trickle_len &&
+            testutil_now() - f->trickle_at >= 1.0) {
+            size_t step = f->trickled ? 1 : WIRE_FRAME_HEADER_SIZE;
+
+            (void)!send(fd, f->trickle + f->trickled, step,
+                        MSG_DONTWAIT | MSG_NOSIGNAL);
+            f->trickled += step;
+            f->trickle_at = testutil_now();
+        }
         if (poll(&p, 1, said && f->after == TALK_ON ? 0 : 10) <= 0)
             continue;
         n = recv(fd, f->in + f->have, sizeof(f->in) - f->have, 0);
@@ -353,6 +386,18 @@ static void test_results_half_refused(void **state)
     results_refused(RESULT_HALF, "without all of the results it names");
 }
 
+/* A node that sends no heartbeat but trickles a frame's body a byte a
+ * second is silent: lost after the silence limit (the run waited for
+ * ever before: any byte counted as a sign of life). */
+static void test_results_trickled_frame_lost(void **state)
+{
+    double t0 = testutil_now();
+
+    (void)state;
+    results_refused(RESULT_TRICKLED, "silent");
+    print_message("  lost after %.1f s\n", testutil_now() - t0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -361,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_results_data_for_input_refused),
         cmocka_unit_test(test_results_missing_refused),
         cmocka_unit_test(test_results_half_refused),
+        cmocka_unit_test(test_results_trickled_frame_lost),
     };
 
     if (rk_register() != 0)
