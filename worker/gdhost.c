@@ -47,7 +47,7 @@ uint64_t gdhost_request_ids(uint32_t n)
 
 void gdhost_poison(strata_worker *w)
 {
-    w->poisoned = true;
+    __atomic_store_n(&w->poisoned, true, __ATOMIC_RELEASE);
 }
 
 size_t gdhost_num_nodes(const strata_worker *w)

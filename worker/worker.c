@@ -324,7 +324,7 @@ static strata_err check_ready(const strata_worker *w, bool have_fn,
     if (w->state != WORKER_READY)
         return base_fail(STRATA_ESTATE, "worker is not initialized (call "
                                         "strata_worker_init)");
-    if (w->poisoned)
+    if (__atomic_load_n(&w->poisoned, __ATOMIC_ACQUIRE))
         return base_fail(STRATA_ESTATE,
                          "worker is poisoned: a global domain's ABORT "
                          "failed; destroy it");

@@ -673,6 +673,17 @@ static void release_done(struct orch_ctl *c, void *arg)
     struct strata_global_domain *g = arg;
 
     g->node_died |= c && c->err == STRATA_EPEER;
+    /* A node that answered its ABORT with an error may still hold the
+     * windows: as for a failed ABORT at allocation, the worker is
+     * poisoned (its answer was not even read before). */
+    if (c && !c->err &&
+        check_reply(g, (uint32_t)(c - g->ctls), WIRE_PHASE_ABORT) !=
+            STRATA_OK) {
+        LOG_ERROR("global domain '%s': release failed on node %d, the "
+                  "worker is poisoned: %s",
+                  g->name, g->nodes[c - g->ctls], strata_errmsg());
+        gdhost_poison(g->w);
+    }
     if (--g->pending > 0)
         return;
     if (g->node_died)

@@ -620,6 +620,45 @@ static void test_gd_faults_warm_failed_abort_poisons_worker(void **state)
     testutil_assert_clean(&before);
 }
 
+/* Node 0 cannot release; the domain is left to the run's fence. */
+static strata_err fence_release_fails_orch(strata_orch *o,
+                                           const strata_args *args, void *user)
+{
+    struct gd_spec *s = user;
+    strata_global_domain *g = NULL;
+    uint64_t rel[5] = {1, 2, BASE_FAULT_FAIL, 1, 0};
+
+    (void)args;
+    gd_try(strata_orch_scope_begin(o));
+    gd_try(gd_node_task(o, 0, o_arm, NULL, 0, 0, STRATA_IN, rel, 5));
+    gd_try(strata_orch_scope_end(o));
+    return strata_orch_allocate_global_domain(o, &s->spec, &g);
+}
+
+/* An ABORT that fails at the fence's release poisons the worker as one
+ * that fails at allocation does (the fence's answers were not even read
+ * before: a hostile-node tester's find). */
+static void test_gd_faults_failed_fence_release_poisons_worker(void **state)
+{
+    testutil_snapshot before;
+    strata_worker *w = NULL;
+    static struct gd_spec s;
+    strata_err err;
+
+    (void)state;
+    testutil_snapshot_take(&before);
+    gd_ok(gd_l4_start(2, 2, NULL, 0, 0, &w));
+    gd_spec_init(&s, "poison-at-fence", WINDOW);
+    gd_spec_grid(&s, 0, 2, 2);
+    err = strata_worker_run(w, fence_release_fails_orch, NULL, &s);
+    print_message("  the run: %s\n", strata_errname(err));
+    assert_int_equal(strata_worker_run(w, nothing_orch, NULL, NULL),
+                     STRATA_ESTATE);
+    gd_assert_contains(strata_errmsg(), "poisoned");
+    gd_destroy(w, STRATA_OK);
+    testutil_assert_clean(&before);
+}
+
 static void test_gd_faults_prepare_fail_node0_eio(void **state)
 {
     (void)state;
@@ -961,6 +1000,7 @@ int main(void)
         gd_test(test_gd_faults_warm_prepare_kill_node0_epeer),
         gd_test(test_gd_faults_warm_import_kill_node1_epeer),
         gd_test(test_gd_faults_warm_failed_abort_poisons_worker),
+        gd_test(test_gd_faults_failed_fence_release_poisons_worker),
         gd_test(test_gd_faults_import_node_process_killed_epeer),
         gd_test(test_gd_faults_remote_prepare_fail_eio),
         gd_test(test_gd_faults_remote_import_fail_eio),
