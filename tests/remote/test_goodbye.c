@@ -249,23 +249,20 @@ static int listen_loopback(uint16_t *port)
     return fd;
 }
 
-static void node_does_not_leave(enum after after)
+/* Starts f (set up by the caller) on a loopback port and an L4 whose
+ * one remote node (one chip, --insecure) it is. */
+static strata_worker *l4_on_fake(struct fake *f)
 {
-    static struct fake f;
     static const int chips[1] = {0};
     strata_worker_config cfg;
     strata_remote_spec rs;
-    testutil_snapshot before;
     strata_worker *w = NULL;
     char endpoint[64];
     uint16_t port;
     int id;
 
-    testutil_snapshot_take(&before);
-    memset(&f, 0, sizeof(f));
-    f.after = after;
-    f.lfd = listen_loopback(&port);
-    assert_int_equal(pthread_create(&f.thread, NULL, node_main, &f), 0);
+    f->lfd = listen_loopback(&port);
+    assert_int_equal(pthread_create(&f->thread, NULL, node_main, f), 0);
     snprintf(endpoint, sizeof(endpoint), "127.0.0.1:%u", (unsigned)port);
     memset(&rs, 0, sizeof(rs));
     rs.endpoint = endpoint;
@@ -276,6 +273,19 @@ static void node_does_not_leave(enum after after)
     assert_int_equal(strata_worker_create(&cfg, &w), STRATA_OK);
     assert_int_equal(strata_worker_add_remote_worker(w, &rs, &id), STRATA_OK);
     assert_int_equal(strata_worker_init(w), STRATA_OK);
+    return w;
+}
+
+static void node_does_not_leave(enum after after)
+{
+    static struct fake f;
+    testutil_snapshot before;
+    strata_worker *w;
+
+    testutil_snapshot_take(&before);
+    memset(&f, 0, sizeof(f));
+    f.after = after;
+    w = l4_on_fake(&f);
     /* The node holds its end open: destroy returns anyway, cleanly. */
     assert_int_equal(strata_worker_destroy(w), STRATA_OK);
     assert_int_equal(__atomic_load_n(&f.goodbye, __ATOMIC_ACQUIRE), 1);
@@ -325,32 +335,15 @@ static strata_err in_out_orch(strata_orch *o, const strata_args *unused,
 static void results_refused(enum results results, const char *why)
 {
     static struct fake f;
-    static const int chips[1] = {0};
-    strata_worker_config cfg;
-    strata_remote_spec rs;
     testutil_snapshot before;
-    strata_worker *w = NULL;
+    strata_worker *w;
     struct pair p;
-    char endpoint[64];
-    uint16_t port;
     strata_err err, derr;
-    int id;
 
     testutil_snapshot_take(&before);
     memset(&f, 0, sizeof(f));
     f.results = results;
-    f.lfd = listen_loopback(&port);
-    assert_int_equal(pthread_create(&f.thread, NULL, node_main, &f), 0);
-    snprintf(endpoint, sizeof(endpoint), "127.0.0.1:%u", (unsigned)port);
-    memset(&rs, 0, sizeof(rs));
-    rs.endpoint = endpoint;
-    rs.insecure = true;
-    rs.chip_ids = chips;
-    rs.num_chips = 1;
-    strata_worker_config_init(&cfg, 4);
-    assert_int_equal(strata_worker_create(&cfg, &w), STRATA_OK);
-    assert_int_equal(strata_worker_add_remote_worker(w, &rs, &id), STRATA_OK);
-    assert_int_equal(strata_worker_init(w), STRATA_OK);
+    w = l4_on_fake(&f);
     assert_int_equal(strata_worker_create_buffer(w, 16, &p.in), STRATA_OK);
     assert_int_equal(strata_worker_create_buffer(w, 16, &p.out), STRATA_OK);
     memset(strata_buffer_data(p.in), 0x11, 16);
