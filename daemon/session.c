@@ -216,6 +216,7 @@ static void task_job(struct spool_job *job)
     size_t nout = 0;
     strata_orch_fn fn;
     strata_err err;
+    bool answer;
     uint64_t t0 = s->traced ? trace_now() : 0;
     uint16_t lane = t0 ? session_trace_lane_take() : 0;
     /* Taken now: past a deadline the run keeps the args. */
@@ -240,13 +241,9 @@ static void task_job(struct spool_job *job)
     if (t0)
         session_trace_task(t0, lane, c ? c->name : NULL, &t->task, arg_bytes,
                            err);
-    if (!err && !send_outputs(s, t)) {
-        /* No COMPLETION saying OK for results that never went. */
-        session_shadow_unpin_all(s, t);
-        task_free(s, t);
-        job_done(s);
-        return;
-    }
+    /* No COMPLETION saying OK for results that never went (the session
+     * gave up on its parent). */
+    answer = err || send_outputs(s, t);
     if (!err)
         for (uint32_t i = 0; i < t->args->num_tensors; i++)
             if (tag_returns(t->args->tensors[i].tag) && !t->resident[i])
@@ -259,7 +256,8 @@ static void task_job(struct spool_job *job)
     m.u.completion.message = err ? strata_errmsg() : "";
     m.u.completion.data_tensors = outs;
     m.u.completion.num_data_tensors = nout;
-    session_send_msg(s, &m);
+    if (answer)
+        session_send_msg(s, &m);
     task_free(s, t);
     job_done(s);
 }
@@ -494,11 +492,7 @@ static strata_err buffer_copy(struct session *s, const struct wire_control *c,
     strata_buffer *b = NULL;
     uint8_t *p;
 
-    pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->num_shadows && !b; i++)
-        if (s->shadows[i].id == o->buffer_id && !s->shadows[i].gone)
-            b = s->shadows[i].buf;
-    pthread_mutex_unlock(&s->mu);
+    b = session_shadow_lookup(s, o->buffer_id);
     if (!b)
         return base_fail(STRATA_ENOENT, "no buffer %llu on this node",
                          (unsigned long long)o->buffer_id);
@@ -846,6 +840,10 @@ static void finish(struct session *s)
         LOG_INFO("stopping tasks that passed their deadline");
         worker_kill_children(s->w);
     }
+    /* However the loop ended (a failed loop calls no stop()), nothing
+     * drains now: results still waiting for room are dropped. */
+    if (s->conn)
+        wire_conn_stop_waits(s->conn);
     spool_wait_idle(&s->pool);
     if (s->start) { /* the loop ended before it took the result */
         s->w = s->start->w;

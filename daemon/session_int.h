@@ -117,6 +117,8 @@ strata_buffer *session_shadow_get(struct session *s, uint64_t id, size_t size,
 void session_shadow_pin(struct session *s, struct stask *t, uint64_t id);
 void session_shadow_unpin_all(struct session *s, struct stask *t);
 strata_err session_shadow_release(struct session *s, uint64_t id);
+/* The parent's buffer id, or NULL (takes s->mu). */
+strata_buffer *session_shadow_lookup(struct session *s, uint64_t id);
 
 /* session_hello.c: HELLO (takes the message's memory), and the loop's
  * callback once the worker it asked for started (or failed to). */

@@ -47,20 +47,39 @@ static void reap_gone(struct session *s)
     }
 }
 
+/* The parent's buffer id (mu held): gone ones are no longer its. */
+static struct shadow *shadow_find(struct session *s, uint64_t id)
+{
+    for (size_t i = 0; i < s->num_shadows; i++)
+        if (s->shadows[i].id == id && !s->shadows[i].gone)
+            return &s->shadows[i];
+    return NULL;
+}
+
+strata_buffer *session_shadow_lookup(struct session *s, uint64_t id)
+{
+    struct shadow *sh;
+
+    pthread_mutex_lock(&s->mu);
+    sh = shadow_find(s, id);
+    pthread_mutex_unlock(&s->mu);
+    return sh ? sh->buf : NULL;
+}
+
 /* The shadow of buffer id, made on first use; create: only make it
  * (BUFFER_CREATE, resident), STRATA_EEXIST if it is there. */
 strata_buffer *session_shadow_get(struct session *s, uint64_t id, size_t size,
                                   bool create, bool *resident, strata_err *err)
 {
     strata_buffer *b = NULL;
+    struct shadow *sh;
 
     pthread_mutex_lock(&s->mu);
     reap_gone(s);
-    for (size_t i = 0; i < s->num_shadows && !b; i++) {
-        if (s->shadows[i].id == id && !s->shadows[i].gone) {
-            b = s->shadows[i].buf;
-            *resident = s->shadows[i].resident;
-        }
+    sh = shadow_find(s, id);
+    if (sh) {
+        b = sh->buf;
+        *resident = sh->resident;
     }
     if (b && create) {
         *err = base_fail(STRATA_EEXIST, "buffer %llu exists",
@@ -116,14 +135,6 @@ strata_buffer *session_shadow_get(struct session *s, uint64_t id, size_t size,
 out:
     pthread_mutex_unlock(&s->mu);
     return b;
-}
-
-static struct shadow *shadow_find(struct session *s, uint64_t id)
-{
-    for (size_t i = 0; i < s->num_shadows; i++)
-        if (s->shadows[i].id == id && !s->shadows[i].gone)
-            return &s->shadows[i];
-    return NULL;
 }
 
 /* A task in flight names the shadow: BUFFER_RELEASE waits for it. */

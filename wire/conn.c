@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 struct wire_conn {
@@ -50,20 +49,24 @@ struct wire_conn {
     size_t high_water;
     bool paused;             /* EV_READ disabled by the flow check */
     struct event *next_turn; /* resumes a read turn that yielded */
-    /* wire_conn_wait_room: senders waiting for the output to drain. */
+    /* wire_conn_wait_room: senders waiting for the output to drain. A
+     * waiter counts itself before it looks, so that a change after its
+     * look bumps room_gen and wakes it (room_gen under room_mu). */
     pthread_mutex_t room_mu;
     pthread_cond_t room_cv;
+    uint64_t room_gen;
     uint32_t room_waiters; /* atomic */
     bool no_waits;         /* wire_conn_stop_waits (bufferevent locked) */
 };
 
-/* Wakes the senders waiting for room (output drained, or no more to wait
- * for). */
+/* Wakes the senders waiting for room: the output drained, or there is
+ * nothing more to wait for (failed, closing, stop_waits). */
 static void room_wake(struct wire_conn *c)
 {
-    if (!__atomic_load_n(&c->room_waiters, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&c->room_waiters, __ATOMIC_SEQ_CST))
         return;
     pthread_mutex_lock(&c->room_mu);
+    c->room_gen++;
     pthread_cond_broadcast(&c->room_cv);
     pthread_mutex_unlock(&c->room_mu);
 }
@@ -737,10 +740,12 @@ static void close_with(struct wire_conn *c, uint32_t reason, const char *msg,
         wire_buf_init(&b);
         c->await_eof = await_eof;
         if (wire_goodbye_pack(&g, &b) == STRATA_OK &&
-            bufferevent_write(c->bev, b.data, b.len) == 0)
+            bufferevent_write(c->bev, b.data, b.len) == 0) {
             c->closing = true;
-        else
+            room_wake(c); /* nothing more to wait for */
+        } else {
             fail(c, STRATA_OK, "closed");
+        }
         wire_buf_fini(&b);
     }
     bufferevent_unlock(c->bev);
@@ -803,49 +808,46 @@ void wire_conn_set_flow(struct wire_conn *c, bool (*held)(void *arg),
     bufferevent_unlock(c->bev);
 }
 
-/* A drain seen between the look and the wait is missed for one period at
- * most: the wait is short, and this is no dispatch path (only a peer
- * that reads slower than we send gets here). */
-#define ROOM_WAIT_NS 50000000u
-
 strata_err wire_conn_wait_room(struct wire_conn *c, size_t limit)
 {
+    strata_err err = STRATA_OK;
+
+    /* Counted before the first look: every change from here on wakes. */
+    __atomic_add_fetch(&c->room_waiters, 1, __ATOMIC_SEQ_CST);
     for (;;) {
-        struct timespec until;
+        uint64_t gen;
         bool gone;
         size_t queued;
 
+        pthread_mutex_lock(&c->room_mu);
+        gen = c->room_gen;
+        pthread_mutex_unlock(&c->room_mu);
         bufferevent_lock(c->bev);
         gone = c->failed || c->closing || c->no_waits;
         queued = evbuffer_get_length(bufferevent_get_output(c->bev));
         bufferevent_unlock(c->bev);
-        if (gone)
-            return base_fail(STRATA_EPEER, "connection to %s is closed",
-                             c->peer);
-        if (queued <= limit)
-            return STRATA_OK;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += ROOM_WAIT_NS;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
+        if (gone) {
+            err =
+                base_fail(STRATA_EPEER, "connection to %s is closed", c->peer);
+            break;
         }
+        if (queued <= limit)
+            break;
         pthread_mutex_lock(&c->room_mu);
-        __atomic_add_fetch(&c->room_waiters, 1, __ATOMIC_ACQ_REL);
-        pthread_cond_timedwait(&c->room_cv, &c->room_mu, &until);
-        __atomic_sub_fetch(&c->room_waiters, 1, __ATOMIC_ACQ_REL);
+        while (c->room_gen == gen)
+            pthread_cond_wait(&c->room_cv, &c->room_mu);
         pthread_mutex_unlock(&c->room_mu);
     }
+    __atomic_sub_fetch(&c->room_waiters, 1, __ATOMIC_SEQ_CST);
+    return err;
 }
 
 void wire_conn_stop_waits(struct wire_conn *c)
 {
     bufferevent_lock(c->bev);
     c->no_waits = true;
-    bufferevent_unlock(c->bev);
-    __atomic_add_fetch(&c->room_waiters, 1, __ATOMIC_ACQ_REL);
     room_wake(c);
-    __atomic_sub_fetch(&c->room_waiters, 1, __ATOMIC_ACQ_REL);
+    bufferevent_unlock(c->bev);
 }
 
 void wire_conn_recheck(struct wire_conn *c)

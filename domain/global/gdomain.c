@@ -28,7 +28,7 @@ static void page_drop(struct strata_global_domain *g);
 /* What only the transaction and the release use: once g is freed, the
  * handle needs none of it (its copies are refused, its release is a
  * no-op), and a worker that allocates a domain a step would otherwise
- * keep ~20 KB per step until it is destroyed. */
+ * keep ~35 KiB (two nodes) per step until it is destroyed. */
 static void gd_shrink(struct strata_global_domain *g)
 {
     for (uint32_t i = 0; g->cmds && i < g->num_nodes; i++)
