@@ -262,25 +262,36 @@ void orch_endpoint_reap(struct orch_endpoint *ep, bool block)
     }
 }
 
+void orch_death_cause(const struct orch_endpoint *ep, char *buf, size_t cap)
+{
+    if (ep->reaped_elsewhere)
+        snprintf(buf, cap,
+                 "how is unknown: the program ignores SIGCHLD or "
+                 "reaped it with its own waitpid");
+    else if (ep->reaped && WIFSIGNALED(ep->status))
+        snprintf(buf, cap, "killed by signal %d", WTERMSIG(ep->status));
+    else if (ep->reaped)
+        snprintf(buf, cap, "exited with status %d", WEXITSTATUS(ep->status));
+    else
+        snprintf(buf, cap, "%s", "");
+}
+
 static void describe_death(const struct orch_endpoint *ep, char *buf,
                            size_t cap)
 {
     const char *who = orch_ep_kind_name(ep->kind);
     const char *lost = __atomic_load_n(&ep->lost, __ATOMIC_ACQUIRE);
+    char cause[160];
 
+    orch_death_cause(ep, cause, sizeof(cause));
     if (lost)
         snprintf(buf, cap, "%s %d lost: %s", who, ep->id, lost);
     else if (ep->reaped_elsewhere)
-        snprintf(buf, cap,
-                 "%s %d (pid %d) died (how is unknown: the program ignores "
-                 "SIGCHLD or reaped it with its own waitpid)",
-                 who, ep->id, (int)ep->pid);
-    else if (ep->reaped && WIFSIGNALED(ep->status))
-        snprintf(buf, cap, "%s %d (pid %d) died: killed by signal %d", who,
-                 ep->id, (int)ep->pid, WTERMSIG(ep->status));
-    else if (ep->reaped)
-        snprintf(buf, cap, "%s %d (pid %d) died: exited with status %d", who,
-                 ep->id, (int)ep->pid, WEXITSTATUS(ep->status));
+        snprintf(buf, cap, "%s %d (pid %d) died (%s)", who, ep->id,
+                 (int)ep->pid, cause);
+    else if (cause[0])
+        snprintf(buf, cap, "%s %d (pid %d) died: %s", who, ep->id, (int)ep->pid,
+                 cause);
     else
         snprintf(buf, cap, "%s %d (pid %d) died", who, ep->id, (int)ep->pid);
 }

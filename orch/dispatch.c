@@ -19,11 +19,17 @@ static void fail_dead(struct orch_sched *s, struct orch_endpoint *ep,
                       struct orch_task *t)
 {
     const char *lost = __atomic_load_n(&ep->lost, __ATOMIC_ACQUIRE);
-    char why[STRATA_ERRMSG_MAX];
+    char why[STRATA_ERRMSG_MAX], cause[160];
 
+    /* As the death's own report says it: a task that meets the dead
+     * endpoint only later must not lose the cause. */
+    orch_death_cause(ep, cause, sizeof(cause));
     if (lost)
         snprintf(why, sizeof(why), "%s %d lost: %s",
                  orch_ep_kind_name(ep->kind), ep->id, lost);
+    else if (cause[0])
+        snprintf(why, sizeof(why), "%s %d is dead (pid %d: %s)",
+                 orch_ep_kind_name(ep->kind), ep->id, (int)ep->pid, cause);
     else
         snprintf(why, sizeof(why), "%s %d is dead", orch_ep_kind_name(ep->kind),
                  ep->id);

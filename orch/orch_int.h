@@ -286,6 +286,9 @@ void orch_complete(struct orch_sched *s, struct orch_task *t, strata_err err,
                    const char *msg);
 bool orch_harvest(struct orch_sched *s);
 void orch_endpoint_died(struct orch_sched *s, struct orch_endpoint *ep);
+/* How a dead child ended ("killed by signal 9", "exited with status 3",
+ * "how is unknown: ..."), or "" before it was reaped. */
+void orch_death_cause(const struct orch_endpoint *ep, char *buf, size_t cap);
 const char *orch_task_label(struct orch_sched *s, const struct orch_task *t,
                             char *buf, size_t cap);
 

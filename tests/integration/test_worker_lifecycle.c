@@ -512,7 +512,8 @@ static void test_lifecycle_sigchld_ignored(void **state)
     struct sigaction ign = {.sa_handler = SIG_IGN}, old;
     strata_worker *w = NULL;
     strata_buffer *b = NULL;
-    strata_err e;
+    strata_err e, e2, de;
+    char msg[2][STRATA_ERRMSG_MAX];
     pid_t victim;
 
     testutil_snapshot_take(&before);
@@ -522,14 +523,25 @@ static void test_lifecycle_sigchld_ignored(void **state)
     victim = strata_worker_chip_pid(w, 0);
     assert_true(victim > 0);
     assert_int_equal(kill(victim, SIGKILL), 0);
+    /* The first run may meet the death as it happens or after it was
+     * seen (busy machine); the second meets a chip known dead. Both say
+     * how it died. */
     e = strata_worker_run(w, slow_orch, NULL, b);
-    print_message("run: %s: %s\n", strata_errname(e), strata_errmsg());
-    assert_int_equal(e, STRATA_EPEER);
-    assert_non_null(strstr(strata_errmsg(), "how is unknown"));
+    snprintf(msg[0], sizeof(msg[0]), "%s", strata_errmsg());
+    e2 = strata_worker_run(w, slow_orch, NULL, b);
+    snprintf(msg[1], sizeof(msg[1]), "%s", strata_errmsg());
+    print_message("runs: %s: %s / %s: %s\n", strata_errname(e), msg[0],
+                  strata_errname(e2), msg[1]);
     it_ok(strata_buffer_release(b));
-    e = it_worker_destroy(w);
-    assert_true(e == STRATA_OK || e == STRATA_EPEER);
+    de = it_worker_destroy(w);
+    /* Restored before any assertion: a failure must not leave SIGCHLD
+     * ignored for the tests after this one. */
     assert_int_equal(sigaction(SIGCHLD, &old, NULL), 0);
+    assert_true(de == STRATA_OK || de == STRATA_EPEER);
+    assert_int_equal(e, STRATA_EPEER);
+    assert_int_equal(e2, STRATA_EPEER);
+    assert_non_null(strstr(msg[0], "how is unknown"));
+    assert_non_null(strstr(msg[1], "how is unknown"));
     testutil_assert_clean(&before);
 }
 
